@@ -1,0 +1,20 @@
+"""upsert-kafka for Apache Spark: a Kafka topic read as a keyed changelog, DataFrames written back as
+upserts and tombstones."""
+
+from connector.datasource import UpsertKafkaDataSource
+from connector.errors import (
+    KafkaUnavailableError,
+    OptionError,
+    RecordError,
+    TopicError,
+    UpsertKafkaError,
+)
+
+__all__ = [
+    "KafkaUnavailableError",
+    "OptionError",
+    "RecordError",
+    "TopicError",
+    "UpsertKafkaDataSource",
+    "UpsertKafkaError",
+]

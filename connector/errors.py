@@ -1,0 +1,32 @@
+"""The connector's own errors: each one says what to change."""
+
+from __future__ import annotations
+
+
+class UpsertKafkaError(Exception):
+    """Base class of every error the connector raises on purpose."""
+
+
+class OptionError(UpsertKafkaError, ValueError):
+    """An option is missing, unknown, invalid or in conflict with another."""
+
+
+class KafkaUnavailableError(UpsertKafkaError):
+    """The brokers could not be reached or did not answer in time."""
+
+
+class TopicError(UpsertKafkaError):
+    """A topic does not exist or cannot be used."""
+
+
+class RecordError(UpsertKafkaError):
+    """A record could not be decoded or encoded; the message names where it is."""
+
+
+def escaped_prefix(payload: bytes | None, limit: int = 64) -> str:
+    """The first bytes of a payload, printable and escaped, for error messages."""
+    if payload is None:
+        return "null"
+    shown = payload[:limit].decode("ascii", errors="backslashreplace")
+    shown = shown.encode("unicode_escape").decode("ascii").replace("\\\\x", "\\x")
+    return f"b'{shown}'" + (f"... ({len(payload)} bytes)" if len(payload) > limit else "")

@@ -1,0 +1,311 @@
+"""Parse and validate the user's options once, into frozen specs that everything else takes.
+
+Spark hands us a case-insensitive dict with lower-cased keys and string values. Here aliases are
+folded onto their Flink spelling, unknown options are rejected with a did-you-mean, and each value is
+checked and typed. Nothing downstream reads the raw dict.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
+
+from connector.errors import OptionError
+from connector.option_table import OPTIONS, PASS_THROUGH_PREFIXES
+from formats import Codec, CodecContext, FormatOptionError, make_codec
+
+DEFAULT_CHANGELOG_COLUMN = "_change_type"
+
+# Spark's client settings with no librdkafka meaning, and what to use instead.
+_JAVA_ONLY = {
+    "sasl.jaas.config": "sasl.username and sasl.password (with sasl.mechanism)",
+    "ssl.truststore.location": "ssl.ca.location",
+    "ssl.truststore.password": "nothing (librdkafka reads PEM CA files: ssl.ca.location)",
+    "ssl.keystore.location": "ssl.certificate.location and ssl.key.location (or ssl.keystore.location "
+    "with a PKCS#12 file)",
+    "key.serializer": "key.format",
+    "value.serializer": "value.format",
+    "key.deserializer": "key.format",
+    "value.deserializer": "value.format",
+}
+# Properties the connector sets itself; letting users override them would break its guarantees.
+_RESERVED_PROPERTIES = {
+    "enable.auto.commit": "offsets are tracked in Spark's checkpoint",
+    "partitioner": "records are partitioned by key like the Java client (murmur2)",
+}
+_SECRET_WORDS = ("password", "secret", "token", "key.pem", "user.info", "credentials")
+
+
+def is_secret(name: str) -> bool:
+    return any(word in name for word in _SECRET_WORDS)
+
+
+# ---------------------------------------------------------------------------------------------
+# Raw options -> canonical names
+
+
+def _alias_map() -> dict[str, str]:
+    return {alias: doc.name for doc in OPTIONS for alias in doc.aliases}
+
+
+_KNOWN = {doc.name for doc in OPTIONS if not doc.name.endswith("*")}
+_ALIASES = _alias_map()
+# Format options (`key.json.ignore-parse-errors`) are validated by their codec, not here.
+_FORMAT_OPTION = re.compile(r"^(key|value)\.[a-z0-9_-]+\..+$")
+
+
+def canonical_options(raw: Mapping[str, str]) -> dict[str, str]:
+    """Fold aliases onto Flink spellings; reject unknown options and conflicting alias pairs."""
+    out: dict[str, str] = {}
+    given_as: dict[str, str] = {}
+    for key, value in raw.items():
+        name = key.lower()
+        if name.startswith("kafka."):
+            name = "properties." + name[len("kafka.") :]
+        name = _ALIASES.get(name, name)
+        if not (name in _KNOWN or name.startswith(PASS_THROUGH_PREFIXES) or _FORMAT_OPTION.match(name)):
+            raise OptionError(_unknown_option_message(key))
+        if name in out and out[name] != value:
+            raise OptionError(
+                f"options '{given_as[name]}' and '{key}' mean the same thing but have different values; "
+                "give only one of them"
+            )
+        out[name], given_as[name] = value, key
+    return out
+
+
+def _unknown_option_message(key: str) -> str:
+    candidates = sorted(_KNOWN | set(_ALIASES))
+    close = difflib.get_close_matches(key.lower(), candidates, n=1, cutoff=0.6)
+    hint = f" Did you mean '{close[0]}'?" if close else ""
+    return (
+        f"unknown option '{key}'.{hint} Kafka client settings go under 'properties.' (or 'kafka.'); "
+        f"known options: {', '.join(sorted(_KNOWN))}"
+    )
+
+
+def require(options: Mapping[str, str], name: str, example: str) -> str:
+    value = options.get(name, "").strip()
+    if not value:
+        raise OptionError(f'option \'{name}\' is required, e.g. .option("{name}", "{example}")')
+    return value
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|milli|millis|s|sec|secs|min|mins|h|hour|hours)?\s*$")
+_UNIT_SECONDS = {"ms": 1e-3, "milli": 1e-3, "millis": 1e-3, "s": 1, "sec": 1, "secs": 1}
+_UNIT_SECONDS |= {"min": 60, "mins": 60, "h": 3600, "hour": 3600, "hours": 3600}
+
+
+def parse_duration(options: Mapping[str, str], name: str, default: str) -> float:
+    """A Flink-style duration ('30 s', '500 ms', '2 min'; a bare number is milliseconds), in seconds."""
+    raw = options.get(name, default)
+    match = _DURATION.match(raw.lower())
+    if not match:
+        raise OptionError(f"option '{name}' must be a duration such as '30 s' or '500 ms', got '{raw}'")
+    seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2) or "ms"]
+    if seconds <= 0:
+        raise OptionError(f"option '{name}' must be positive, got '{raw}'")
+    return seconds
+
+
+# ---------------------------------------------------------------------------------------------
+# Specs
+
+
+@dataclass(frozen=True)
+class KafkaSpec:
+    """How to reach the brokers: the servers, pass-through client properties and the request timeout."""
+
+    bootstrap_servers: str
+    properties: tuple[tuple[str, str], ...] = ()
+    timeout_s: float = 30.0
+
+    def client_config(self, **settings: Any) -> dict[str, Any]:
+        """librdkafka configuration: ours, then the user's pass-through properties on top."""
+        config: dict[str, Any] = {"bootstrap.servers": self.bootstrap_servers, **settings}
+        config.update(self.properties)
+        return config
+
+    def describe(self) -> str:
+        """For error messages: the servers only, never a credential."""
+        return f"'{self.bootstrap_servers}'"
+
+
+def parse_kafka_spec(options: Mapping[str, str]) -> KafkaSpec:
+    servers = require(options, "properties.bootstrap.servers", "broker1:9092,broker2:9092")
+    properties = []
+    for name, value in sorted(options.items()):
+        if not name.startswith("properties.") or name == "properties.bootstrap.servers":
+            continue
+        prop = name[len("properties.") :]
+        if prop in _JAVA_ONLY:
+            raise OptionError(
+                f"option '{name}' is a Java client setting; this connector uses librdkafka: "
+                f"use {_JAVA_ONLY[prop]} instead"
+            )
+        if prop in _RESERVED_PROPERTIES:
+            raise OptionError(f"option '{name}' cannot be set: {_RESERVED_PROPERTIES[prop]}")
+        properties.append((prop, value))
+    timeout = parse_duration(options, "client.timeout", "30 s")
+    return KafkaSpec(servers, tuple(properties), timeout)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a table row maps to a Kafka record: which columns form the key and the value, and in
+    which formats, and which column carries the change type."""
+
+    schema: StructType
+    key_fields: tuple[str, ...]
+    value_fields: tuple[str, ...]
+    changelog_column: str | None
+    key_codec: Codec
+    value_codec: Codec
+    arrow_schema: pa.Schema = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "arrow_schema", to_arrow_schema(self.schema, timezone="UTC"))
+
+    def arrow_fields(self, names: tuple[str, ...]) -> pa.Schema:
+        return pa.schema([self.arrow_schema.field(n) for n in names])
+
+    @property
+    def key_schema(self) -> pa.Schema:
+        return self.arrow_fields(self.key_fields)
+
+    @property
+    def value_schema(self) -> pa.Schema:
+        return self.arrow_fields(self.value_fields)
+
+
+def changelog_column_name(options: Mapping[str, str]) -> str:
+    name = options.get("changelog.column", DEFAULT_CHANGELOG_COLUMN).strip()
+    if not name:
+        raise OptionError("option 'changelog.column' must name a column, e.g. '_change_type'")
+    return name
+
+
+def parse_layout(options: Mapping[str, str], schema: StructType, topics: tuple[str, ...]) -> Layout:
+    changelog = changelog_column_name(options)
+    names = [f.name for f in schema.fields]
+    data_columns = [n for n in names if n != changelog]
+    key_fields = _parse_key_fields(options, data_columns)
+    try:
+        key_codec = _codec(options, "key", topics)
+        value_codec = _codec(options, "value", topics)
+    except FormatOptionError as e:
+        raise OptionError(str(e)) from None
+    return Layout(
+        schema=schema,
+        key_fields=key_fields,
+        value_fields=tuple(data_columns),
+        changelog_column=changelog if changelog in names else None,
+        key_codec=key_codec,
+        value_codec=value_codec,
+    )
+
+
+def _parse_key_fields(options: Mapping[str, str], columns: list[str]) -> tuple[str, ...]:
+    raw = require(options, "key.fields", "id" if "id" in columns else ";".join(columns[:1]) or "id")
+    by_lower = {c.lower(): c for c in columns}
+    fields = []
+    for name in (part.strip() for part in raw.split(";")):
+        column = name if name in columns else by_lower.get(name.lower())
+        if column is None:
+            close = difflib.get_close_matches(name, columns, n=1)
+            hint = f" Did you mean '{close[0]}'?" if close else ""
+            raise OptionError(
+                f"option 'key.fields': column '{name}' is not in the schema ({', '.join(columns)}).{hint}"
+            )
+        if column in fields:
+            raise OptionError(f"option 'key.fields' lists column '{column}' twice")
+        fields.append(column)
+    return tuple(fields)
+
+
+def _codec(options: Mapping[str, str], role: str, topics: tuple[str, ...]) -> Codec:
+    option = f"{role}.format"
+    name = options.get(option, "json").strip()
+    prefix = f"{role}.{name.lower()}."
+    format_options = {k[len(prefix) :]: v for k, v in options.items() if k.startswith(prefix)}
+    stray = [
+        k
+        for k in options
+        if k.startswith(f"{role}.") and _FORMAT_OPTION.match(k) and not k.startswith(prefix)
+    ]
+    if stray:
+        raise OptionError(
+            f"option '{stray[0]}' does not belong to the {role} format '{name}' ({option}); "
+            f"its options start with '{prefix}'"
+        )
+    return make_codec(name, option, format_options, CodecContext(role=role, topics=topics))
+
+
+@dataclass(frozen=True)
+class ReadSpec:
+    kafka: KafkaSpec
+    topic: str
+    layout: Layout
+    changelog: bool  # False: table mode (latest value per key)
+
+
+@dataclass(frozen=True)
+class WriteSpec:
+    kafka: KafkaSpec
+    topic: str
+    layout: Layout
+
+
+def parse_topic(options: Mapping[str, str]) -> str:
+    topic = require(options, "topic", "orders")
+    if ";" in topic or "," in topic:
+        raise OptionError(f"option 'topic' must name a single topic for now, got '{topic}'")
+    return topic
+
+
+def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool) -> ReadSpec:
+    options = canonical_options(raw)
+    kafka = parse_kafka_spec(options)
+    topic = parse_topic(options)
+    mode = options.get("read.mode", "changelog" if streaming else "table").strip().lower()
+    if mode not in ("table", "changelog"):
+        raise OptionError(f"option 'read.mode' must be 'table' or 'changelog', got '{raw.get('read.mode')}'")
+    if streaming and mode == "table":
+        raise OptionError("option 'read.mode': a streaming read is a changelog; use read.mode=changelog")
+    layout = parse_layout(options, schema, (topic,))
+    if mode == "changelog" and layout.changelog_column is None:
+        column = changelog_column_name(options)
+        raise OptionError(
+            f"a changelog read needs the column '{column} STRING' to say whether a row is an upsert or a "
+            f"delete: add it to .schema(...), or give the data columns with option 'schema' and it is "
+            f"added for you"
+        )
+    return ReadSpec(kafka=kafka, topic=topic, layout=layout, changelog=mode == "changelog")
+
+
+def parse_write_spec(raw: Mapping[str, str], schema: StructType) -> WriteSpec:
+    options = canonical_options(raw)
+    kafka = parse_kafka_spec(options)
+    topic = parse_topic(options)
+    return WriteSpec(kafka=kafka, topic=topic, layout=parse_layout(options, schema, (topic,)))
+
+
+def schema_ddl(raw: Mapping[str, str]) -> str:
+    """The schema for a read given no `.schema(...)`: option 'schema' plus the changelog column."""
+    options = canonical_options(raw)
+    ddl = options.get("schema", "").strip()
+    if not ddl:
+        raise OptionError(
+            'upsert-kafka needs the table\'s columns: give them with .schema("id INT, name STRING") '
+            "or option 'schema'"
+        )
+    if options.get("read.mode", "").strip().lower() == "table":
+        return ddl
+    return f"{ddl}, `{changelog_column_name(options)}` STRING"

@@ -1,0 +1,101 @@
+"""The codec interface: Kafka key or value bytes <-> Arrow columns, one batch at a time.
+
+A codec knows nothing about Kafka clients or Spark plans. It is built once per query from its
+validated options (and pickled to executors); decoders and encoders are made per task for a schema.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+import pyarrow as pa
+
+
+class FormatOptionError(ValueError):
+    """A format option is unknown or has an invalid value."""
+
+
+@dataclass(frozen=True)
+class CodecContext:
+    """Where a codec is used: for the record key or value, and of which topics."""
+
+    role: str  # "key" or "value"
+    topics: tuple[str, ...] = ()
+    topic_pattern: str | None = None
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """A decoded batch: the rows that decoded, in order, and the ones that did not.
+
+    `failures` holds (index into the input, reason); `batch` has one row per input not listed there.
+    """
+
+    batch: pa.RecordBatch
+    failures: tuple[tuple[int, str], ...] = ()
+
+
+class Decoder(ABC):
+    @abstractmethod
+    def decode(self, payloads: Sequence[bytes]) -> Decoded:
+        """Decode non-null payloads into rows of the decoder's schema."""
+
+
+class Encoder(ABC):
+    @abstractmethod
+    def encode(self, batch: pa.RecordBatch) -> list[bytes]:
+        """Encode every row of `batch` (columns in the encoder's schema) into one payload each."""
+
+
+class Codec(ABC):
+    """A named key/value format. Subclasses declare their option names (without the prefix)."""
+
+    name: ClassVar[str]
+    option_names: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
+        unknown = sorted(set(options) - self.option_names)
+        if unknown:
+            prefix = f"{context.role}.{self.name}."
+            valid = ", ".join(prefix + o for o in sorted(self.option_names)) or "none"
+            raise FormatOptionError(
+                f"unknown option(s) {', '.join(prefix + o for o in unknown)} for format '{self.name}'; "
+                f"valid options: {valid}"
+            )
+        self.context = context
+
+    #: True when records that fail to decode are skipped (counted and logged) instead of failing.
+    ignore_parse_errors: bool = False
+
+    @abstractmethod
+    def decoder(self, schema: pa.Schema) -> Decoder: ...
+
+    @abstractmethod
+    def encoder(self, schema: pa.Schema) -> Encoder: ...
+
+
+def option_flag(options: Mapping[str, str], name: str, prefix: str, default: bool = False) -> bool:
+    """Parse a boolean format option, naming it in the error."""
+    raw = options.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value not in ("true", "false"):
+        raise FormatOptionError(f"option '{prefix}{name}' must be true or false, got '{raw}'")
+    return value == "true"
+
+
+def option_choice(
+    options: Mapping[str, str], name: str, prefix: str, choices: Sequence[str], default: str
+) -> str:
+    """Parse an enumerated format option (case-insensitive), naming it and the choices in the error."""
+    raw = options.get(name)
+    if raw is None:
+        return default
+    for choice in choices:
+        if raw.strip().upper() == choice.upper():
+            return choice
+    raise FormatOptionError(f"option '{prefix}{name}' must be one of {', '.join(choices)}, got '{raw}'")

@@ -1,0 +1,64 @@
+"""Look codecs up by name: built-ins, then the entry point group, then `module:Class`."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from importlib.metadata import entry_points
+
+from formats.codec import Codec, CodecContext, FormatOptionError
+from formats.json_codec import JsonCodec
+
+ENTRY_POINT_GROUP = "pyspark_upsert_kafka.formats"
+
+_BUILT_IN: dict[str, type[Codec]] = {JsonCodec.name: JsonCodec}
+_registered: dict[str, type[Codec]] = {}
+
+# Changelog formats carry their own change semantics; upsert-kafka derives changes from key + tombstone.
+_REJECTED = {"debezium-json", "canal-json", "maxwell-json", "ogg-json", "debezium-avro-confluent"}
+
+
+def register_codec(codec: type[Codec]) -> type[Codec]:
+    """Register a codec class under `codec.name` (usable as a decorator)."""
+    _registered[codec.name.lower()] = codec
+    return codec
+
+
+def _entry_point_codecs() -> dict[str, type[Codec]]:
+    return {ep.name.lower(): ep.load() for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def available_formats() -> list[str]:
+    return sorted(
+        {*_BUILT_IN, *_registered, *(ep.name.lower() for ep in entry_points(group=ENTRY_POINT_GROUP))}
+    )
+
+
+def codec_class(name: str, option: str) -> type[Codec]:
+    """The codec class for a format name; `option` names the option that gave it, for errors."""
+    key = name.strip().lower()
+    if key in _REJECTED:
+        raise FormatOptionError(
+            f"option '{option}': '{name}' is a changelog format and cannot be the key or value format of "
+            "upsert-kafka (its changes come from the key and tombstones); use json, avro, ... instead"
+        )
+    if ":" in name:
+        module, _, attr = name.strip().partition(":")
+        try:
+            cls = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as e:
+            raise FormatOptionError(f"option '{option}': cannot load codec '{name}': {e}") from None
+        if not (isinstance(cls, type) and issubclass(cls, Codec)):
+            raise FormatOptionError(f"option '{option}': '{name}' is not a formats.Codec subclass")
+        return cls
+    cls = _registered.get(key) or _BUILT_IN.get(key) or _entry_point_codecs().get(key)
+    if cls is None:
+        raise FormatOptionError(
+            f"option '{option}': unknown format '{name}'; available: {', '.join(available_formats())}, "
+            "or a 'module:Class' codec"
+        )
+    return cls
+
+
+def make_codec(name: str, option: str, options: Mapping[str, str], context: CodecContext) -> Codec:
+    return codec_class(name, option)(options, context)

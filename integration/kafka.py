@@ -1,0 +1,341 @@
+"""A real single-node Apache Kafka (KRaft) for tests and demos, from Maven Central jars.
+
+Used by the pytest fixtures (``KafkaBroker().start()`` / ``.stop()``) and by the CLI::
+
+    python -m integration.kafka start|stop|status
+
+Test/dev tooling only: the product never imports this package.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import deque
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Self
+
+KAFKA_VERSION = "4.2.2"
+_HERE = Path(__file__).resolve().parent
+POM = _HERE / "pom.xml"
+JAVA_PARTITIONS_SRC = _HERE / "java" / "JavaPartitions.java"
+# Outside the tracked tree: the jars (~45 MB) are fetched once per machine.
+CACHE_DIR = Path(
+    os.environ.get("PYSPARK_UPSERT_KAFKA_CACHE") or Path.home() / ".cache" / "pyspark-upsert-kafka"
+)
+STATE_FILE = CACHE_DIR / "broker.json"
+_SLF4J = "-Dorg.slf4j.simpleLogger."
+# Wall-clock timestamps in broker.log, to line it up with test output.
+_TIME_OPTS = [f"{_SLF4J}showDateTime=true", f"{_SLF4J}dateTimeFormat=HH:mm:ss.SSS"]
+
+
+def _run(cmd: list[str], what: str, stdin: str | None = None) -> str:
+    """Run cmd and return its stdout; on failure raise with the tail of its output."""
+    proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        out = (proc.stdout + proc.stderr)[-4000:]
+        raise RuntimeError(f"{what} failed (exit {proc.returncode}):\n{out}")
+    return proc.stdout
+
+
+def ensure_kafka_jars() -> Path:
+    """The folder holding the broker's jars, fetched with Maven only when absent."""
+    libs = CACHE_DIR / f"kafka-{KAFKA_VERSION}" / "libs"
+    if libs.is_dir():
+        return libs
+    libs.parent.mkdir(parents=True, exist_ok=True)
+    # Fetch beside the target, then rename: an interrupted fetch never looks complete.
+    tmp = Path(tempfile.mkdtemp(prefix="libs.partial-", dir=libs.parent))
+    mvn = ["mvn", "-q", "-B", "-f", str(POM), "dependency:copy-dependencies", f"-DoutputDirectory={tmp}"]
+    try:
+        _run([*mvn, "-DincludeScope=runtime"], "mvn fetching the Kafka jars")
+        try:
+            tmp.rename(libs)
+        except OSError:
+            if not libs.is_dir():  # not a concurrent fetch that won the race
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return libs
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now (the broker binds it a moment later)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _random_cluster_id() -> str:
+    # Kafka's form: unpadded url-safe base64 of a UUID; a leading '-' reads as a flag.
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cid.startswith("-"):
+            return cid
+
+
+def _log_excerpt(path: Path, lines: int = 40) -> str:
+    """First errors/exceptions (the cause; shutdown noise follows) plus the log's tail."""
+    try:
+        with path.open(errors="replace") as f:
+            tail = deque(f, maxlen=lines)
+            f.seek(0)
+            errors = [line for line in f if " ERROR " in line or "Exception: " in line][:8]
+    except OSError:
+        return "(no log)"
+    return "".join(["first errors:\n", *errors, f"last {lines} lines:\n", *tail])
+
+
+def _pid_alive(pid: int, *, kafka: bool = False) -> bool:
+    """pid exists and is no zombie; kafka=True: and is still a broker (not a recycled pid).
+
+    An exiting JVM already has an empty cmdline, so stop() waits with kafka=False."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    if stat.rsplit(")", 1)[1].split()[0] == "Z":
+        return False
+    return not kafka or b"kafka.Kafka" in cmdline
+
+
+class KafkaBroker:
+    """One combined broker+controller KRaft node on 127.0.0.1 with free ports.
+
+    The workdir (data, server.properties, broker.log) is kept after stop() so a failing
+    test can point at the log.
+    """
+
+    def __init__(self, workdir: Path | None = None) -> None:
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="upsert-kafka-"))
+        self.port = 0
+        self.controller_port = 0
+        self._proc: subprocess.Popen[bytes] | None = None
+        # Set instead of _proc when attached to a broker the CLI started.
+        self._pid: int | None = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.workdir / "broker.log"
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else self._pid
+
+    def is_running(self) -> bool:
+        if self._proc is not None:
+            return self._proc.poll() is None
+        return self._pid is not None and _pid_alive(self._pid, kafka=True)
+
+    def _write_config(self) -> Path:
+        host, cport = "127.0.0.1", self.controller_port
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": f"1@{host}:{cport}",
+            "listeners": f"PLAINTEXT://{host}:{self.port},CONTROLLER://{host}:{cport}",
+            "advertised.listeners": f"PLAINTEXT://{host}:{self.port}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "controller.listener.names": "CONTROLLER",
+            "log.dirs": str(self.workdir / "data"),
+            # A single node can only hold one replica of the internal topics.
+            "offsets.topic.replication.factor": "1",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            # One internal partition each: the first group/transaction is ready at once.
+            "offsets.topic.num.partitions": "1",
+            "transaction.state.log.num.partitions": "1",
+            "group.initial.rebalance.delay.ms": "0",
+            "num.partitions": "1",
+            "auto.create.topics.enable": "true",
+            # Sized for 2 cores and -Xmx512m (the cleaner's default buffer is 128 MB).
+            "num.network.threads": "2",
+            "num.io.threads": "2",
+            "num.recovery.threads.per.data.dir": "1",
+            "log.cleaner.dedupe.buffer.size": str(16 * 1024 * 1024),
+        }
+        path = self.workdir / "server.properties"
+        path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        return path
+
+    def start(self, timeout: float = 90, *, detach: bool = False) -> None:
+        """Format fresh storage, launch the broker, wait until it answers metadata.
+
+        detach=True puts the JVM in its own session so it outlives the caller (the CLI).
+        """
+        if self.is_running():
+            raise RuntimeError(f"broker already running (pid {self.pid})")
+        # The first fetch may take minutes: not counted in `timeout`.
+        cp = f"{ensure_kafka_jars()}/*"
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        for attempt in range(3):
+            try:
+                return self._launch(cp, time.monotonic() + timeout, detach)
+            except RuntimeError as e:  # another process took a free port meanwhile
+                if attempt == 2 or "Address already in use" not in str(e):
+                    raise
+
+    def _launch(self, cp: str, deadline: float, detach: bool) -> None:
+        shutil.rmtree(self.workdir / "data", ignore_errors=True)
+        self.port, self.controller_port = free_port(), free_port()
+        while self.controller_port == self.port:
+            self.controller_port = free_port()
+        config = self._write_config()
+        fmt = ["kafka.tools.StorageTool", "format", "-t", _random_cluster_id(), "-c", str(config)]
+        _run(["java", "-cp", cp, *fmt], "Kafka storage format")
+        with self.log_path.open("wb") as log:
+            cmd = ["java", "-Xmx512m", "-Djava.awt.headless=true", *_TIME_OPTS, "-cp", cp, "kafka.Kafka"]
+            self._proc = subprocess.Popen(
+                [*cmd, str(config)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                cwd=self.workdir,
+                start_new_session=detach,
+            )
+        self._pid = None
+        try:
+            self._wait_ready(deadline)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_ready(self, deadline: float) -> None:
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import AdminClient
+
+        admin = None
+        while self.is_running() and time.monotonic() < deadline:
+            try:
+                if admin is None:  # probe the port first: no librdkafka "refused" noise
+                    socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                    admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+                if admin.list_topics(timeout=2).brokers:
+                    return
+            except (OSError, KafkaException):  # not listening / not registered yet
+                time.sleep(0.2)
+        why = "did not become ready in time" if self.is_running() else "exited"
+        log = _log_excerpt(self.log_path)
+        raise RuntimeError(f"Kafka broker {why}; log {self.log_path}:\n{log}")
+
+    def stop(self) -> None:
+        """SIGTERM the broker by its pid, SIGKILL after 20 s. The workdir is kept."""
+        pid = self.pid
+        if pid is not None and self.is_running():
+            os.kill(pid, signal.SIGTERM)
+            if not self._wait_exit(pid, 20):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                self._wait_exit(pid, 10)
+        self._proc = self._pid = None
+
+    def _wait_exit(self, pid: int, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            # poll() also reaps our own child; a CLI-started broker is reaped by init.
+            if (self._proc.poll() is not None) if self._proc else not _pid_alive(pid):
+                return True
+            time.sleep(0.05)
+        return False
+
+    def to_state(self) -> dict[str, object]:
+        return {
+            "pid": self.pid,
+            "bootstrap_servers": self.bootstrap_servers,
+            "workdir": str(self.workdir),
+            "log": str(self.log_path),
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, object]) -> KafkaBroker:
+        """Re-attach to a broker another process started (the CLI's state file)."""
+        broker = cls(Path(str(state["workdir"])))
+        broker.port = int(str(state["bootstrap_servers"]).rsplit(":", 1)[1])
+        broker._pid = int(str(state["pid"]))
+        return broker
+
+    def __enter__(self) -> Self:
+        if not self.is_running():
+            self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def java_partitions(bootstrap_servers: str, topic: str, keys: list[bytes]) -> list[int]:
+    """Partitions the Java client's default partitioner picks for `keys`.
+
+    Each key is really produced to `topic` (value = key) by a Java KafkaProducer.
+    """
+    quiet, cp = f"{_SLF4J}defaultLogLevel=warn", f"{ensure_kafka_jars()}/*"
+    cmd = ["java", quiet, "-cp", cp, str(JAVA_PARTITIONS_SRC), bootstrap_servers, topic]
+    parts = [int(p) for p in _run(cmd, "JavaPartitions", stdin="".join(k.hex() + "\n" for k in keys)).split()]
+    if len(parts) != len(keys):
+        raise RuntimeError(f"JavaPartitions printed {len(parts)} partitions for {len(keys)} keys")
+    return parts
+
+
+def _load_state() -> KafkaBroker | None:
+    try:
+        return KafkaBroker.from_state(json.loads(STATE_FILE.read_text()))
+    except (OSError, ValueError, KeyError, IndexError):
+        return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1 or args[0] not in ("start", "stop", "status"):
+        print("usage: python -m integration.kafka start|stop|status", file=sys.stderr)
+        return 2
+    cmd, broker = args[0], _load_state()
+    if cmd == "start":
+        if broker is not None and broker.is_running():
+            print(f"already running: {broker.bootstrap_servers} (pid {broker.pid})")
+        else:
+            broker = KafkaBroker()
+            broker.start(detach=True)
+            STATE_FILE.parent.mkdir(parents=True, exist_ok=True)
+            STATE_FILE.write_text(json.dumps(broker.to_state(), indent=2) + "\n")
+            print(f"Kafka {KAFKA_VERSION} up at {broker.bootstrap_servers} (pid {broker.pid})")
+            print(f"log: {broker.log_path}")
+        print(f"export KAFKA_BOOTSTRAP_SERVERS={broker.bootstrap_servers}")
+        return 0
+    if cmd == "stop":
+        if broker is not None:
+            pid = broker.pid
+            broker.stop()
+            print(f"stopped pid {pid}; log kept in {broker.log_path}")
+        else:
+            print("no broker recorded")
+        STATE_FILE.unlink(missing_ok=True)
+        return 0
+    if broker is not None and broker.is_running():
+        print(f"up: {broker.bootstrap_servers} (pid {broker.pid}, log {broker.log_path})")
+        return 0
+    print("down")
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""One real Kafka broker and one SparkSession per test session; a fresh topic per test."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from tests.kafka_io import create_topic
+
+# Spark's Python workers must run this interpreter (the one with the project installed).
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+_broker = None
+
+
+@pytest.fixture(scope="session")
+def bootstrap() -> Iterator[str]:
+    """KAFKA_BOOTSTRAP_SERVERS when set, else a broker started for this session."""
+    global _broker
+    given = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
+    if given:
+        yield given
+        return
+    from integration.kafka import KafkaBroker
+
+    _broker = KafkaBroker()
+    _broker.start()
+    try:
+        yield _broker.bootstrap_servers
+    finally:
+        _broker.stop()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int) -> None:  # noqa: ANN001 - pytest hook
+    if exitstatus != 0 and _broker is not None:
+        terminalreporter.write_line(f"Kafka broker log: {_broker.log_path}")
+
+
+@pytest.fixture(scope="session")
+def spark():  # noqa: ANN201 - pyspark import kept lazy
+    from pyspark.sql import SparkSession
+
+    from connector import UpsertKafkaDataSource
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("upsert-kafka-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "1g")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    session.dataSource.register(UpsertKafkaDataSource)
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def new_topic(bootstrap: str, request: pytest.FixtureRequest) -> Callable[..., str]:
+    """Create a topic named after the test; call again for more topics."""
+
+    def make(partitions: int = 1, **config: str) -> str:
+        base = re.sub(r"[^A-Za-z0-9]+", "-", request.node.name)[:60]
+        return create_topic(bootstrap, f"{base}-{uuid.uuid4().hex[:8]}", partitions, config)
+
+    return make
+
+
+@pytest.fixture
+def options(bootstrap: str) -> Callable[..., dict[str, str]]:
+    """The connector options for a topic, keyed by `id`: `options(topic, {"read.mode": "changelog"})`."""
+
+    def make(topic: str, more: dict[str, str] | None = None) -> dict[str, str]:
+        return {"topic": topic, "properties.bootstrap.servers": bootstrap, "key.fields": "id"} | (more or {})
+
+    return make
