@@ -61,12 +61,23 @@ _ALIASES = _alias_map()
 _FORMAT_OPTION = re.compile(r"^(key|value)\.[a-z0-9_-]+\..+$")
 
 
+# Options Spark's engine adds for its own use (a stream writer gets the checkpoint location).
+_ENGINE_OPTIONS = {"checkpointlocation"}
+
+
 def canonical_options(raw: Mapping[str, str]) -> dict[str, str]:
     """Fold aliases onto Flink spellings; reject unknown options and conflicting alias pairs."""
     out: dict[str, str] = {}
     given_as: dict[str, str] = {}
     for key, value in raw.items():
         name = key.lower()
+        if name in _ENGINE_OPTIONS:
+            continue
+        if name == "path":
+            raise OptionError(
+                f"upsert-kafka reads and writes the topic named by option 'topic', not a path: call "
+                f'.load() / .save() with no argument and set .option("topic", "{value}")'
+            )
         if name.startswith("kafka."):
             name = "properties." + name[len("kafka.") :]
         name = _ALIASES.get(name, name)

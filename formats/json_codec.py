@@ -314,11 +314,11 @@ def _arrow_to_json(t: pa.DataType, codec: JsonCodec) -> Convert | None:
 
 def _format_timestamp(ts: datetime, sep: str, zone: str) -> str:
     if ts.tzinfo is not None:
-        ts = ts.astimezone(timezone.utc)
-    text = ts.strftime(f"%Y-%m-%d{sep}%H:%M:%S")
-    if ts.microsecond:
-        text += f".{ts.microsecond:06d}".rstrip("0")
-    return text + zone
+        ts = ts.astimezone(timezone.utc).replace(tzinfo=None)
+    # isoformat zero-pads every field (strftime's %Y does not, for years below 1000).
+    if not ts.microsecond:
+        return ts.isoformat(sep, "seconds") + zone
+    return ts.isoformat(sep, "microseconds").rstrip("0") + zone
 
 
 def _map_to_json(

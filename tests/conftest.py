@@ -37,13 +37,13 @@ def bootstrap() -> Iterator[str]:
         _broker.stop()
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus: int) -> None:  # noqa: ANN001 - pytest hook
+def pytest_terminal_summary(terminalreporter, exitstatus: int) -> None:
     if exitstatus != 0 and _broker is not None:
         terminalreporter.write_line(f"Kafka broker log: {_broker.log_path}")
 
 
 @pytest.fixture(scope="session")
-def spark():  # noqa: ANN201 - pyspark import kept lazy
+def spark():
     from pyspark.sql import SparkSession
 
     from connector import UpsertKafkaDataSource

@@ -12,14 +12,16 @@ def create_topic(bootstrap: str, name: str, partitions: int = 1, config: dict[st
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(name, partitions, 1, config=config or {})])[name].result(30)
     deadline = time.monotonic() + 30  # metadata reaches every listener shortly after creation
-    while len(admin.list_topics(timeout=10).topics.get(name).partitions or {}) < partitions:
+    while len(getattr(admin.list_topics(timeout=10).topics.get(name), "partitions", None) or {}) < partitions:
         if time.monotonic() > deadline:
             raise TimeoutError(f"topic {name} did not appear")
         time.sleep(0.1)
     return name
 
 
-def produce(bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes | None]], partition: int | None = None) -> None:
+def produce(
+    bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes | None]], partition: int | None = None
+) -> None:
     """Produce (key, value) records with the Java-compatible partitioner, synchronously."""
     producer = Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random", "linger.ms": 5})
     errors: list = []
@@ -34,25 +36,29 @@ def consume_all(bootstrap: str, topic: str) -> list[tuple[int, int, bytes | None
     admin = AdminClient({"bootstrap.servers": bootstrap})
     partitions = sorted(admin.list_topics(timeout=10).topics[topic].partitions)
     consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "tests", "enable.partition.eof": True,
-         "enable.auto.commit": False, "isolation.level": "read_committed"}
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "tests",
+            "enable.partition.eof": True,
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+        }
     )
     out = []
     try:
-        for p in partitions:
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-            if high <= low:
-                continue
-            consumer.assign([TopicPartition(topic, p, low)])
-            done = False
-            while not done:
-                for m in consumer.consume(500, timeout=5):
-                    if m.error():
-                        done = m.error().code() == KafkaError._PARTITION_EOF
-                        if not done:
-                            raise RuntimeError(m.error().str())
-                        continue
-                    out.append((m.partition(), m.offset(), m.key(), m.value()))
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in partitions}
+        pending = {p: high for p, (low, high) in ends.items() if high > low}
+        consumer.assign([TopicPartition(topic, p, ends[p][0]) for p in pending])
+        while pending:  # until each partition reaches its end offset or EOF (trailing transaction markers)
+            for m in consumer.consume(10_000, timeout=0.5):
+                if m.error():
+                    if m.error().code() != KafkaError._PARTITION_EOF:
+                        raise RuntimeError(m.error().str())
+                    pending.pop(m.partition(), None)
+                    continue
+                out.append((m.partition(), m.offset(), m.key(), m.value()))
+                if m.offset() + 1 >= pending.get(m.partition(), 0):
+                    pending.pop(m.partition(), None)
     finally:
         consumer.close()
-    return out
+    return sorted(out, key=lambda r: (r[0], r[1]))

@@ -54,7 +54,11 @@ def test_changelog_read_returns_every_record_in_offset_order_with_its_change_typ
     write(spark, opts, [(1, "a", 1.0, "upsert"), (1, "b", 2.0, "upsert"), (1, None, None, "delete")])
 
     rows = spark.read.format("upsert-kafka").options(**opts).schema(CHANGES).load().collect()
-    assert [tuple(r) for r in rows] == [(1, "a", 1.0, "upsert"), (1, "b", 2.0, "upsert"), (1, None, None, "delete")]
+    assert [tuple(r) for r in rows] == [
+        (1, "a", 1.0, "upsert"),
+        (1, "b", 2.0, "upsert"),
+        (1, None, None, "delete"),
+    ]
 
 
 def test_schema_option_adds_the_change_column(spark, new_topic, options):
@@ -68,7 +72,9 @@ def test_schema_option_adds_the_change_column(spark, new_topic, options):
 
 def test_two_encodings_of_one_key_are_one_table_row(spark, new_topic, options, bootstrap):
     topic = new_topic()
-    produce(bootstrap, topic, [(b'{"id":1}', b'{"name":"old","price":1}'), (b'{ "id" : 1 }', b'{"name":"new"}')])
+    produce(
+        bootstrap, topic, [(b'{"id":1}', b'{"name":"old","price":1}'), (b'{ "id" : 1 }', b'{"name":"new"}')]
+    )
 
     assert read_table(spark, options(topic)) == [(1, "new", None)]
 
@@ -80,7 +86,9 @@ def test_records_with_a_null_key_are_skipped(spark, new_topic, options, bootstra
     assert read_table(spark, options(topic)) == [(1, "kept", None)]
 
 
-def test_undecodable_value_fails_naming_topic_partition_offset_and_bytes(spark, new_topic, options, bootstrap):
+def test_undecodable_value_fails_naming_topic_partition_offset_and_bytes(
+    spark, new_topic, options, bootstrap
+):
     topic = new_topic()
     produce(bootstrap, topic, [(b'{"id":1}', b'{"name":"ok"}'), (b'{"id":2}', b'{"name": oops}')])
 
@@ -92,7 +100,11 @@ def test_undecodable_value_fails_naming_topic_partition_offset_and_bytes(spark, 
 
 def test_ignore_parse_errors_skips_only_the_bad_records(spark, new_topic, options, bootstrap):
     topic = new_topic()
-    produce(bootstrap, topic, [(b'{"id":1}', b'{"name":"a"}'), (b'{"id":2}', b"\x00garbage"), (b'{"id":3}', b'{"name":"c"}')])
+    produce(
+        bootstrap,
+        topic,
+        [(b'{"id":1}', b'{"name":"a"}'), (b'{"id":2}', b"\x00garbage"), (b'{"id":3}', b'{"name":"c"}')],
+    )
 
     opts = options(topic, {"value.json.ignore-parse-errors": "true"})
     assert read_table(spark, opts) == [(1, "a", None), (3, "c", None)]

@@ -1,0 +1,195 @@
+"""The json codec alone (pure logic, no Kafka): round trips, the bulk path against the per-record path,
+and how bad records are reported."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+import orjson
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from formats import CodecContext, FormatOptionError, make_codec
+
+VALUE = CodecContext(role="value", topics=("t",))
+
+
+def codec(**options: str):
+    return make_codec("json", "value.format", options, VALUE)
+
+
+# -- random schemas and rows ------------------------------------------------------------------
+
+PRIMITIVES = {
+    pa.bool_(): st.booleans(),
+    pa.int8(): st.integers(-(2**7), 2**7 - 1),
+    pa.int16(): st.integers(-(2**15), 2**15 - 1),
+    pa.int32(): st.integers(-(2**31), 2**31 - 1),
+    pa.int64(): st.integers(-(2**63), 2**63 - 1),
+    pa.float32(): st.floats(width=32, allow_nan=False, allow_infinity=False),
+    pa.float64(): st.floats(allow_nan=False, allow_infinity=False),
+    pa.decimal128(10, 2): st.decimals(
+        min_value=-(10**7), max_value=10**7, places=2, allow_nan=False, allow_infinity=False
+    ),
+    pa.string(): st.text(),
+    pa.binary(): st.binary(max_size=20),
+    pa.date32(): st.dates(),
+    pa.timestamp("us", tz="UTC"): st.datetimes(timezones=st.just(dt.timezone.utc)),
+    pa.timestamp("us"): st.datetimes(),
+}
+
+
+def types(depth: int = 2) -> st.SearchStrategy[pa.DataType]:
+    leaf = st.sampled_from(list(PRIMITIVES))
+    if depth == 0:
+        return leaf
+    inner = types(depth - 1)
+    return st.one_of(
+        leaf,
+        inner.map(pa.list_),
+        inner.map(lambda t: pa.map_(pa.string(), t)),
+        st.lists(inner, min_size=1, max_size=3).map(
+            lambda ts: pa.struct([(f"f{i}", t) for i, t in enumerate(ts)])
+        ),
+    )
+
+
+def values(t: pa.DataType) -> st.SearchStrategy:
+    if pa.types.is_list(t):
+        inner = values(t.value_type)
+    elif pa.types.is_map(t):
+        inner = st.dictionaries(st.text(max_size=5), st.none() | values(t.item_type), max_size=3).map(
+            lambda d: list(d.items())
+        )
+    elif pa.types.is_struct(t):
+        inner = st.fixed_dictionaries({f.name: st.none() | values(f.type) for f in t})
+    else:
+        return PRIMITIVES[t]
+    return st.lists(st.none() | values(t.value_type), max_size=3) if pa.types.is_list(t) else inner
+
+
+@st.composite
+def batches(draw) -> pa.RecordBatch:
+    fields = draw(st.lists(types(), min_size=1, max_size=4))
+    schema = pa.schema([(f"c{i}", t) for i, t in enumerate(fields)])
+    rows = draw(st.lists(st.tuples(*(st.none() | values(t) for t in fields)), max_size=8))
+    columns = [pa.array([r[i] for r in rows], type=f.type) for i, f in enumerate(schema)]
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batches())
+def test_encode_then_decode_gives_the_same_rows_for_any_nested_schema(batch):
+    json = codec()
+    payloads = json.encoder(batch.schema).encode(batch)
+    decoded = json.decoder(batch.schema).decode(payloads)
+    assert decoded.failures == ()
+    assert decoded.batch.to_pylist() == batch.to_pylist()
+
+
+# -- the bulk path and the per-record path agree --------------------------------------------
+
+SIMPLE = pa.schema(
+    [
+        ("id", pa.int32()),
+        ("name", pa.string()),
+        ("price", pa.decimal128(10, 2)),
+        ("at", pa.timestamp("us", tz="UTC")),
+        ("tags", pa.list_(pa.int64())),
+    ]
+)
+
+
+def test_bulk_path_and_per_record_path_decode_identically():
+    payloads = [
+        b'{"id":1,"name":"a","price":1.25,"at":"2024-01-02 03:04:05.5","tags":[1,2]}',
+        b'{"id":2,"extra":"ignored"}',
+        b'{"id":3,"name":null,"price":"7","at":"2024-01-02T03:04:05Z","tags":[]}',
+    ]
+    decoder = codec().decoder(SIMPLE)
+    bulk = decoder._decode_bulk(payloads)
+    assert bulk is not None, "this input should take the Arrow fast path"
+    assert bulk.to_pylist() == decoder._decode_each(payloads).batch.to_pylist()
+
+
+def test_payload_spanning_lines_or_empty_keeps_rows_aligned():
+    decoder = codec().decoder(SIMPLE)
+    decoded = decoder.decode([b'{"id":1,\n"name":"multi\\nline"}', b"", b'{"id":2}{"id":3}', b'{"id":4}'])
+    assert [r["id"] for r in decoded.batch.to_pylist()] == [1, 4]
+    assert [i for i, _ in decoded.failures] == [1, 2]
+    assert decoded.batch.to_pylist()[0]["name"] == "multi\nline"
+
+
+@pytest.mark.parametrize(
+    ("payload", "reason"),
+    [
+        (b'{"id":"x"}', "field 'id': expected an integer"),
+        (b'{"id":3000000000}', "out of range for int32"),
+        (b"[1,2]", "expected a JSON object"),
+        (b'{"id":1,"at":"yesterday"}', "field 'at'"),
+        (b"\xff\xfe", "not valid utf-8"),
+    ],
+)
+def test_bad_record_is_reported_by_index_with_a_reason(payload, reason):
+    decoded = codec().decoder(SIMPLE).decode([b'{"id":1}', payload, b'{"id":2}'])
+    assert [r["id"] for r in decoded.batch.to_pylist()] == [1, 2]
+    assert len(decoded.failures) == 1 and decoded.failures[0][0] == 1
+    assert reason.lower() in decoded.failures[0][1].lower()
+
+
+def test_non_string_json_value_read_into_a_string_column_keeps_its_json_text():
+    schema = pa.schema([("s", pa.string())])
+    decoded = codec().decoder(schema).decode([b'{"s":12}', b'{"s":{"a":[1]}}', b'{"s":true}'])
+    assert decoded.batch.column(0).to_pylist() == ["12", '{"a":[1]}', "true"]
+
+
+def test_fail_on_missing_field_rejects_an_absent_field_but_not_a_null_one():
+    schema = pa.schema([("a", pa.int32()), ("b", pa.int32())])
+    decoded = (
+        codec(**{"fail-on-missing-field": "true"}).decoder(schema).decode([b'{"a":1,"b":null}', b'{"a":1}'])
+    )
+    assert decoded.batch.num_rows == 1
+    assert decoded.failures == ((1, "field 'b' is missing"),)
+
+
+# -- encoding choices match Flink's json format -----------------------------------------------
+
+
+def encode_one(row: dict, schema: pa.Schema, **options: str) -> dict:
+    batch = pa.RecordBatch.from_pylist([row], schema=schema)
+    return orjson.loads(codec(**options).encoder(schema).encode(batch)[0])
+
+
+def test_timestamps_are_written_in_sql_format_by_default_and_iso_on_request():
+    schema = pa.schema([("ltz", pa.timestamp("us", tz="UTC")), ("ntz", pa.timestamp("us"))])
+    at = dt.datetime(2024, 5, 6, 7, 8, 9, 120000)
+    row = {"ltz": at.replace(tzinfo=dt.timezone.utc), "ntz": at}
+    assert encode_one(row, schema) == {"ltz": "2024-05-06 07:08:09.12Z", "ntz": "2024-05-06 07:08:09.12"}
+    iso = encode_one(row, schema, **{"timestamp-format.standard": "ISO-8601"})
+    assert iso == {"ltz": "2024-05-06T07:08:09.12Z", "ntz": "2024-05-06T07:08:09.12"}
+
+
+def test_decimals_are_json_numbers_and_plain_on_request():
+    schema = pa.schema([("d", pa.decimal128(20, 2))])
+    batch = pa.RecordBatch.from_pylist([{"d": Decimal("123456789012345678.91")}], schema=schema)
+    assert codec().encoder(schema).encode(batch) == [b'{"d":123456789012345678.91}']
+
+
+def test_ignore_null_fields_leaves_null_fields_out():
+    schema = pa.schema([("a", pa.int32()), ("b", pa.string())])
+    assert encode_one({"a": 1, "b": None}, schema, **{"encode.ignore-null-fields": "true"}) == {"a": 1}
+
+
+def test_fail_on_missing_field_and_ignore_parse_errors_together_are_rejected():
+    with pytest.raises(FormatOptionError, match="cannot both be true"):
+        codec(**{"fail-on-missing-field": "true", "ignore-parse-errors": "true"})
+
+
+def test_invalid_enum_option_lists_the_choices():
+    with pytest.raises(
+        FormatOptionError, match=r"'value\.json\.map-null-key\.mode' must be one of FAIL, DROP, LITERAL"
+    ):
+        codec(**{"map-null-key.mode": "skip"})

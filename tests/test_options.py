@@ -1,0 +1,67 @@
+"""Option parsing alone (pure logic): aliases, durations, specs."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+
+from connector.errors import OptionError
+from connector.options import canonical_options, parse_duration, parse_read_spec, parse_write_spec, schema_ddl
+
+SCHEMA = StructType([StructField("id", IntegerType()), StructField("name", StringType())])
+BASE = {"topic": "t", "properties.bootstrap.servers": "b:9092", "key.fields": "id"}
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("30 s", 30), ("500 ms", 0.5), ("2 min", 120), ("1500", 1.5), ("1h", 3600)]
+)
+def test_durations_read_like_flinks(text, seconds):
+    assert parse_duration({"x": text}, "x", "1 s") == seconds
+
+
+def test_spark_spellings_fold_onto_flink_names():
+    assert canonical_options({"subscribe": "t", "kafka.bootstrap.servers": "b", "format": "json"}) == {
+        "topic": "t",
+        "properties.bootstrap.servers": "b",
+        "value.format": "json",
+    }
+
+
+def test_same_value_under_alias_and_flink_name_is_accepted():
+    assert canonical_options({"topic": "t", "subscribe": "t"}) == {"topic": "t"}
+
+
+def test_read_spec_types_every_value():
+    spec = parse_read_spec(
+        BASE | {"client.timeout": "5 s", "properties.security.protocol": "SSL"}, SCHEMA, streaming=False
+    )
+    assert (spec.topic, spec.layout.key_fields, spec.layout.value_fields, spec.changelog) == (
+        "t",
+        ("id",),
+        ("id", "name"),
+        False,
+    )
+    assert spec.kafka.timeout_s == 5
+    assert spec.kafka.client_config()["security.protocol"] == "SSL"
+
+
+def test_key_fields_match_columns_case_insensitively_and_keep_their_order():
+    schema = StructType([StructField("A", IntegerType()), StructField("b", StringType())])
+    assert parse_write_spec(BASE | {"key.fields": "b; a"}, schema).layout.key_fields == ("b", "A")
+
+
+def test_connector_owned_client_settings_cannot_be_overridden():
+    with pytest.raises(OptionError, match=r"'properties\.partitioner' cannot be set"):
+        parse_write_spec(BASE | {"properties.partitioner": "random"}, SCHEMA)
+
+
+def test_schema_option_gets_the_change_column_unless_table_mode():
+    assert schema_ddl({"schema": "id INT"}) == "id INT, `_change_type` STRING"
+    assert schema_ddl({"schema": "id INT", "changelog.column": "op"}) == "id INT, `op` STRING"
+    assert schema_ddl({"schema": "id INT", "read.mode": "table"}) == "id INT"
+
+
+def test_secret_values_never_appear_in_errors():
+    with pytest.raises(OptionError) as err:
+        parse_read_spec(BASE | {"properties.ssl.truststore.password": "hunter2"}, SCHEMA, streaming=False)
+    assert "hunter2" not in str(err.value)
