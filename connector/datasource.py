@@ -13,7 +13,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from connector.errors import OptionError
-from connector.kafka_clients import admin_client, topic_partitions
+from connector.kafka_clients import admin_client, check_writable
 from connector.options import WriteSpec, parse_read_spec, parse_write_spec, schema_ddl
 from connector.readers import UpsertKafkaBatchReader, UpsertKafkaStreamReader
 from connector.writers import UpsertKafkaStreamWriter, UpsertKafkaWriter
@@ -45,7 +45,7 @@ class UpsertKafkaDataSource(DataSource):
 
 
 def _checked_write_spec(options: dict, schema: StructType) -> WriteSpec:
-    """Parse the options and check on the driver, before any task starts, that the topic is there."""
+    """Parse the options and check on the driver, before any task starts, that the topic can be written."""
     spec = parse_write_spec(options, schema)
-    topic_partitions(admin_client(spec.kafka), spec.kafka, spec.topic)
+    check_writable(admin_client(spec.kafka), spec.kafka, spec.topic)
     return spec

@@ -10,7 +10,7 @@ import logging
 from typing import Any
 
 from confluent_kafka import Consumer, IsolationLevel, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, ResourceType
 
 from connector.errors import KafkaUnavailableError, TopicError
 from connector.options import KafkaSpec
@@ -105,3 +105,27 @@ def list_offsets(
         return {tp.partition: future.result().offset for tp, future in futures.items()}
     except KafkaException as e:
         raise _unavailable(kafka, f"list {which} offsets of topic '{topic}'", e) from None
+
+
+def check_writable(admin: AdminClient, kafka: KafkaSpec, topic: str) -> None:
+    """A missing topic is fine when the brokers create topics on first write; otherwise an error."""
+    try:
+        topic_partitions(admin, kafka, topic)
+    except TopicError:
+        if not _brokers_create_topics(admin, kafka):
+            raise TopicError(
+                f"topic '{topic}' does not exist at {kafka.describe()} and the brokers do not create topics "
+                "on first write (auto.create.topics.enable=false): create it first (option 'topic')"
+            ) from None
+        log.info("topic '%s' does not exist yet; the brokers will create it on first write", topic)
+
+
+def _brokers_create_topics(admin: AdminClient, kafka: KafkaSpec) -> bool:
+    try:
+        broker = next(iter(admin.list_topics(timeout=kafka.timeout_s).brokers))
+        resource = ConfigResource(ResourceType.BROKER, str(broker))
+        configs = admin.describe_configs([resource], request_timeout=kafka.timeout_s)[resource].result()
+    except KafkaException as e:
+        raise _unavailable(kafka, "read the broker configuration", e) from None
+    entry = configs.get("auto.create.topics.enable")
+    return entry is not None and entry.value == "true"

@@ -12,7 +12,9 @@ CHANGES = SCHEMA + ", _change_type STRING"
 
 
 def write(spark, opts: dict, rows: list[tuple], schema: str = CHANGES) -> None:
-    spark.createDataFrame(rows, schema).write.format("upsert-kafka").options(**opts).mode("append").save()
+    """Write rows in their order: one Spark partition, since Spark keeps no order across tasks."""
+    df = spark.createDataFrame(rows, schema).coalesce(1)
+    df.write.format("upsert-kafka").options(**opts).mode("append").save()
 
 
 def read_table(spark, opts: dict, schema: str = SCHEMA) -> list[tuple]:
@@ -112,3 +114,11 @@ def test_ignore_parse_errors_skips_only_the_bad_records(spark, new_topic, option
 
 def test_empty_topic_reads_as_an_empty_table(spark, new_topic, options):
     assert read_table(spark, options(new_topic(partitions=2))) == []
+
+
+def test_write_to_a_missing_topic_succeeds_when_the_brokers_create_topics(spark, options, bootstrap):
+    import uuid
+
+    topic = f"auto-created-{uuid.uuid4().hex[:8]}"
+    write(spark, options(topic), [(1, "a", 1.0, "upsert")])
+    assert [orjson.loads(k) for _, _, k, _ in consume_all(bootstrap, topic)] == [{"id": 1}]

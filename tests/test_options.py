@@ -65,3 +65,16 @@ def test_secret_values_never_appear_in_errors():
     with pytest.raises(OptionError) as err:
         parse_read_spec(BASE | {"properties.ssl.truststore.password": "hunter2"}, SCHEMA, streaming=False)
     assert "hunter2" not in str(err.value)
+
+
+def test_readme_option_table_documents_every_option():
+    from pathlib import Path
+
+    from connector.option_table import OPTIONS
+
+    readme = Path(__file__).resolve().parents[1].joinpath("README.md").read_text()
+    rows = [line for line in readme.splitlines() if line.startswith("| `")]
+    for doc in OPTIONS:
+        assert any(line.startswith(f"| `{doc.name}`") for line in rows), f"README lacks option {doc.name}"
+        for alias in doc.aliases:
+            assert any(f"alias `{alias}`" in line for line in rows), f"README lacks alias {alias}"
