@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Iterator, Sequence
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -55,16 +54,20 @@ class RangeDecoder:
             keys, values, offsets = self._drop_null_keys(chunk.keys, chunk.values, chunk.offsets)
             latest_value.update(zip(keys, values))
             latest_offset.update(zip(keys, offsets))
-        keys, values, offsets = list(latest_value), list(latest_value.values()), list(latest_offset.values())
-        keys, values, offsets = self._latest_per_decoded_key(keys, values, offsets)
-        live = [i for i, v in enumerate(values) if v is not None]
-        for start in range(0, len(live), CHUNK_RECORDS):
-            part = live[start : start + CHUNK_RECORDS]
-            batch = self._decode_records(
-                [keys[i] for i in part], [values[i] for i in part], [offsets[i] for i in part]
+        if latest_value:
+            key_batch, values, offsets = self._latest_per_decoded_key(
+                list(latest_value), list(latest_value.values()), list(latest_offset.values())
             )
-            if batch.num_rows:
-                yield batch
+            live = [i for i, v in enumerate(values) if v is not None]
+            for start in range(0, len(live), CHUNK_RECORDS):
+                part = live[start : start + CHUNK_RECORDS]
+                batch = self._with_values(
+                    key_batch.take(pa.array(part, pa.int64())),
+                    [values[i] for i in part],
+                    [offsets[i] for i in part],
+                )
+                if batch.num_rows:
+                    yield batch
         self._log_skips()
 
     # -- steps -------------------------------------------------------------------------------
@@ -78,37 +81,39 @@ class RangeDecoder:
         self.null_keys += len(keys) - len(kept)
         return [keys[i] for i in kept], [values[i] for i in kept], [offsets[i] for i in kept]
 
-    def _latest_per_decoded_key(self, keys: list, values: list, offsets: list) -> tuple[list, list, list]:
-        """Two key encodings of one logical key (e.g. JSON with other spacing) are one key: keep the
-        record with the highest offset. Done on decoded keys, so it is exact for every format."""
-        if not keys:
-            return keys, values, offsets
+    def _latest_per_decoded_key(
+        self, keys: list, values: list, offsets: list
+    ) -> tuple[pa.RecordBatch, list, list]:
+        """Decode the keys; two encodings of one logical key (e.g. JSON with other spacing) are one key,
+        of which the record with the highest offset wins. Exact for every format."""
         key_batch, keys, values, offsets = self._decode_keys(keys, values, offsets)
         table = pa.Table.from_batches([key_batch]).append_column("__offset", pa.array(offsets, pa.int64()))
         try:
             latest = table.group_by(list(self.layout.key_fields)).aggregate([("__offset", "max")])
         except (pa.ArrowNotImplementedError, pa.ArrowTypeError):
-            return keys, values, offsets  # key types Arrow cannot group: key bytes are the identity
+            return key_batch, values, offsets  # key types Arrow cannot group: key bytes are the identity
         if latest.num_rows == table.num_rows:
-            return keys, values, offsets
-        keep = pc.is_in(table["__offset"], value_set=latest["__offset_max"]).to_numpy(zero_copy_only=False)
-        kept = np.flatnonzero(keep).tolist()
-        return [keys[i] for i in kept], [values[i] for i in kept], [offsets[i] for i in kept]
+            return key_batch, values, offsets
+        keep = pc.is_in(table["__offset"], value_set=latest["__offset_max"])
+        kept = pc.indices_nonzero(keep).to_pylist()
+        return key_batch.filter(keep.combine_chunks()), [values[i] for i in kept], [offsets[i] for i in kept]
 
     def _decode_records(
         self, keys: list[bytes], values: list[bytes | None], offsets: list[int]
     ) -> pa.RecordBatch:
         key_batch, keys, values, offsets = self._decode_keys(keys, values, offsets)
+        return self._with_values(key_batch, values, offsets)
+
+    def _with_values(
+        self, key_batch: pa.RecordBatch, values: list[bytes | None], offsets: list[int]
+    ) -> pa.RecordBatch:
+        """Decode the values (None: a tombstone) of the records whose keys are decoded in key_batch."""
         present = [v is not None for v in values]
         payloads = [v for v in values if v is not None]
-        decoded = self._decode(
-            "value",
-            self.value_decoder,
-            self.layout.value_codec,
-            payloads,
-            [o for o, p in zip(offsets, present) if p],
+        value_offsets = [o for o, p in zip(offsets, present) if p]
+        value_batch, bad = self._decode(
+            "value", self.value_decoder, self.layout.value_codec, payloads, value_offsets
         )
-        value_batch, bad = decoded
         if bad:
             # Drop the records whose value failed (ignore-parse-errors) from the key side too.
             record_of_payload = [i for i, p in enumerate(present) if p]
@@ -156,15 +161,15 @@ class RangeDecoder:
         self, key_batch: pa.RecordBatch, value_batch: pa.RecordBatch, present: list[bool]
     ) -> pa.RecordBatch:
         """Columns in the table's order: keys from the key, the rest from the value (null for deletes)."""
-        all_present = all(present)
-        if not all_present:
-            mask = np.asarray(present, dtype=bool)
-            take = pa.array(np.cumsum(mask) - 1, mask=~mask)
-            value_batch = value_batch.take(take)
+        present_mask = pa.array(present, pa.bool_())
+        if not all(present):
+            # Row i of the output takes value row (number of values before it), or null for a tombstone.
+            position = pc.subtract(pc.cumulative_sum(pc.cast(present_mask, pa.int64())), 1)
+            value_batch = value_batch.take(pc.if_else(present_mask, position, None))
         layout, columns = self.layout, []
         for name in layout.arrow_schema.names:
             if name == layout.changelog_column:
-                columns.append(pc.if_else(pa.array(present, pa.bool_()), UPSERT, DELETE))
+                columns.append(pc.if_else(present_mask, UPSERT, DELETE))
             elif name in layout.key_fields:
                 columns.append(key_batch.column(name))
             else:

@@ -135,8 +135,12 @@ class KafkaSpec:
     """How to reach the brokers: the servers, pass-through client properties and the request timeout."""
 
     bootstrap_servers: str
-    properties: tuple[tuple[str, str], ...] = ()
+    properties: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     timeout_s: float = 30.0
+
+    def __repr__(self) -> str:  # the spec may be logged: secret values never are
+        shown = {k: "***" if is_secret(k) else v for k, v in self.properties}
+        return f"KafkaSpec({self.bootstrap_servers!r}, properties={shown}, timeout_s={self.timeout_s})"
 
     def client_config(self, **settings: Any) -> dict[str, Any]:
         """librdkafka configuration: ours, then the user's pass-through properties on top."""

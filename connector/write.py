@@ -67,7 +67,7 @@ class RecordWriter:
             values = self._values(rows, deletes)
             self._produce(client, keys, values)
             records += rows.num_rows
-            tombstones += values.count(None) if deletes is not None else 0
+            tombstones += values.count(None)
             skipped += n_skipped
         remaining = client.flush(self.spec.kafka.timeout_s + 120)
         if self.failure is not None:

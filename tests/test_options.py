@@ -78,3 +78,12 @@ def test_readme_option_table_documents_every_option():
         assert any(line.startswith(f"| `{doc.name}`") for line in rows), f"README lacks option {doc.name}"
         for alias in doc.aliases:
             assert any(f"alias `{alias}`" in line for line in rows), f"README lacks alias {alias}"
+
+
+def test_a_logged_spec_masks_secret_properties():
+    spec = parse_read_spec(
+        BASE | {"properties.sasl.password": "hunter2", "properties.sasl.username": "bob"},
+        SCHEMA,
+        streaming=False,
+    )
+    assert "hunter2" not in repr(spec) and "bob" in repr(spec)
