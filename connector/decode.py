@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from connector.errors import RecordError, escaped_prefix
 from connector.fetch import CHUNK_RECORDS, Chunk
 from connector.offsets import PartitionRange
-from connector.options import ReadSpec
+from connector.read_options import ReadSpec
 from formats import Codec, Decoder
 
 log = logging.getLogger("upsert_kafka")

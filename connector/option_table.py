@@ -20,7 +20,7 @@ class OptionDoc:
     aliases: tuple[str, ...] = ()
 
 
-OPTIONS: tuple[OptionDoc, ...] = (
+COMMON_OPTIONS: tuple[OptionDoc, ...] = (
     OptionDoc("topic", None, BOTH, "The Kafka topic to read or write.", ("subscribe",)),
     OptionDoc(
         "properties.bootstrap.servers",
@@ -45,12 +45,6 @@ OPTIONS: tuple[OptionDoc, ...] = (
         "the changelog column is then added for you.",
     ),
     OptionDoc(
-        "read.mode",
-        "table (batch), changelog (streaming)",
-        READ,
-        "`table`: the latest value per key, deleted keys removed. `changelog`: one row per record.",
-    ),
-    OptionDoc(
         "changelog.column",
         "_change_type",
         BOTH,
@@ -69,5 +63,20 @@ OPTIONS: tuple[OptionDoc, ...] = (
         "Passed to the librdkafka client (e.g. `properties.security.protocol`); `kafka.*` is accepted too.",
     ),
 )
+
+# Options of reads only (issue: the complete reader).
+READ_OPTIONS: tuple[OptionDoc, ...] = (
+    OptionDoc(
+        "read.mode",
+        "table (batch), changelog (streaming)",
+        READ,
+        "`table`: the latest value per key, deleted keys removed. `changelog`: one row per record.",
+    ),
+)
+
+# Options of writes only (issue: the complete writer).
+WRITE_OPTIONS: tuple[OptionDoc, ...] = ()
+
+OPTIONS = COMMON_OPTIONS + READ_OPTIONS + WRITE_OPTIONS
 
 PASS_THROUGH_PREFIXES = ("properties.", "kafka.")

@@ -263,53 +263,11 @@ def _codec(options: Mapping[str, str], role: str, topics: tuple[str, ...]) -> Co
     return make_codec(name, option, format_options, CodecContext(role=role, topics=topics))
 
 
-@dataclass(frozen=True)
-class ReadSpec:
-    kafka: KafkaSpec
-    topic: str
-    layout: Layout
-    changelog: bool  # False: table mode (latest value per key)
-
-
-@dataclass(frozen=True)
-class WriteSpec:
-    kafka: KafkaSpec
-    topic: str
-    layout: Layout
-
-
 def parse_topic(options: Mapping[str, str]) -> str:
     topic = require(options, "topic", "orders")
     if ";" in topic or "," in topic:
         raise OptionError(f"option 'topic' must name a single topic for now, got '{topic}'")
     return topic
-
-
-def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool) -> ReadSpec:
-    options = canonical_options(raw)
-    kafka = parse_kafka_spec(options)
-    topic = parse_topic(options)
-    mode = options.get("read.mode", "changelog" if streaming else "table").strip().lower()
-    if mode not in ("table", "changelog"):
-        raise OptionError(f"option 'read.mode' must be 'table' or 'changelog', got '{raw.get('read.mode')}'")
-    if streaming and mode == "table":
-        raise OptionError("option 'read.mode': a streaming read is a changelog; use read.mode=changelog")
-    layout = parse_layout(options, schema, (topic,))
-    if mode == "changelog" and layout.changelog_column is None:
-        column = changelog_column_name(options)
-        raise OptionError(
-            f"a changelog read needs the column '{column} STRING' to say whether a row is an upsert or a "
-            f"delete: add it to .schema(...), or give the data columns with option 'schema' and it is "
-            f"added for you"
-        )
-    return ReadSpec(kafka=kafka, topic=topic, layout=layout, changelog=mode == "changelog")
-
-
-def parse_write_spec(raw: Mapping[str, str], schema: StructType) -> WriteSpec:
-    options = canonical_options(raw)
-    kafka = parse_kafka_spec(options)
-    topic = parse_topic(options)
-    return WriteSpec(kafka=kafka, topic=topic, layout=parse_layout(options, schema, (topic,)))
 
 
 def schema_ddl(raw: Mapping[str, str]) -> str:

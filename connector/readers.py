@@ -19,7 +19,7 @@ from connector.decode import RangeDecoder
 from connector.fetch import fetch_range
 from connector.kafka_clients import admin_client, list_offsets, topic_partitions
 from connector.offsets import PartitionRange
-from connector.options import ReadSpec
+from connector.read_options import ReadSpec
 
 log = logging.getLogger("upsert_kafka")
 

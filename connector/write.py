@@ -18,7 +18,7 @@ from pyspark.sql.datasource import WriterCommitMessage
 
 from connector.errors import RecordError, escaped_prefix
 from connector.kafka_clients import producer
-from connector.options import WriteSpec
+from connector.write_options import WriteSpec
 from formats import Encoder
 
 log = logging.getLogger("upsert_kafka")

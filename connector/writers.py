@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
-from connector.options import WriteSpec
 from connector.write import RecordWriter, WriteResult
+from connector.write_options import WriteSpec
 
 log = logging.getLogger("upsert_kafka")
 

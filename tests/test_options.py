@@ -6,7 +6,9 @@ import pytest
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
 from connector.errors import OptionError
-from connector.options import canonical_options, parse_duration, parse_read_spec, parse_write_spec, schema_ddl
+from connector.options import canonical_options, parse_duration, schema_ddl
+from connector.read_options import parse_read_spec
+from connector.write_options import parse_write_spec
 
 SCHEMA = StructType([StructField("id", IntegerType()), StructField("name", StringType())])
 BASE = {"topic": "t", "properties.bootstrap.servers": "b:9092", "key.fields": "id"}
