@@ -14,7 +14,7 @@ from pyspark.sql.types import StructType
 
 from connector.errors import OptionError
 from connector.kafka_clients import admin_client, check_writable
-from connector.options import schema_ddl
+from connector.layout import schema_ddl
 from connector.read_options import parse_read_spec
 from connector.readers import UpsertKafkaBatchReader, UpsertKafkaStreamReader
 from connector.write_options import WriteSpec, parse_write_spec

@@ -127,6 +127,7 @@ class RangeDecoder:
         self, keys: list, values: list, offsets: list
     ) -> tuple[pa.RecordBatch, list, list, list]:
         key_batch, bad = self._decode("key", self.key_decoder, self.layout.key_codec, keys, offsets)
+        key_batch = pa.RecordBatch.from_arrays(key_batch.columns, names=list(self.layout.key_fields))
         if bad:
             kept = [i for i in range(len(keys)) if i not in bad]
             keys, values, offsets = (

@@ -35,6 +35,28 @@ COMMON_OPTIONS: tuple[OptionDoc, ...] = (
         BOTH,
         "The primary key: `;`-separated column names, in the order they form the record key (required).",
     ),
+    OptionDoc(
+        "key.fields-prefix",
+        "",
+        BOTH,
+        "A prefix the key columns carry in the table but not in the key format, to keep key and value "
+        "names apart; requires `value.fields-include=EXCEPT_KEY`.",
+    ),
+    OptionDoc(
+        "value.fields-include",
+        "ALL",
+        BOTH,
+        "`ALL`: the value holds every data column, key columns included. `EXCEPT_KEY`: the value holds the "
+        "non-key columns only.",
+    ),
+    OptionDoc(
+        "metadata.columns",
+        None,
+        BOTH,
+        "Record metadata as columns: any of `topic`, `partition`, `offset`, `timestamp`, `timestamp-type`, "
+        "`headers`, `leader-epoch`, comma-separated, each optionally renamed (`event_time=timestamp`). "
+        "Written: `timestamp`, `headers`.",
+    ),
     OptionDoc("key.format", "json", BOTH, "Format of the record key."),
     OptionDoc("value.format", "json", BOTH, "Format of the record value.", ("format",)),
     OptionDoc(

@@ -13,13 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyarrow as pa
-from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import StructType
-
 from connector.errors import OptionError
 from connector.option_table import OPTIONS, PASS_THROUGH_PREFIXES
-from formats import Codec, CodecContext, FormatOptionError, make_codec
 
 DEFAULT_CHANGELOG_COLUMN = "_change_type"
 
@@ -58,7 +53,7 @@ def _alias_map() -> dict[str, str]:
 _KNOWN = {doc.name for doc in OPTIONS if not doc.name.endswith("*")}
 _ALIASES = _alias_map()
 # Format options (`key.json.ignore-parse-errors`) are validated by their codec, not here.
-_FORMAT_OPTION = re.compile(r"^(key|value)\.[a-z0-9_-]+\..+$")
+FORMAT_OPTION = re.compile(r"^(key|value)\.[a-z0-9_-]+\..+$")
 
 
 # Options Spark's engine adds for its own use (a stream writer gets the checkpoint location).
@@ -81,7 +76,7 @@ def canonical_options(raw: Mapping[str, str]) -> dict[str, str]:
         if name.startswith("kafka."):
             name = "properties." + name[len("kafka.") :]
         name = _ALIASES.get(name, name)
-        if not (name in _KNOWN or name.startswith(PASS_THROUGH_PREFIXES) or _FORMAT_OPTION.match(name)):
+        if not (name in _KNOWN or name.startswith(PASS_THROUGH_PREFIXES) or FORMAT_OPTION.match(name)):
             raise OptionError(_unknown_option_message(key))
         if name in out and out[name] != value:
             raise OptionError(
@@ -172,34 +167,6 @@ def parse_kafka_spec(options: Mapping[str, str]) -> KafkaSpec:
     return KafkaSpec(servers, tuple(properties), timeout)
 
 
-@dataclass(frozen=True)
-class Layout:
-    """How a table row maps to a Kafka record: which columns form the key and the value, and in
-    which formats, and which column carries the change type."""
-
-    schema: StructType
-    key_fields: tuple[str, ...]
-    value_fields: tuple[str, ...]
-    changelog_column: str | None
-    key_codec: Codec
-    value_codec: Codec
-    arrow_schema: pa.Schema = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "arrow_schema", to_arrow_schema(self.schema, timezone="UTC"))
-
-    def arrow_fields(self, names: tuple[str, ...]) -> pa.Schema:
-        return pa.schema([self.arrow_schema.field(n) for n in names])
-
-    @property
-    def key_schema(self) -> pa.Schema:
-        return self.arrow_fields(self.key_fields)
-
-    @property
-    def value_schema(self) -> pa.Schema:
-        return self.arrow_fields(self.value_fields)
-
-
 def changelog_column_name(options: Mapping[str, str]) -> str:
     name = options.get("changelog.column", DEFAULT_CHANGELOG_COLUMN).strip()
     if not name:
@@ -207,78 +174,8 @@ def changelog_column_name(options: Mapping[str, str]) -> str:
     return name
 
 
-def parse_layout(options: Mapping[str, str], schema: StructType, topics: tuple[str, ...]) -> Layout:
-    changelog = changelog_column_name(options)
-    names = [f.name for f in schema.fields]
-    data_columns = [n for n in names if n != changelog]
-    key_fields = _parse_key_fields(options, data_columns)
-    try:
-        key_codec = _codec(options, "key", topics)
-        value_codec = _codec(options, "value", topics)
-    except FormatOptionError as e:
-        raise OptionError(str(e)) from None
-    return Layout(
-        schema=schema,
-        key_fields=key_fields,
-        value_fields=tuple(data_columns),
-        changelog_column=changelog if changelog in names else None,
-        key_codec=key_codec,
-        value_codec=value_codec,
-    )
-
-
-def _parse_key_fields(options: Mapping[str, str], columns: list[str]) -> tuple[str, ...]:
-    raw = require(options, "key.fields", "id" if "id" in columns else ";".join(columns[:1]) or "id")
-    by_lower = {c.lower(): c for c in columns}
-    fields = []
-    for name in (part.strip() for part in raw.split(";")):
-        column = name if name in columns else by_lower.get(name.lower())
-        if column is None:
-            close = difflib.get_close_matches(name, columns, n=1)
-            hint = f" Did you mean '{close[0]}'?" if close else ""
-            raise OptionError(
-                f"option 'key.fields': column '{name}' is not in the schema ({', '.join(columns)}).{hint}"
-            )
-        if column in fields:
-            raise OptionError(f"option 'key.fields' lists column '{column}' twice")
-        fields.append(column)
-    return tuple(fields)
-
-
-def _codec(options: Mapping[str, str], role: str, topics: tuple[str, ...]) -> Codec:
-    option = f"{role}.format"
-    name = options.get(option, "json").strip()
-    prefix = f"{role}.{name.lower()}."
-    format_options = {k[len(prefix) :]: v for k, v in options.items() if k.startswith(prefix)}
-    stray = [
-        k
-        for k in options
-        if k.startswith(f"{role}.") and _FORMAT_OPTION.match(k) and not k.startswith(prefix)
-    ]
-    if stray:
-        raise OptionError(
-            f"option '{stray[0]}' does not belong to the {role} format '{name}' ({option}); "
-            f"its options start with '{prefix}'"
-        )
-    return make_codec(name, option, format_options, CodecContext(role=role, topics=topics))
-
-
 def parse_topic(options: Mapping[str, str]) -> str:
     topic = require(options, "topic", "orders")
     if ";" in topic or "," in topic:
         raise OptionError(f"option 'topic' must name a single topic for now, got '{topic}'")
     return topic
-
-
-def schema_ddl(raw: Mapping[str, str]) -> str:
-    """The schema for a read given no `.schema(...)`: option 'schema' plus the changelog column."""
-    options = canonical_options(raw)
-    ddl = options.get("schema", "").strip()
-    if not ddl:
-        raise OptionError(
-            'upsert-kafka needs the table\'s columns: give them with .schema("id INT, name STRING") '
-            "or option 'schema'"
-        )
-    if options.get("read.mode", "").strip().lower() == "table":
-        return ddl
-    return f"{ddl}, `{changelog_column_name(options)}` STRING"

@@ -8,13 +8,12 @@ from dataclasses import dataclass
 from pyspark.sql.types import StructType
 
 from connector.errors import OptionError
+from connector.layout import Layout, parse_layout
 from connector.options import (
     KafkaSpec,
-    Layout,
     canonical_options,
     changelog_column_name,
     parse_kafka_spec,
-    parse_layout,
     parse_topic,
 )
 

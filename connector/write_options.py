@@ -7,14 +7,8 @@ from dataclasses import dataclass
 
 from pyspark.sql.types import StructType
 
-from connector.options import (
-    KafkaSpec,
-    Layout,
-    canonical_options,
-    parse_kafka_spec,
-    parse_layout,
-    parse_topic,
-)
+from connector.layout import Layout, parse_layout
+from connector.options import KafkaSpec, canonical_options, parse_kafka_spec, parse_topic
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ import pytest
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
 from connector.errors import OptionError
-from connector.options import canonical_options, parse_duration, schema_ddl
+from connector.layout import schema_ddl
+from connector.options import canonical_options, parse_duration
 from connector.read_options import parse_read_spec
 from connector.write_options import parse_write_spec
 
