@@ -12,13 +12,10 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from connector.errors import OptionError
-from connector.kafka_clients import admin_client, check_writable
 from connector.layout import schema_ddl
 from connector.read_options import parse_read_spec
 from connector.readers import UpsertKafkaBatchReader, UpsertKafkaStreamReader
-from connector.write_options import WriteSpec, parse_write_spec
-from connector.writers import UpsertKafkaStreamWriter, UpsertKafkaWriter
+from connector.writers import UpsertKafkaStreamWriter, UpsertKafkaWriter, plan_write
 
 
 class UpsertKafkaDataSource(DataSource):
@@ -38,16 +35,9 @@ class UpsertKafkaDataSource(DataSource):
         return UpsertKafkaStreamReader(parse_read_spec(self.options, schema, streaming=True))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        if overwrite:
-            raise OptionError("save mode 'overwrite' is not supported yet; use mode('append')")
-        return UpsertKafkaWriter(_checked_write_spec(self.options, schema))
+        # overwrite: the topic's table becomes the DataFrame (missing keys get tombstones).
+        return UpsertKafkaWriter(plan_write(self.options, schema, overwrite))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        return UpsertKafkaStreamWriter(_checked_write_spec(self.options, schema))
-
-
-def _checked_write_spec(options: dict, schema: StructType) -> WriteSpec:
-    """Parse the options and check on the driver, before any task starts, that the topic can be written."""
-    spec = parse_write_spec(options, schema)
-    check_writable(admin_client(spec.kafka), spec.kafka, spec.topic)
-    return spec
+        # Complete mode passes overwrite: every row is an upsert of its key, which is what it means here.
+        return UpsertKafkaStreamWriter(plan_write(self.options, schema, overwrite=False))

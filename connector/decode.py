@@ -1,9 +1,9 @@
 """Executor side: Kafka records -> key/value codecs -> Arrow record batches in the table's schema.
 
 Changelog mode turns each chunk into one batch (a tombstone is a `delete` row: key columns set, value
-columns null). Table mode first keeps the latest record per key bytes (two C-speed dict updates per
-chunk, so memory follows distinct keys, not records), then decodes only what survives, so values
-that were overwritten or deleted are never decoded at all.
+columns null). Table mode (and a compacted changelog) first keeps the latest record per key bytes with
+one C-speed dict update per chunk, so memory follows distinct keys, not records; then decodes only what
+survives, so values that were overwritten or deleted are never decoded at all.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from connector.errors import RecordError, escaped_prefix
-from connector.fetch import CHUNK_RECORDS, Chunk
+from connector.fetch import CHUNK_RECORDS, Records
 from connector.offsets import PartitionRange
 from connector.read_options import ReadSpec
 from formats import Codec, Decoder
@@ -33,109 +33,97 @@ class RangeDecoder:
         self.spec, self.rng, self.layout = spec, rng, layout
         self.key_decoder = layout.key_codec.decoder(layout.key_schema)
         self.value_decoder = layout.value_codec.decoder(layout.value_schema)
+        self.meta_kinds = tuple(c.kind for c in layout.metadata)
         self.null_keys = 0
         self.bad_records = 0
 
-    # -- the two read modes ------------------------------------------------------------------
+    # -- the read modes --------------------------------------------------------------------------
 
-    def changelog(self, chunks: Iterable[Chunk]) -> Iterator[pa.RecordBatch]:
+    def changelog(self, chunks: Iterable[Records]) -> Iterator[pa.RecordBatch]:
+        if self.spec.compact:
+            yield from self._latest_per_key(chunks, keep_deletes=True)
+            return
         for chunk in chunks:
-            keys, values, offsets = self._drop_null_keys(chunk.keys, chunk.values, chunk.offsets)
-            if keys:
-                batch = self._decode_records(keys, values, offsets)
+            records = self._drop_null_keys(chunk)
+            if len(records):
+                key_batch, records = self._decode_keys(records)
+                batch = self._with_values(key_batch, records)
                 if batch.num_rows:
                     yield batch
         self._log_skips()
 
-    def table(self, chunks: Iterable[Chunk]) -> Iterator[pa.RecordBatch]:
-        latest_value: dict[bytes, bytes | None] = {}
-        latest_offset: dict[bytes, int] = {}
+    def table(self, chunks: Iterable[Records]) -> Iterator[pa.RecordBatch]:
+        yield from self._latest_per_key(chunks, keep_deletes=False)
+
+    def _latest_per_key(self, chunks: Iterable[Records], keep_deletes: bool) -> Iterator[pa.RecordBatch]:
+        latest: dict[bytes, tuple] = {}
         for chunk in chunks:
-            keys, values, offsets = self._drop_null_keys(chunk.keys, chunk.values, chunk.offsets)
-            latest_value.update(zip(keys, values))
-            latest_offset.update(zip(keys, offsets))
-        if latest_value:
-            key_batch, values, offsets = self._latest_per_decoded_key(
-                list(latest_value), list(latest_value.values()), list(latest_offset.values())
+            records = self._drop_null_keys(chunk)
+            latest.update(zip(records.keys, zip(records.values, records.offsets, *records.meta.values())))
+        if latest:
+            columns = list(zip(*latest.values()))
+            records = Records(
+                list(latest),
+                list(columns[0]),
+                list(columns[1]),
+                {kind: list(c) for kind, c in zip(self.meta_kinds, columns[2:])},
             )
-            live = [i for i, v in enumerate(values) if v is not None]
-            for start in range(0, len(live), CHUNK_RECORDS):
-                part = live[start : start + CHUNK_RECORDS]
-                batch = self._with_values(
-                    key_batch.take(pa.array(part, pa.int64())),
-                    [values[i] for i in part],
-                    [offsets[i] for i in part],
-                )
+            key_batch, records = self._latest_per_decoded_key(records)
+            if keep_deletes:  # a compacted changelog keeps offset order
+                rows = sorted(range(len(records)), key=records.offsets.__getitem__)
+            else:
+                rows = [i for i, v in enumerate(records.values) if v is not None]
+            for start in range(0, len(rows), CHUNK_RECORDS):
+                part = rows[start : start + CHUNK_RECORDS]
+                batch = self._with_values(key_batch.take(pa.array(part, pa.int64())), records.take(part))
                 if batch.num_rows:
                     yield batch
         self._log_skips()
 
-    # -- steps -------------------------------------------------------------------------------
+    # -- steps -----------------------------------------------------------------------------------
 
-    def _drop_null_keys(
-        self, keys: list[bytes | None], values: list[bytes | None], offsets: list[int]
-    ) -> tuple[list, list, list]:
-        if None not in keys:
-            return keys, values, offsets
-        kept = [i for i, k in enumerate(keys) if k is not None]
-        self.null_keys += len(keys) - len(kept)
-        return [keys[i] for i in kept], [values[i] for i in kept], [offsets[i] for i in kept]
+    def _drop_null_keys(self, records: Records) -> Records:
+        if None not in records.keys:
+            return records
+        kept = [i for i, k in enumerate(records.keys) if k is not None]
+        self.null_keys += len(records) - len(kept)
+        return records.take(kept)
 
-    def _latest_per_decoded_key(
-        self, keys: list, values: list, offsets: list
-    ) -> tuple[pa.RecordBatch, list, list]:
+    def _latest_per_decoded_key(self, records: Records) -> tuple[pa.RecordBatch, Records]:
         """Decode the keys; two encodings of one logical key (e.g. JSON with other spacing) are one key,
         of which the record with the highest offset wins. Exact for every format."""
-        key_batch, keys, values, offsets = self._decode_keys(keys, values, offsets)
-        table = pa.Table.from_batches([key_batch]).append_column("__offset", pa.array(offsets, pa.int64()))
+        key_batch, records = self._decode_keys(records)
+        table = pa.Table.from_batches([key_batch]).append_column("__offset", pa.array(records.offsets, pa.int64()))
         try:
             latest = table.group_by(list(self.layout.key_fields)).aggregate([("__offset", "max")])
         except (pa.ArrowNotImplementedError, pa.ArrowTypeError):
-            return key_batch, values, offsets  # key types Arrow cannot group: key bytes are the identity
+            return key_batch, records  # key types Arrow cannot group: key bytes are the identity
         if latest.num_rows == table.num_rows:
-            return key_batch, values, offsets
+            return key_batch, records
         keep = pc.is_in(table["__offset"], value_set=latest["__offset_max"])
-        kept = pc.indices_nonzero(keep).to_pylist()
-        return key_batch.filter(keep.combine_chunks()), [values[i] for i in kept], [offsets[i] for i in kept]
+        return key_batch.filter(keep.combine_chunks()), records.take(pc.indices_nonzero(keep).to_pylist())
 
-    def _decode_records(
-        self, keys: list[bytes], values: list[bytes | None], offsets: list[int]
-    ) -> pa.RecordBatch:
-        key_batch, keys, values, offsets = self._decode_keys(keys, values, offsets)
-        return self._with_values(key_batch, values, offsets)
+    def _decode_keys(self, records: Records) -> tuple[pa.RecordBatch, Records]:
+        key_batch, bad = self._decode("key", self.key_decoder, self.layout.key_codec, records.keys, records.offsets)
+        if bad:
+            records = records.take([i for i in range(len(records)) if i not in bad])
+        # The key format names columns without key.fields-prefix; the table names them with it.
+        return pa.RecordBatch.from_arrays(key_batch.columns, names=list(self.layout.key_fields)), records
 
-    def _with_values(
-        self, key_batch: pa.RecordBatch, values: list[bytes | None], offsets: list[int]
-    ) -> pa.RecordBatch:
-        """Decode the values (None: a tombstone) of the records whose keys are decoded in key_batch."""
-        present = [v is not None for v in values]
-        payloads = [v for v in values if v is not None]
-        value_offsets = [o for o, p in zip(offsets, present) if p]
-        value_batch, bad = self._decode(
-            "value", self.value_decoder, self.layout.value_codec, payloads, value_offsets
-        )
+    def _with_values(self, key_batch: pa.RecordBatch, records: Records) -> pa.RecordBatch:
+        """Decode the values (None: a tombstone) of records whose keys key_batch holds; assemble the rows."""
+        present = [v is not None for v in records.values]
+        with_value = [i for i, p in enumerate(present) if p]
+        payloads = [records.values[i] for i in with_value]
+        value_offsets = [records.offsets[i] for i in with_value]
+        value_batch, bad = self._decode("value", self.value_decoder, self.layout.value_codec, payloads, value_offsets)
         if bad:
             # Drop the records whose value failed (ignore-parse-errors) from the key side too.
-            record_of_payload = [i for i, p in enumerate(present) if p]
-            dropped = {record_of_payload[j] for j in bad}
-            keep = [i not in dropped for i in range(len(present))]
-            key_batch = key_batch.filter(pa.array(keep))
-            present = [p for p, k in zip(present, keep) if k]
-        return self._assemble(key_batch, value_batch, present)
-
-    def _decode_keys(
-        self, keys: list, values: list, offsets: list
-    ) -> tuple[pa.RecordBatch, list, list, list]:
-        key_batch, bad = self._decode("key", self.key_decoder, self.layout.key_codec, keys, offsets)
-        key_batch = pa.RecordBatch.from_arrays(key_batch.columns, names=list(self.layout.key_fields))
-        if bad:
-            kept = [i for i in range(len(keys)) if i not in bad]
-            keys, values, offsets = (
-                [keys[i] for i in kept],
-                [values[i] for i in kept],
-                [offsets[i] for i in kept],
-            )
-        return key_batch, keys, values, offsets
+            dropped = {with_value[j] for j in bad}
+            kept = [i for i in range(len(records)) if i not in dropped]
+            key_batch, records = key_batch.take(pa.array(kept, pa.int64())), records.take(kept)
+            present = [present[i] for i in kept]
+        return self._assemble(key_batch, value_batch, present, records)
 
     def _decode(
         self, role: str, decoder: Decoder, codec: Codec, payloads: Sequence[bytes], offsets: Sequence[int]
@@ -159,23 +147,49 @@ class RangeDecoder:
         return decoded.batch, {i for i, _ in decoded.failures}
 
     def _assemble(
-        self, key_batch: pa.RecordBatch, value_batch: pa.RecordBatch, present: list[bool]
+        self, key_batch: pa.RecordBatch, value_batch: pa.RecordBatch, present: list[bool], records: Records
     ) -> pa.RecordBatch:
-        """Columns in the table's order: keys from the key, the rest from the value (null for deletes)."""
+        """Columns in the table's order: keys from the key, metadata from the record, the rest from the
+        value (null for deletes)."""
+        layout = self.layout
         present_mask = pa.array(present, pa.bool_())
         if not all(present):
-            # Row i of the output takes value row (number of values before it), or null for a tombstone.
+            # Row i takes value row (number of values before it), or null for a tombstone.
             position = pc.subtract(pc.cumulative_sum(pc.cast(present_mask, pa.int64())), 1)
             value_batch = value_batch.take(pc.if_else(present_mask, position, None))
-        layout, columns = self.layout, []
-        for name in layout.arrow_schema.names:
-            if name == layout.changelog_column:
+        metadata = {c.column: c.kind for c in layout.metadata}
+        columns = []
+        for f in layout.arrow_schema:
+            if f.name == layout.changelog_column:
                 columns.append(pc.if_else(present_mask, UPSERT, DELETE))
-            elif name in layout.key_fields:
-                columns.append(key_batch.column(name))
+            elif f.name in metadata:
+                columns.append(self._metadata(metadata[f.name], records).cast(f.type))
+            elif f.name in layout.key_fields:
+                columns.append(key_batch.column(f.name))
             else:
-                columns.append(value_batch.column(name))
+                columns.append(value_batch.column(f.name))
         return pa.RecordBatch.from_arrays(columns, schema=layout.arrow_schema)
+
+    def _metadata(self, kind: str, records: Records) -> pa.Array:
+        n, rng = len(records), self.rng
+        if kind == "topic":
+            return pa.repeat(pa.scalar(rng.topic, pa.string()), n)
+        if kind == "partition":
+            return pa.repeat(pa.scalar(rng.partition, pa.int32()), n)
+        if kind == "offset":
+            return pa.array(records.offsets, pa.int64())
+        if kind == "watermark":
+            millis = pa.scalar(rng.watermark_ms, pa.int64())
+            return pa.repeat(millis, n).cast(pa.timestamp("ms", tz="UTC"))
+        values = records.meta[kind]
+        if kind == "timestamp":  # -1: the record has no timestamp
+            millis = pa.array(values, pa.int64())
+            return pc.if_else(pc.less(millis, 0), None, millis).cast(pa.timestamp("ms", tz="UTC"))
+        if kind == "headers":
+            return pa.array(values, pa.map_(pa.string(), pa.binary()))
+        if kind == "leader-epoch":
+            return pa.array(values, pa.int32())
+        return pa.array(values, pa.string())  # timestamp-type
 
     def _log_skips(self) -> None:
         if self.null_keys or self.bad_records:

@@ -30,3 +30,7 @@ def escaped_prefix(payload: bytes | None, limit: int = 64) -> str:
     shown = payload[:limit].decode("ascii", errors="backslashreplace")
     shown = shown.encode("unicode_escape").decode("ascii").replace("\\\\x", "\\x")
     return f"b'{shown}'" + (f"... ({len(payload)} bytes)" if len(payload) > limit else "")
+
+
+class DataLossError(UpsertKafkaError):
+    """Records the query needs are no longer in Kafka."""

@@ -2,56 +2,81 @@
 
 Deterministic for a given range (a replayed micro-batch reads the same records): it stops at the
 range's end, and offset gaps (compaction, transaction markers, aborted records under read_committed)
-are skipped, never waited for.
+are skipped, never waited for. Record metadata is collected only for the kinds the table asks for.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from confluent_kafka import KafkaError, TopicPartition
 
-from connector.errors import KafkaUnavailableError, UpsertKafkaError
+from connector.errors import DataLossError, KafkaUnavailableError
 from connector.kafka_clients import consumer
 from connector.offsets import PartitionRange
 from connector.options import KafkaSpec
 
 CHUNK_RECORDS = 10_000
-
-
-class DataLossError(UpsertKafkaError):
-    """Records the query needs are no longer in Kafka."""
+_TIMESTAMP_TYPES = {0: "NoTimestampType", 1: "CreateTime", 2: "LogAppendTime"}
 
 
 @dataclass
-class Chunk:
-    """Parallel lists of up to CHUNK_RECORDS records, in offset order."""
+class Records:
+    """Parallel lists of records in offset order; `meta` holds one list per requested metadata kind."""
 
     keys: list[bytes | None]
     values: list[bytes | None]
     offsets: list[int]
+    meta: dict[str, list[Any]] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def take(self, indices: list[int]) -> Records:
+        def pick(items: list) -> list:
+            return [items[i] for i in indices]
+
+        return Records(
+            pick(self.keys), pick(self.values), pick(self.offsets), {k: pick(v) for k, v in self.meta.items()}
+        )
 
 
-def fetch_range(kafka: KafkaSpec, rng: PartitionRange, chunk_records: int = CHUNK_RECORDS) -> Iterator[Chunk]:
+# How each per-record metadata kind is read off a confluent_kafka Message.
+_META_READERS = {
+    "timestamp": lambda m: m.timestamp()[1],
+    "timestamp-type": lambda m: _TIMESTAMP_TYPES.get(m.timestamp()[0], "NoTimestampType"),
+    "headers": lambda m: m.headers() or [],
+    "leader-epoch": lambda m: m.leader_epoch(),
+}
+
+
+def fetch_range(
+    kafka: KafkaSpec,
+    rng: PartitionRange,
+    meta_kinds: tuple[str, ...] = (),
+    fail_on_data_loss: bool = True,
+    chunk_records: int = CHUNK_RECORDS,
+) -> Iterator[Records]:
     if rng.end <= rng.start:
         return
-    client = consumer(kafka)
+    client = consumer(kafka, reset_to_earliest=not fail_on_data_loss)
     try:
         client.assign([TopicPartition(rng.topic, rng.partition, rng.start)])
-        yield from _chunks(client, kafka, rng, chunk_records)
+        readers = [(kind, _META_READERS[kind]) for kind in meta_kinds if kind in _META_READERS]
+        yield from _chunks(client, kafka, rng, readers, chunk_records)
     finally:
         client.close()
 
 
-def _chunks(client, kafka: KafkaSpec, rng: PartitionRange, chunk_records: int) -> Iterator[Chunk]:
+def _chunks(client: Any, kafka: KafkaSpec, rng: PartitionRange, readers: list, chunk_records: int) -> Iterator[Records]:
     position, last_progress = rng.start, time.monotonic()
     while position < rng.end:
         messages = client.consume(num_messages=min(chunk_records, rng.end - position), timeout=1.0)
-        keys: list[bytes | None] = []
-        values: list[bytes | None] = []
-        offsets: list[int] = []
+        records = Records([], [], [], {kind: [] for kind, _ in readers})
+        keys, values, offsets = records.keys, records.values, records.offsets
         for m in messages:
             error = m.error()
             if error is not None:
@@ -68,10 +93,12 @@ def _chunks(client, kafka: KafkaSpec, rng: PartitionRange, chunk_records: int) -
             keys.append(m.key())
             values.append(m.value())
             offsets.append(offset)
+            for kind, read in readers:
+                records.meta[kind].append(read(m))
             position = offset + 1
         if offsets:
             last_progress = time.monotonic()
-            yield Chunk(keys, values, offsets)
+            yield records
         elif position < rng.end and time.monotonic() - last_progress > kafka.timeout_s:
             raise KafkaUnavailableError(
                 f"no record arrived for {kafka.timeout_s:g} s while reading {rng} at offset {position} "
@@ -83,9 +110,7 @@ def _fetch_error(kafka: KafkaSpec, rng: PartitionRange, position: int, error: Ka
     if error.code() in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
         return DataLossError(
             f"data loss: offsets from {position} of topic '{rng.topic}' partition {rng.partition} are no "
-            f"longer in Kafka (deleted by retention or compaction of the log start) while reading {rng}: "
-            f"{error.str()}"
+            f"longer in Kafka (deleted by retention, or the topic was recreated) while reading {rng}: "
+            f"{error.str()}; set 'scan.fail-on-data-loss' to false to skip them"
         )
-    return KafkaUnavailableError(
-        f"reading {rng} from {kafka.describe()} failed at offset {position}: {error.str()}"
-    )
+    return KafkaUnavailableError(f"reading {rng} from {kafka.describe()} failed at offset {position}: {error.str()}")

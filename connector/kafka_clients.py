@@ -7,12 +7,14 @@ error that names the servers and what to change; no credential ever reaches a me
 from __future__ import annotations
 
 import logging
+import re
+from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, IsolationLevel, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, ResourceType
 
-from connector.errors import KafkaUnavailableError, TopicError
+from connector.errors import KafkaUnavailableError, OptionError, TopicError
 from connector.options import KafkaSpec
 
 log = logging.getLogger("upsert_kafka")
@@ -23,26 +25,29 @@ def admin_client(kafka: KafkaSpec) -> AdminClient:
     return AdminClient(kafka.client_config(logger=_client_log))
 
 
-def consumer(kafka: KafkaSpec) -> Consumer:
+def consumer(kafka: KafkaSpec, reset_to_earliest: bool = False) -> Consumer:
     """A consumer for explicitly assigned ranges: no group membership, no offset commits."""
-    return Consumer(
-        kafka.client_config(
-            **{
-                "group.id": "pyspark-upsert-kafka",  # required by librdkafka; never joined or committed
-                "enable.auto.commit": False,
-                "enable.auto.offset.store": False,
-                "enable.partition.eof": True,
-                # A start below the log start must fail, not silently jump: that is data loss.
-                "auto.offset.reset": "error",
-                "isolation.level": "read_committed",
-                "logger": _client_log,
-            }
-        )
+    config = kafka.client_config(
+        **{
+            "group.id": "pyspark-upsert-kafka",  # required by librdkafka; never joined or committed
+            "enable.auto.offset.store": False,
+            "isolation.level": "read_committed",
+            "logger": _client_log,
+        }
     )
+    # Not overridable: the range reader depends on them. A start below the log start must fail (data
+    # loss), unless the user chose to skip lost offsets.
+    config |= {
+        "enable.auto.commit": False,
+        "enable.partition.eof": True,
+        "auto.offset.reset": "earliest" if reset_to_earliest else "error",
+    }
+    return Consumer(config)
 
 
-def producer(kafka: KafkaSpec, on_delivery: Any) -> Producer:
-    """A producer partitioning like the Java client, idempotent, reporting only failed deliveries."""
+def producer(kafka: KafkaSpec, on_delivery: Any, **settings: Any) -> Producer:
+    """A producer partitioning like the Java client and reporting only failed deliveries. `settings` (the
+    delivery guarantee's) go on top of these defaults; the user's properties on top of both."""
     return Producer(
         kafka.client_config(
             **{
@@ -56,6 +61,7 @@ def producer(kafka: KafkaSpec, on_delivery: Any) -> Producer:
                 "delivery.report.only.error": True,
                 "on_delivery": on_delivery,
                 "logger": _client_log,
+                **settings,
             }
         )
     )
@@ -90,9 +96,7 @@ def topic_partitions(admin: AdminClient, kafka: KafkaSpec, topic: str) -> list[i
     return sorted(found.partitions)
 
 
-def list_offsets(
-    admin: AdminClient, kafka: KafkaSpec, topic: str, partitions: list[int], which: str
-) -> dict[int, int]:
+def list_offsets(admin: AdminClient, kafka: KafkaSpec, topic: str, partitions: list[int], which: str) -> dict[int, int]:
     """The earliest or latest (last stable, as read_committed sees it) offset of each partition."""
     spec = OffsetSpec.earliest() if which == "earliest" else OffsetSpec.latest()
     request = {TopicPartition(topic, p): spec for p in partitions}
@@ -107,25 +111,133 @@ def list_offsets(
         raise _unavailable(kafka, f"list {which} offsets of topic '{topic}'", e) from None
 
 
-def check_writable(admin: AdminClient, kafka: KafkaSpec, topic: str) -> None:
-    """A missing topic is fine when the brokers create topics on first write; otherwise an error."""
+# ---------------------------------------------------------------------------------------------
+# Writes: what the driver asks the brokers once, before any task sends a record.
+
+# Kafka's own default for transaction.max.timeout.ms; a task's transaction may stay open this long.
+_DEFAULT_TRANSACTION_TIMEOUT_MS = 900_000
+
+
+@dataclass(frozen=True)
+class WriteTarget:
+    """The brokers' answers a write needs: the target topics that exist now, the smallest record size
+    limit among them (None: not readable with these credentials) and the transaction timeout to use."""
+
+    topics: tuple[str, ...]
+    max_message_bytes: int | None
+    transaction_timeout_ms: int | None
+
+
+def describe_write_target(
+    kafka: KafkaSpec, names: tuple[str, ...], pattern: str | None, transaction_timeout_ms: int | None = None
+) -> WriteTarget:
+    """Check the target can be written (authentication, topics, auto-creation) and read its limits.
+
+    transaction_timeout_ms: for exactly-once, the user's timeout (None: the brokers' maximum), checked against
+    the brokers' transaction.max.timeout.ms; pass 0 for writes without transactions."""
+    errors: list[Any] = []
+    # Never create a topic by asking about it; collect authentication errors, which metadata calls hide.
+    admin = AdminClient(
+        kafka.client_config(logger=_client_log, error_cb=errors.append, **{"allow.auto.create.topics": False})
+    )
     try:
-        topic_partitions(admin, kafka, topic)
-    except TopicError:
-        if not _brokers_create_topics(admin, kafka):
+        metadata = admin.list_topics(timeout=kafka.timeout_s)
+    except KafkaException as e:
+        admin.poll(0)
+        raise _authentication_failed(kafka, errors) or _unavailable(kafka, "read metadata", e) from None
+    if pattern is not None:
+        topics = tuple(sorted(t for t in metadata.topics if re.fullmatch(pattern, t)))
+    else:
+        topics = tuple(t for t in names if t in metadata.topics)
+        missing = [t for t in names if t not in metadata.topics]
+        if missing:
+            _check_missing_topics(admin, kafka, missing)
+    broker = _broker_config(admin, kafka, metadata)
+    return WriteTarget(
+        topics=topics,
+        max_message_bytes=_max_message_bytes(admin, kafka, topics),
+        transaction_timeout_ms=None
+        if transaction_timeout_ms == 0
+        else _transaction_timeout(broker, transaction_timeout_ms),
+    )
+
+
+def _authentication_failed(kafka: KafkaSpec, errors: list[Any]) -> KafkaUnavailableError | None:
+    for error in errors:
+        if error.code() == KafkaError._AUTHENTICATION:
+            return KafkaUnavailableError(
+                f"authentication with the Kafka brokers {kafka.describe()} failed ({error.str()}): check options "
+                "'properties.security.protocol', 'properties.sasl.mechanism', 'properties.sasl.username' and "
+                "'properties.sasl.password' (or the SSL certificate settings)"
+            )
+    return None
+
+
+def _check_missing_topics(admin: AdminClient, kafka: KafkaSpec, missing: list[str]) -> None:
+    """A topic absent from the listing is either not there or hidden from this user: ask by name to tell."""
+    try:
+        by_name = {t: admin.list_topics(topic=t, timeout=kafka.timeout_s).topics.get(t) for t in missing}
+    except KafkaException as e:
+        raise _unavailable(kafka, "read metadata", e) from None
+    for topic, found in by_name.items():
+        code = found.error.code() if found is not None and found.error is not None else None
+        if code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
             raise TopicError(
-                f"topic '{topic}' does not exist at {kafka.describe()} and the brokers do not create topics "
-                "on first write (auto.create.topics.enable=false): create it first (option 'topic')"
-            ) from None
-        log.info("topic '%s' does not exist yet; the brokers will create it on first write", topic)
+                f"not authorized to write topic '{topic}' at {kafka.describe()}: grant this client's user WRITE "
+                "and DESCRIBE on the topic (exactly-once also needs READ on it, WRITE on the transactional ids "
+                "and READ on their consumer groups)"
+            )
+    if not _brokers_create_topics(admin, kafka):
+        raise TopicError(
+            f"topic '{missing[0]}' does not exist at {kafka.describe()} and the brokers do not create topics on "
+            "first write (auto.create.topics.enable=false): create it first (option 'topic')"
+        )
+    log.info("topic(s) %s do not exist yet; the brokers will create them on first write", ", ".join(missing))
+
+
+def _describe(admin: AdminClient, kafka: KafkaSpec, resource: ConfigResource) -> dict[str, Any] | None:
+    """A resource's configuration; None when these credentials may not read it (limits are then not checked)."""
+    try:
+        return admin.describe_configs([resource], request_timeout=kafka.timeout_s)[resource].result()
+    except KafkaException as e:
+        if e.args and e.args[0].code() in _NOT_AUTHORIZED:
+            log.info("upsert-kafka: may not read the configuration of %s; its limits are not checked", resource)
+            return None
+        raise _unavailable(kafka, "read the broker configuration", e) from None
+
+
+_NOT_AUTHORIZED = (KafkaError.CLUSTER_AUTHORIZATION_FAILED, KafkaError.TOPIC_AUTHORIZATION_FAILED)
+
+
+def _broker_config(admin: AdminClient, kafka: KafkaSpec, metadata: Any) -> dict[str, Any] | None:
+    broker = next(iter(metadata.brokers))
+    return _describe(admin, kafka, ConfigResource(ResourceType.BROKER, str(broker)))
 
 
 def _brokers_create_topics(admin: AdminClient, kafka: KafkaSpec) -> bool:
-    try:
-        broker = next(iter(admin.list_topics(timeout=kafka.timeout_s).brokers))
-        resource = ConfigResource(ResourceType.BROKER, str(broker))
-        configs = admin.describe_configs([resource], request_timeout=kafka.timeout_s)[resource].result()
-    except KafkaException as e:
-        raise _unavailable(kafka, "read the broker configuration", e) from None
-    entry = configs.get("auto.create.topics.enable")
+    config = _broker_config(admin, kafka, admin.list_topics(timeout=kafka.timeout_s))
+    entry = (config or {}).get("auto.create.topics.enable")
     return entry is not None and entry.value == "true"
+
+
+def _max_message_bytes(admin: AdminClient, kafka: KafkaSpec, topics: tuple[str, ...]) -> int | None:
+    limits = []
+    for topic in topics:
+        config = _describe(admin, kafka, ConfigResource(ResourceType.TOPIC, topic))
+        if config is None:
+            return None
+        limits.append(int(config["max.message.bytes"].value))
+    return min(limits, default=None)
+
+
+def _transaction_timeout(broker: dict[str, Any] | None, wanted_ms: int | None) -> int:
+    entry = (broker or {}).get("transaction.max.timeout.ms")
+    if entry is None:  # not readable: the broker refuses a too-long timeout when a task starts its transaction
+        return wanted_ms or _DEFAULT_TRANSACTION_TIMEOUT_MS
+    maximum = int(entry.value)
+    if wanted_ms is not None and wanted_ms > maximum:
+        raise OptionError(
+            f"option 'properties.transaction.timeout.ms' ({wanted_ms} ms) exceeds the brokers' "
+            f"transaction.max.timeout.ms ({maximum} ms): lower it, or raise the broker setting"
+        )
+    return wanted_ms or maximum

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pyarrow as pa
-from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
 from pyspark.sql.types import (
     BinaryType,
     DataType,
@@ -38,6 +38,7 @@ METADATA_TYPES: dict[str, DataType] = {
     "timestamp-type": StringType(),
     "headers": MapType(StringType(), BinaryType()),
     "leader-epoch": IntegerType(),
+    "watermark": TimestampType(),  # not the record's: the merged watermark when the batch was planned
 }
 WRITABLE_METADATA = frozenset({"timestamp", "headers"})
 
@@ -93,8 +94,7 @@ def parse_metadata_columns(options: Mapping[str, str]) -> tuple[MetadataColumn, 
             close = difflib.get_close_matches(kind, METADATA_TYPES, n=1)
             hint = f" Did you mean '{close[0]}'?" if close else ""
             raise OptionError(
-                f"option 'metadata.columns': unknown metadata '{kind}'.{hint} "
-                f"Available: {', '.join(METADATA_TYPES)}"
+                f"option 'metadata.columns': unknown metadata '{kind}'.{hint} Available: {', '.join(METADATA_TYPES)}"
             )
         if any(c.column == column for c in columns):
             raise OptionError(f"option 'metadata.columns' names column '{column}' twice")
@@ -148,9 +148,7 @@ def parse_layout(options: Mapping[str, str], schema: StructType, topics: tuple[s
     )
 
 
-def _check_metadata_in_schema(
-    metadata: tuple[MetadataColumn, ...], schema: StructType, changelog: str
-) -> None:
+def _check_metadata_in_schema(metadata: tuple[MetadataColumn, ...], schema: StructType, changelog: str) -> None:
     fields = {f.name: f for f in schema.fields}
     for c in metadata:
         expected = METADATA_TYPES[c.kind].simpleString()
@@ -170,9 +168,7 @@ def _check_metadata_in_schema(
             )
 
 
-def _parse_key_fields(
-    options: Mapping[str, str], columns: list[str], meta_names: set[str]
-) -> tuple[str, ...]:
+def _parse_key_fields(options: Mapping[str, str], columns: list[str], meta_names: set[str]) -> tuple[str, ...]:
     raw = require(options, "key.fields", "id" if "id" in columns else ";".join(columns[:1]) or "id")
     by_lower = {c.lower(): c for c in columns}
     fields = []
@@ -197,9 +193,7 @@ def _codec(options: Mapping[str, str], role: str, topics: tuple[str, ...]) -> Co
     name = options.get(option, "json").strip()
     prefix = f"{role}.{name.lower()}."
     format_options = {k[len(prefix) :]: v for k, v in options.items() if k.startswith(prefix)}
-    stray = [
-        k for k in options if k.startswith(f"{role}.") and FORMAT_OPTION.match(k) and not k.startswith(prefix)
-    ]
+    stray = [k for k in options if k.startswith(f"{role}.") and FORMAT_OPTION.match(k) and not k.startswith(prefix)]
     if stray:
         raise OptionError(
             f"option '{stray[0]}' does not belong to the {role} format '{name}' ({option}); "
@@ -208,15 +202,33 @@ def _codec(options: Mapping[str, str], role: str, topics: tuple[str, ...]) -> Co
     return make_codec(name, option, format_options, CodecContext(role=role, topics=topics))
 
 
+def _inferred_ddl(options: Mapping[str, str]) -> str:
+    """The data columns from the formats' own schemas (e.g. a registry subject's latest): the key's columns
+    (with the key.fields-prefix) that the value lacks, then the value's; '' when the value format has none."""
+    topic = options.get("topic", "").strip()
+    try:
+        key = _codec(options, "key", (topic,) if topic else ()).inferred_schema()
+        value = _codec(options, "value", (topic,) if topic else ()).inferred_schema()
+    except FormatOptionError as e:
+        raise OptionError(str(e)) from None
+    if value is None:
+        return ""
+    prefix = options.get("key.fields-prefix", "")
+    key_fields = [f.with_name(prefix + f.name) for f in (key or [])]
+    fields = [f for f in key_fields if f.name not in value.names] + list(value)
+    return ", ".join(
+        f"`{f.name}` {from_arrow_type(f.type).simpleString()}{'' if f.nullable else ' NOT NULL'}" for f in fields
+    )
+
+
 def schema_ddl(raw: Mapping[str, str]) -> str:
     """The schema for a read given no `.schema(...)`: option 'schema', the changelog column (unless table
     mode) and the metadata columns."""
     options = canonical_options(raw)
-    ddl = options.get("schema", "").strip()
+    ddl = options.get("schema", "").strip() or _inferred_ddl(options)
     if not ddl:
         raise OptionError(
-            'upsert-kafka needs the table\'s columns: give them with .schema("id INT, name STRING") '
-            "or option 'schema'"
+            "upsert-kafka needs the table's columns: give them with .schema(\"id INT, name STRING\") or option 'schema'"
         )
     if options.get("read.mode", "").strip().lower() != "table":
         ddl += f", `{changelog_column_name(options)}` STRING"

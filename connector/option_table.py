@@ -21,7 +21,13 @@ class OptionDoc:
 
 
 COMMON_OPTIONS: tuple[OptionDoc, ...] = (
-    OptionDoc("topic", None, BOTH, "The Kafka topic to read or write.", ("subscribe",)),
+    OptionDoc(
+        "topic",
+        None,
+        BOTH,
+        "The topic; a read takes a `;`-separated list too (Spark's `subscribe` takes a comma list).",
+        ("subscribe",),
+    ),
     OptionDoc(
         "properties.bootstrap.servers",
         None,
@@ -89,15 +95,151 @@ COMMON_OPTIONS: tuple[OptionDoc, ...] = (
 # Options of reads only (issue: the complete reader).
 READ_OPTIONS: tuple[OptionDoc, ...] = (
     OptionDoc(
+        "topic-pattern",
+        None,
+        BOTH,
+        "Read every topic whose whole name matches this regular expression (instead of `topic`); a write "
+        "takes each row's topic from its `topic` metadata column and refuses names that do not match.",
+        ("subscribePattern",),
+    ),
+    OptionDoc(
         "read.mode",
         "table (batch), changelog (streaming)",
         READ,
         "`table`: the latest value per key, deleted keys removed. `changelog`: one row per record.",
     ),
+    OptionDoc(
+        "changelog.compact",
+        "false",
+        READ,
+        "In changelog mode, keep only the last change per key of each read or micro-batch.",
+    ),
+    OptionDoc(
+        "scan.startup.mode",
+        "earliest-offset",
+        READ,
+        "Where to start: `earliest-offset`, `latest-offset`, `group-offsets` (committed offsets of "
+        "`properties.group.id`; a partition without one falls back to `properties.auto.offset.reset`), "
+        "`timestamp`, `specific-offsets`.",
+    ),
+    OptionDoc("scan.startup.timestamp-millis", None, READ, "Start of the `timestamp` mode, epoch milliseconds."),
+    OptionDoc(
+        "scan.startup.specific-offsets",
+        None,
+        READ,
+        "Start of the `specific-offsets` mode: `partition:0,offset:42;partition:1,offset:300`; unlisted "
+        "partitions start at the earliest offset.",
+    ),
+    OptionDoc(
+        "startingOffsets",
+        None,
+        READ,
+        'Spark\'s form of the start: `earliest`, `latest` or JSON `{"t":{"0":23,"1":-2}}` (-2 earliest, -1 latest).',
+    ),
+    OptionDoc("startingTimestamp", None, READ, "Spark's form of `scan.startup.mode=timestamp`, epoch ms."),
+    OptionDoc(
+        "scan.bounded.mode",
+        "latest-offset (batch), none (streaming)",
+        READ,
+        "Where to stop: `latest-offset` (the end when the query starts), `group-offsets`, `timestamp`, "
+        "`specific-offsets`.",
+    ),
+    OptionDoc("scan.bounded.timestamp-millis", None, READ, "End of the `timestamp` mode, epoch milliseconds."),
+    OptionDoc(
+        "scan.bounded.specific-offsets",
+        None,
+        READ,
+        "End of the `specific-offsets` mode, as for the start; unlisted partitions end at the latest offset.",
+    ),
+    OptionDoc("endingOffsets", None, READ, "Spark's form of the end: `latest` or JSON as for `startingOffsets`."),
+    OptionDoc("endingTimestamp", None, READ, "Spark's form of `scan.bounded.mode=timestamp`, epoch ms."),
+    OptionDoc(
+        "scan.max-records-per-batch",
+        None,
+        READ,
+        "Streaming: at most this many records per micro-batch, shared across partitions in proportion to "
+        "their backlog.",
+        ("maxOffsetsPerTrigger",),
+    ),
+    OptionDoc(
+        "scan.split.max-records",
+        None,
+        READ,
+        "Changelog mode: split a partition's range into slices of at most this many offsets, one task each.",
+    ),
+    OptionDoc(
+        "minPartitions",
+        None,
+        READ,
+        "Changelog mode: split ranges (in proportion to their size) until there are at least this many tasks.",
+    ),
+    OptionDoc(
+        "scan.fail-on-data-loss",
+        "true",
+        READ,
+        "Fail when offsets to read were deleted (retention, topic recreated); false skips them with a warning.",
+        ("failOnDataLoss",),
+    ),
+    OptionDoc(
+        "scan.topic-partition-discovery.interval",
+        "5 min",
+        READ,
+        "Streaming: how often new partitions and topics matching `topic-pattern` are looked for.",
+    ),
+    OptionDoc(
+        "scan.watermark.idle-timeout",
+        None,
+        READ,
+        "A partition with no new record for this long stops holding back the merged watermark.",
+    ),
+    OptionDoc(
+        "scan.watermark.alignment.max-drift",
+        None,
+        READ,
+        "Streaming: hold each partition at the merged watermark plus this drift, so that none runs ahead of "
+        "the slowest active one in record time.",
+    ),
 )
 
 # Options of writes only (issue: the complete writer).
-WRITE_OPTIONS: tuple[OptionDoc, ...] = ()
+WRITE_OPTIONS: tuple[OptionDoc, ...] = (
+    OptionDoc(
+        "sink.partitioner",
+        "default",
+        WRITE,
+        "`default`: the Java client's partitioner (murmur2 of the key bytes), so a key shares its partition with "
+        "what Java and Flink producers write. Or a Python function `module:function(key_bytes, num_partitions) "
+        "-> int`. `fixed` and `round-robin` are refused: they split a key over partitions.",
+    ),
+    OptionDoc(
+        "sink.buffer-flush.max-rows",
+        "0 (off)",
+        WRITE,
+        "The reducing buffer: keep only the last row per key, flush when this many distinct keys are buffered "
+        "(set together with `sink.buffer-flush.interval`).",
+    ),
+    OptionDoc(
+        "sink.buffer-flush.interval",
+        "0 (off)",
+        WRITE,
+        "The reducing buffer: flush at least this often (`1 s`, `500 ms`); always flushed at the end of a task.",
+    ),
+    OptionDoc(
+        "sink.delivery-guarantee",
+        "at-least-once",
+        WRITE,
+        "`none` (acks=1), `at-least-once` (idempotent producer, acks=all, a task succeeds only when Kafka has "
+        "every record) or `exactly-once` (one Kafka transaction per task, replays never write twice).",
+        ("sink.semantic",),
+    ),
+    OptionDoc(
+        "sink.transactional-id-prefix",
+        None,
+        WRITE,
+        "Exactly-once: the prefix of each task's transactional id (`<prefix>-<partition>`), unique per query or "
+        "job; required by `exactly-once`.",
+    ),
+)
 
 OPTIONS = COMMON_OPTIONS + READ_OPTIONS + WRITE_OPTIONS
 

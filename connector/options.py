@@ -47,10 +47,11 @@ def is_secret(name: str) -> bool:
 
 
 def _alias_map() -> dict[str, str]:
-    return {alias: doc.name for doc in OPTIONS for alias in doc.aliases}
+    return {alias.lower(): doc.name for doc in OPTIONS for alias in doc.aliases}
 
 
-_KNOWN = {doc.name for doc in OPTIONS if not doc.name.endswith("*")}
+# Spark spellings are camelCase; Spark hands us lower-cased keys.
+_KNOWN = {doc.name.lower() for doc in OPTIONS if not doc.name.endswith("*")}
 _ALIASES = _alias_map()
 # Format options (`key.json.ignore-parse-errors`) are validated by their codec, not here.
 FORMAT_OPTION = re.compile(r"^(key|value)\.[a-z0-9_-]+\..+$")
@@ -119,6 +120,24 @@ def parse_duration(options: Mapping[str, str], name: str, default: str) -> float
     if seconds <= 0:
         raise OptionError(f"option '{name}' must be positive, got '{raw}'")
     return seconds
+
+
+def parse_flag(options: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = options.get(name)
+    if raw is None:
+        return default
+    if raw.strip().lower() not in ("true", "false"):
+        raise OptionError(f"option '{name}' must be true or false, got '{raw}'")
+    return raw.strip().lower() == "true"
+
+
+def parse_positive_int(options: Mapping[str, str], name: str) -> int | None:
+    raw = options.get(name)
+    if raw is None:
+        return None
+    if not raw.strip().isdigit() or int(raw) < 1:
+        raise OptionError(f"option '{name}' must be a positive whole number, got '{raw}'")
+    return int(raw)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,7 +1,14 @@
-"""Options of a read (batch or streaming), validated once into a ReadSpec."""
+"""Options of a read (batch or streaming), validated once into a ReadSpec.
+
+Flink's names are canonical; Spark's `kafka` source spellings (startingOffsets, endingOffsets,
+startingTimestamp, endingTimestamp, maxOffsetsPerTrigger, minPartitions, failOnDataLoss, subscribe,
+subscribePattern) are translated here into the same typed values.
+"""
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -13,29 +20,80 @@ from connector.options import (
     KafkaSpec,
     canonical_options,
     changelog_column_name,
+    parse_duration,
+    parse_flag,
     parse_kafka_spec,
-    parse_topic,
+    parse_positive_int,
+    require,
 )
+
+# Spark's JSON offsets use these for "earliest" and "latest".
+EARLIEST, LATEST = -2, -1
+
+
+@dataclass(frozen=True)
+class Topics:
+    """Which topics to read: a fixed list, or every topic matching a pattern."""
+
+    names: tuple[str, ...] = ()
+    pattern: str | None = None
+
+    def describe(self) -> str:
+        return f"pattern '{self.pattern}'" if self.pattern else ", ".join(f"'{t}'" for t in self.names)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """Where a read starts or stops.
+
+    kind: earliest | latest | group | timestamp | specific (| none: an unbounded stream's end).
+    specific: topic (or None: every topic) -> partition -> offset, where -2/-1 mean earliest/latest.
+    """
+
+    kind: str
+    timestamp_ms: int | None = None
+    specific: tuple[tuple[str | None, tuple[tuple[int, int], ...]], ...] = ()
+
+    def offset_for(self, topic: str, partition: int) -> int | None:
+        for t, parts in self.specific:
+            if t in (None, topic):
+                for p, o in parts:
+                    if p == partition:
+                        return o
+        return None
 
 
 @dataclass(frozen=True)
 class ReadSpec:
     kafka: KafkaSpec
-    topic: str
+    topics: Topics
     layout: Layout
     changelog: bool  # False: table mode (latest value per key)
+    compact: bool = False  # changelog: only the last change per key of each read / micro-batch
+    start: Bound = Bound("earliest")
+    end: Bound = Bound("none")
+    max_records_per_batch: int | None = None
+    split_max_records: int | None = None
+    min_partitions: int | None = None
+    fail_on_data_loss: bool = True
+    discovery_interval_s: float = 300.0
+    group_id: str | None = None
+    group_fallback: str | None = None  # properties.auto.offset.reset for group-offsets
+    watermark_idle_timeout_s: float | None = None
+    alignment_max_drift_ms: int | None = None
+    tracks_watermarks: bool = False
 
 
 def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool) -> ReadSpec:
     options = canonical_options(raw)
     kafka = parse_kafka_spec(options)
-    topic = parse_topic(options)
+    topics = _parse_topics(options)
     mode = options.get("read.mode", "changelog" if streaming else "table").strip().lower()
     if mode not in ("table", "changelog"):
         raise OptionError(f"option 'read.mode' must be 'table' or 'changelog', got '{raw.get('read.mode')}'")
     if streaming and mode == "table":
         raise OptionError("option 'read.mode': a streaming read is a changelog; use read.mode=changelog")
-    layout = parse_layout(options, schema, (topic,))
+    layout = parse_layout(options, schema, topics.names)
     if mode == "changelog" and layout.changelog_column is None:
         column = changelog_column_name(options)
         raise OptionError(
@@ -43,4 +101,156 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
             f"delete: add it to .schema(...), or give the data columns with option 'schema' and it is "
             f"added for you"
         )
-    return ReadSpec(kafka=kafka, topic=topic, layout=layout, changelog=mode == "changelog")
+    compact = parse_flag(options, "changelog.compact", False)
+    if compact and mode != "changelog":
+        raise OptionError("option 'changelog.compact' applies to read.mode=changelog (a table is compact already)")
+    start = _parse_bound(options, "startup", streaming)
+    end = _parse_bound(options, "bounded", streaming)
+    if start.kind == "none":
+        start = Bound("earliest")
+    if end.kind == "none" and not streaming:
+        end = Bound("latest")  # a batch read ends where the topic ends when the query is planned
+    group_id = options.get("properties.group.id")
+    if "group" in (start.kind, end.kind) and not group_id:
+        raise OptionError("group-offsets needs option 'properties.group.id' naming the consumer group")
+    fallback = options.get("properties.auto.offset.reset")
+    if fallback is not None and fallback.lower() not in (
+        "earliest",
+        "latest",
+        "smallest",
+        "largest",
+        "error",
+    ):
+        raise OptionError(f"option 'properties.auto.offset.reset' must be earliest or latest, got '{fallback}'")
+    split = parse_positive_int(options, "scan.split.max-records")
+    min_partitions = parse_positive_int(options, "minpartitions")
+    if (split or min_partitions) and mode != "changelog":
+        raise OptionError(
+            "options 'scan.split.max-records' / 'minPartitions' split a partition's range across tasks, which "
+            "only a changelog read allows (table mode must see a partition whole)"
+        )
+    idle = _optional_duration(options, "scan.watermark.idle-timeout")
+    drift = _optional_duration(options, "scan.watermark.alignment.max-drift")
+    drift_ms = None if drift is None else round(drift * 1000)
+    watermark_column = any(c.kind == "watermark" for c in layout.metadata)
+    return ReadSpec(
+        kafka=kafka,
+        topics=topics,
+        layout=layout,
+        changelog=mode == "changelog",
+        compact=compact,
+        start=start,
+        end=end,
+        max_records_per_batch=parse_positive_int(options, "scan.max-records-per-batch"),
+        split_max_records=split,
+        min_partitions=min_partitions,
+        fail_on_data_loss=parse_flag(options, "scan.fail-on-data-loss", True),
+        discovery_interval_s=parse_duration(options, "scan.topic-partition-discovery.interval", "5 min"),
+        group_id=group_id,
+        group_fallback=None
+        if fallback is None
+        else {"smallest": "earliest", "largest": "latest"}.get(fallback.lower(), fallback.lower()),
+        watermark_idle_timeout_s=idle,
+        alignment_max_drift_ms=drift_ms,
+        tracks_watermarks=bool(idle or drift_ms or watermark_column),
+    )
+
+
+def _parse_topics(options: Mapping[str, str]) -> Topics:
+    listed, pattern = options.get("topic", "").strip(), options.get("topic-pattern", "").strip()
+    if listed and pattern:
+        raise OptionError("options 'topic' and 'topic-pattern' exclude each other; give one of them")
+    if pattern:
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            raise OptionError(f"option 'topic-pattern' is not a valid regular expression: {e}") from None
+        return Topics(pattern=pattern)
+    require(options, "topic", "orders")
+    # ';' is Flink's list separator and ',' Spark's (subscribe); neither can occur in a topic name.
+    names = sorted({t.strip() for t in re.split(r"[;,]", listed) if t.strip()})
+    return Topics(names=tuple(names))
+
+
+_FLINK_MODES = {
+    "earliest-offset": "earliest",
+    "latest-offset": "latest",
+    "group-offsets": "group",
+    "timestamp": "timestamp",
+    "specific-offsets": "specific",
+}
+_SPECIFIC = re.compile(r"^\s*partition\s*:\s*(\d+)\s*,\s*offset\s*:\s*(\d+)\s*$")
+
+
+def _parse_bound(options: Mapping[str, str], which: str, streaming: bool) -> Bound:
+    """scan.startup.* / scan.bounded.* and their Spark twins startingOffsets/Timestamp, endingOffsets/..."""
+    mode_option = f"scan.{which}.mode"
+    spark_offsets, spark_ts = (
+        ("startingoffsets", "startingtimestamp") if which == "startup" else ("endingoffsets", "endingtimestamp")
+    )
+    given = [o for o in (mode_option, spark_offsets, spark_ts) if o in options]
+    if len(given) > 1:
+        raise OptionError(f"options {' and '.join(repr(g) for g in given)} both set where to {_verb(which)}; give one")
+    if spark_ts in options:
+        return Bound("timestamp", timestamp_ms=_millis(options, spark_ts))
+    if spark_offsets in options:
+        return _spark_offsets(options[spark_offsets], spark_offsets)
+    raw = options.get(mode_option)
+    if raw is None:
+        return Bound("none")
+    kind = _FLINK_MODES.get(raw.strip().lower())
+    if kind is None or (which == "bounded" and kind == "earliest"):
+        valid = [m for m in _FLINK_MODES if which == "startup" or m != "earliest-offset"]
+        raise OptionError(f"option '{mode_option}' must be one of {', '.join(valid)}, got '{raw}'")
+    if kind == "timestamp":
+        return Bound("timestamp", timestamp_ms=_millis(options, f"scan.{which}.timestamp-millis"))
+    if kind == "specific":
+        return Bound("specific", specific=((None, _flink_specific(options, f"scan.{which}.specific-offsets")),))
+    return Bound(kind)
+
+
+def _verb(which: str) -> str:
+    return "start" if which == "startup" else "stop"
+
+
+def _millis(options: Mapping[str, str], name: str) -> int:
+    raw = options.get(name)
+    if raw is None:
+        raise OptionError(f"option '{name}' is required by the timestamp mode, e.g. '1700000000000' (epoch ms)")
+    if not raw.strip().isdigit():
+        raise OptionError(f"option '{name}' must be epoch milliseconds, got '{raw}'")
+    return int(raw)
+
+
+def _flink_specific(options: Mapping[str, str], name: str) -> tuple[tuple[int, int], ...]:
+    raw = options.get(name, "").strip()
+    example = "partition:0,offset:42;partition:1,offset:300"
+    if not raw:
+        raise OptionError(f"option '{name}' is required by the specific-offsets mode, e.g. '{example}'")
+    pairs = {}
+    for part in filter(None, (p.strip() for p in raw.split(";"))):
+        match = _SPECIFIC.match(part)
+        if not match:
+            raise OptionError(f"option '{name}': cannot read '{part}'; expected the form '{example}'")
+        pairs[int(match.group(1))] = int(match.group(2))
+    return tuple(sorted(pairs.items()))
+
+
+def _spark_offsets(raw: str, name: str) -> Bound:
+    text = raw.strip()
+    if text.lower() in ("earliest", "latest"):
+        return Bound(text.lower())
+    example = '{"topic":{"0":23,"1":-2}} (-2: earliest, -1: latest)'
+    try:
+        parsed = json.loads(text)
+        specific = tuple(
+            (str(topic), tuple(sorted((int(p), int(o)) for p, o in parts.items())))
+            for topic, parts in sorted(parsed.items())
+        )
+    except (ValueError, AttributeError, TypeError):
+        raise OptionError(f"option '{name}' must be earliest, latest or JSON like {example}; got '{raw}'") from None
+    return Bound("specific", specific=specific)
+
+
+def _optional_duration(options: Mapping[str, str], name: str) -> float | None:
+    return parse_duration(options, name, "") if name in options else None

@@ -10,16 +10,23 @@ import logging
 from collections.abc import Iterator
 
 import pyarrow as pa
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, SupportsTriggerAvailableNow
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
 
 from connector import offsets
 from connector.decode import RangeDecoder
+from connector.errors import DataLossError
 from connector.fetch import fetch_range
-from connector.kafka_clients import admin_client, list_offsets, topic_partitions
-from connector.offsets import PartitionRange
+from connector.offsets import PartitionRange, ranges_between, split_ranges
+from connector.planning import Planner, limit_by_backlog
 from connector.read_options import ReadSpec
+from connector.watermarks import WatermarkTracker
 
 log = logging.getLogger("upsert_kafka")
 
@@ -28,78 +35,133 @@ def read_range(spec: ReadSpec, rng: InputPartition) -> Iterator[pa.RecordBatch]:
     if not isinstance(rng, PartitionRange):
         return iter(())  # Spark's stand-in InputPartition(None) for a plan with no ranges
     decoder = RangeDecoder(spec, rng)
-    chunks = fetch_range(spec.kafka, rng)
+    kinds = tuple(c.kind for c in spec.layout.metadata)
+    chunks = fetch_range(spec.kafka, rng, kinds, spec.fail_on_data_loss)
     return decoder.changelog(chunks) if spec.changelog else decoder.table(chunks)
 
 
-class OffsetPlanner:
-    """Driver-side broker questions; keeps one admin client for the life of the query."""
-
-    def __init__(self, spec: ReadSpec) -> None:
-        self.spec = spec
-        self._admin = None
-
-    def __getstate__(self) -> dict:
-        return {"spec": self.spec, "_admin": None}  # clients never travel to executors
-
-    @property
-    def admin(self) -> AdminClient:
-        if self._admin is None:
-            self._admin = admin_client(self.spec.kafka)
-        return self._admin
-
-    def offsets(self, which: str) -> dict[str, dict[int, int]]:
-        topic = self.spec.topic
-        partitions = topic_partitions(self.admin, self.spec.kafka, topic)
-        return {topic: list_offsets(self.admin, self.spec.kafka, topic, partitions, which)}
-
-
 class UpsertKafkaBatchReader(DataSourceReader):
-    """A bounded read: each partition from its earliest offset to the end it has when planned."""
+    """A bounded read: each partition from the start bound to the end bound, fixed when planned."""
 
     def __init__(self, spec: ReadSpec) -> None:
         self.spec = spec
 
     def partitions(self) -> list[InputPartition]:
-        planner = OffsetPlanner(self.spec)
-        ranges = offsets.ranges_between(planner.offsets("earliest"), planner.offsets("latest"))
-        return list(ranges)
+        planner = Planner(self.spec)
+        parts = planner.partitions()
+        start = planner.check_start(planner.resolve(self.spec.start, parts, "earliest"), planner.earliest(parts))
+        end = planner.resolve(self.spec.end, parts, "latest")
+        watermark = None
+        if self.spec.tracks_watermarks:
+            tracker = WatermarkTracker(planner)
+            watermark = tracker.merged(tracker.advance(start, end, {}))
+        ranges = ranges_between(start, end, watermark)
+        return list(split_ranges(ranges, self.spec.split_max_records, self.spec.min_partitions))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_range(self.spec, partition)
 
 
 class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """A changelog stream; the offset is Spark's Kafka form `{"topic": {"0": next, ...}}`."""
+    """A changelog stream; the offset is Spark's Kafka form `{"topic": {"0": next, ...}}` (plus the
+    per-partition watermarks under "@watermarks" when they are tracked)."""
 
     def __init__(self, spec: ReadSpec) -> None:
         self.spec = spec
-        self.planner = OffsetPlanner(spec)
+        self.planner = Planner(spec)
+        self.tracker = WatermarkTracker(self.planner)
+        self.bound: dict | None = None  # the end of a bounded stream, resolved once
         self.available_now: dict | None = None  # Trigger.AvailableNow's fixed target
 
-    def prepareForTriggerAvailableNow(self) -> None:
-        self.available_now = offsets.to_json(self.planner.offsets("latest"))
-
     def initialOffset(self) -> dict:
-        return offsets.to_json(self.planner.offsets("earliest"))
+        parts = self.planner.partitions(refresh=True)
+        start = self.planner.resolve(self.spec.start, parts, "earliest")
+        start = self.planner.check_start(start, self.planner.earliest(parts))
+        return offsets.to_json(start, self._initial_watermarks(start))
+
+    def _initial_watermarks(self, start: dict) -> dict | None:
+        return {t: {} for t in start} if self.spec.tracks_watermarks else None
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        n = self.spec.max_records_per_batch
+        return ReadMaxRows(n) if n else ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.available_now = self._available(self.planner.partitions(refresh=True))
+
+    def _available(self, parts: dict) -> dict:
+        """What can be read now: the latest offsets, within the stream's bound if it has one."""
+        latest = self.planner.latest(parts)
+        if self.spec.end.kind != "none":
+            if self.bound is None:
+                self.bound = self.planner.resolve(self.spec.end, parts, "latest")
+            latest = {
+                t: {p: min(o, self.bound.get(t, {}).get(p, o)) for p, o in ps.items()} for t, ps in latest.items()
+            }
+        return latest
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        assert isinstance(limit, ReadAllAvailable), f"unexpected read limit {limit}"
-        if self.available_now is not None:
-            return self.available_now
-        return offsets.to_json(self.planner.offsets("latest"))
+        begin, watermarks = offsets.from_json(start)
+        parts = self.planner.partitions()
+        end = self.available_now if self.available_now is not None else self._available(parts)
+        begin = self._with_new_partitions(begin, end)
+        end = self._not_before(begin, end)
+        if self.spec.alignment_max_drift_ms is not None:
+            end = self.tracker.align(begin, end, watermarks)
+        if isinstance(limit, ReadMaxRows):
+            end = limit_by_backlog(begin, end, limit.max_rows)
+        if self.spec.tracks_watermarks:
+            watermarks = self.tracker.advance(begin, end, watermarks)
+            log.info("upsert-kafka: merged watermark %s ms", self.tracker.merged(watermarks))
+        return offsets.to_json(end, watermarks if self.spec.tracks_watermarks else None)
+
+    def _with_new_partitions(self, begin: dict, end: dict) -> dict:
+        """Partitions that appeared since `begin` was planned start at their earliest offset."""
+        new = {t: [p for p in ps if p not in begin.get(t, {})] for t, ps in end.items()}
+        new = {t: ps for t, ps in new.items() if ps}
+        if not new:
+            return begin
+        log.info("upsert-kafka: reading new partitions %s from their earliest offsets", new)
+        earliest = self.planner.earliest(new)
+        return {t: {**earliest.get(t, {}), **begin.get(t, {})} for t in end}
+
+    def _not_before(self, begin: dict, end: dict) -> dict:
+        """An end below the start means the log was truncated or the topic recreated: data loss."""
+        behind = [(t, p, o) for t, ps in end.items() for p, o in ps.items() if o < begin[t][p]]
+        if behind:
+            where = "; ".join(
+                f"topic '{t}' partition {p} now ends at {o}, before offset {begin[t][p]}" for t, p, o in behind
+            )
+            message = f"data loss: {where} this query had reached (the topic was recreated or truncated)"
+            if self.spec.fail_on_data_loss:
+                raise DataLossError(message + "; set 'scan.fail-on-data-loss' to false to go on from there")
+            log.warning("upsert-kafka: %s; going on from the log's current end", message)
+        return end
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
-        begin = offsets.from_json(start)
-        stop = offsets.from_json(end)
-        if any(p not in begin.get(t, {}) for t in stop for p in stop[t]):
-            # A partition that appeared after `start` was planned is read from its earliest offset.
-            earliest = self.planner.offsets("earliest")
-            begin = {t: {**earliest.get(t, {}), **begin.get(t, {})} for t in stop}
-        return list(offsets.ranges_between(begin, stop))
+        begin, watermarks = offsets.from_json(start)
+        stop, _ = offsets.from_json(end)
+        begin = self._with_new_partitions(begin, stop)
+        begin = {t: {p: min(o, stop[t][p]) for p, o in ps.items() if p in stop.get(t, {})} for t, ps in begin.items()}
+        merged = self.tracker.merged(watermarks) if self.spec.tracks_watermarks else None
+        ranges = ranges_between(begin, stop, merged)
+        return list(split_ranges(ranges, self.spec.split_max_records, self.spec.min_partitions))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_range(self.spec, partition)
 
     def commit(self, end: dict) -> None:
-        log.info("upsert-kafka: batch up to %s committed", end)
+        """Best effort: record progress in the consumer group, for monitoring tools. Spark's checkpoint,
+        not the group, is what a restarted query resumes from."""
+        if not self.spec.group_id:
+            return
+        stop, _ = offsets.from_json(end)
+        tps = [TopicPartition(t, p, o) for t, ps in stop.items() for p, o in ps.items()]
+        try:
+            futures = self.planner.admin.alter_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(self.spec.group_id, tps)], request_timeout=self.spec.kafka.timeout_s
+            )
+            for future in futures.values():
+                future.result()
+        except Exception as e:  # best effort by contract: log, never fail the query
+            log.warning("upsert-kafka: could not commit offsets to group '%s': %s", self.spec.group_id, e)

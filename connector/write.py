@@ -1,24 +1,29 @@
 """Executor side: Arrow batches -> key/value encoders -> Kafka records (upserts and tombstones).
 
-Partitioning is librdkafka's `murmur2_random`, which equals the Java client's default partitioner
-for keyed records, so every key shares a partition with what Java producers write for it. A task
-reports success only after every record it produced is acknowledged (acks=all, idempotent).
+Per batch, with Arrow compute: change kinds classified (pre-images dropped, deletes marked), null keys
+and per-row topics checked, keys encoded once. Then either straight to the producer, or through the
+reducing buffer (connector.reducing_buffer), which encodes values only for the last row of each key.
+Records leave through connector.sender, which applies the delivery guarantee.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.datasource import WriterCommitMessage
 
-from connector.errors import RecordError, escaped_prefix
-from connector.kafka_clients import producer
-from connector.write_options import WriteSpec
+from connector.errors import RecordError
+from connector.kafka_clients import WriteTarget
+from connector.reducing_buffer import FlushTimer, Pending, ReducingBuffer
+from connector.sender import Sender
+from connector.transactions import transactional_id, write_id
+from connector.write_options import EXACTLY_ONCE, WriteSpec
 from formats import Encoder
 
 log = logging.getLogger("upsert_kafka")
@@ -30,70 +35,101 @@ SKIP_KINDS = ("update_preimage", "-u")  # the row before an update: its after-im
 
 
 @dataclass(frozen=True)
+class WritePlan:
+    """A write as the driver planned it, pickled into every task."""
+
+    spec: WriteSpec
+    target: WriteTarget
+    fresh_id: str  # this write's id, unless Spark runs it for a micro-batch (connector.transactions)
+    collect_keys: bool = False  # overwrite: tasks report every key they were given
+
+
+@dataclass(frozen=True)
 class WriteResult(WriterCommitMessage):
     records: int
     tombstones: int
     skipped_preimages: int
+    reduced: int = 0  # rows the reducing buffer replaced by a later row of their key
+    replayed: bool = False  # exactly-once: an earlier attempt had committed this task's records
+    keys: pa.Array | None = None  # overwrite: the encoded key of every row
+    key_topics: pa.Array | None = None  # ... and its topic, when the write has several
 
 
 class RecordWriter:
-    """Writes one task's rows; one producer per task, flushed before the task reports success."""
+    """Writes one Spark task's rows."""
 
-    def __init__(self, spec: WriteSpec) -> None:
-        layout = spec.layout
-        self.spec, self.layout = spec, layout
+    def __init__(self, plan: WritePlan, partition_id: int, local_properties: dict[str, str | None]) -> None:
+        spec, layout = plan.spec, plan.spec.layout
+        self.plan, self.spec, self.layout = plan, spec, layout
         self.key_encoder = layout.key_codec.encoder(layout.key_schema)
         self.value_encoder = layout.value_codec.encoder(layout.value_schema)
-        self.failure: tuple[str, Any] | None = None
-        self.failures = 0
+        self.meta = {c.kind: c.column for c in layout.metadata}
+        exactly_once = spec.guarantee == EXACTLY_ONCE
+        self.txn_id = transactional_id(spec, partition_id) if exactly_once else None
+        self.write_id = write_id(spec, local_properties, plan.fresh_id)
+        self.buffer = ReducingBuffer(spec.buffer.max_rows) if spec.buffer else None
+        self.lock = threading.RLock()
+        self.records = self.tombstones = self.skipped = self.reduced = 0
+        self.keys: list[pa.Array] = []
+        self.key_topics: list[pa.Array] = []
 
     def write(self, batches: Iterator[pa.RecordBatch]) -> WriteResult:
-        client = producer(self.spec.kafka, self._on_delivery)
+        first = next(batches, None)
+        if first is None:  # no producer, no transaction for an empty task
+            return self._result()
+        batches = itertools.chain([first], batches)
+        sender = Sender(self.spec, self.plan.target, self.txn_id, self.write_id)
+        timer = None
         try:
-            return self._write(client, batches)
+            if not sender.begin():  # exactly-once: written by an earlier attempt
+                for batch in batches:  # an overwrite still needs its keys
+                    self._pending(batch)
+                return self._result(replayed=True)
+            if self.spec.buffer is not None:
+                timer = FlushTimer(self.spec.buffer.interval_s, self.lock, lambda: self._flush_buffer(sender, timer))
+                timer.start()
+            for batch in batches:
+                pending = self._pending(batch)
+                if pending is not None:
+                    self._send_or_buffer(sender, pending, timer)
+            if timer is not None:
+                timer.stop()
+                timer.check()
+                self._flush_buffer(sender, timer)
+            sender.finish()
         except BaseException:
-            client.purge()  # a failed task sends nothing more; Spark retries it whole
+            if timer is not None:
+                timer.stop()
+            sender.fail()  # a failed task sends nothing more; Spark runs it again whole
             raise
+        return self._result()
 
-    def _write(self, client: Any, batches: Iterator[pa.RecordBatch]) -> WriteResult:
-        records = tombstones = skipped = 0
-        for batch in batches:
-            rows, deletes, n_skipped = self._classify(batch)
-            if rows.num_rows == 0:
-                skipped += n_skipped
-                continue
-            self._check_keys(rows)
-            keys = self._encode(self.key_encoder, rows.select(list(self.layout.key_fields)), rows, "key")
-            values = self._values(rows, deletes)
-            self._produce(client, keys, values)
-            records += rows.num_rows
-            tombstones += values.count(None)
-            skipped += n_skipped
-        remaining = client.flush(self.spec.kafka.timeout_s + 120)
-        if self.failure is not None:
-            reason, key = self.failure
-            raise RecordError(
-                f"{self.failures} record(s) could not be written to topic '{self.spec.topic}' at "
-                f"{self.spec.kafka.describe()}: {reason} (first failed key: {escaped_prefix(key)})"
-            )
-        if remaining:
-            raise RecordError(
-                f"{remaining} record(s) were still unacknowledged by {self.spec.kafka.describe()} after the "
-                f"flush timeout; nothing of this task is reported as written"
-            )
-        return WriteResult(records, tombstones, skipped)
+    def _result(self, replayed: bool = False) -> WriteResult:
+        keys = pa.concat_arrays(self.keys) if self.keys else None
+        topics = pa.concat_arrays(self.key_topics) if self.key_topics else None
+        return WriteResult(self.records, self.tombstones, self.skipped, self.reduced, replayed, keys, topics)
 
-    def _on_delivery(self, error: Any, message: Any) -> None:
-        if error is not None:
-            self.failures += 1
-            if self.failure is None:
-                self.failure = (error.str(), message.key())
+    # -- rows to pending records --------------------------------------------------------------------
 
-    def _classify(self, batch: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.Array | None, int]:
-        """Drop pre-images; return the rows to write, which of them are deletes, and how many dropped."""
+    def _pending(self, batch: pa.RecordBatch) -> Pending | None:
+        rows, deletes = self._classify(batch)
+        if rows.num_rows == 0:
+            return None
+        self._check_keys(rows)
+        topics = self._row_topics(rows)
+        key_columns = rows.select(list(self.layout.key_fields)).rename_columns(list(self.layout.key_record_names))
+        keys = self._encode(self.key_encoder, key_columns, rows, "key")
+        if self.plan.collect_keys:
+            self.keys.append(pa.array(keys, pa.binary()))
+            if topics is not None:
+                self.key_topics.append(pa.array(topics, pa.string()))
+        return Pending(rows, deletes, keys, topics)
+
+    def _classify(self, batch: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.BooleanArray]:
+        """Drop pre-images; return the rows to write and which of them are deletes."""
         column = self.layout.changelog_column
         if column is None:
-            return batch, None, 0
+            return batch, pa.nulls(batch.num_rows, pa.bool_()).fill_null(False)
         kinds = pc.utf8_lower(batch.column(column))
         known = pc.is_in(kinds, value_set=pa.array(VALUE_KINDS + DELETE_KINDS + SKIP_KINDS))
         unknown = pc.and_(pc.invert(known), pc.is_valid(kinds))
@@ -107,9 +143,9 @@ class RecordWriter:
         skip = pc.fill_null(pc.is_in(kinds, value_set=pa.array(SKIP_KINDS)), False)
         n_skipped = pc.sum(skip).as_py() or 0
         if n_skipped:
+            self.skipped += n_skipped
             batch, kinds = batch.filter(pc.invert(skip)), kinds.filter(pc.invert(skip))
-        deletes = pc.fill_null(pc.is_in(kinds, value_set=pa.array(DELETE_KINDS)), False)
-        return batch, deletes, n_skipped
+        return batch, pc.fill_null(pc.is_in(kinds, value_set=pa.array(DELETE_KINDS)), False)
 
     def _check_keys(self, rows: pa.RecordBatch) -> None:
         for name in self.layout.key_fields:
@@ -121,13 +157,21 @@ class RecordWriter:
                     "upsert-kafka key must not be null (option 'key.fields')"
                 )
 
-    def _values(self, rows: pa.RecordBatch, deletes: pa.Array | None) -> list[bytes | None]:
-        columns = list(self.layout.value_fields)
-        if deletes is None or not pc.any(deletes).as_py():
-            return self._encode(self.value_encoder, rows.select(columns), rows, "value")
-        upserts = rows.filter(pc.invert(deletes))
-        encoded = iter(self._encode(self.value_encoder, upserts.select(columns), upserts, "value"))
-        return [None if d else next(encoded) for d in deletes.to_pylist()]
+    def _row_topics(self, rows: pa.RecordBatch) -> list[str] | None:
+        """Each row's topic when the write has several; a row outside them fails the write."""
+        topics = self.spec.topics
+        if topics.column is None:
+            return None
+        values = rows.column(topics.column).to_pylist()
+        bad = sorted({t for t in set(values) if t is None or not topics.accepts(t)}, key=str)
+        if bad:
+            row = values.index(bad[0])
+            raise RecordError(
+                f"the row with key {self._key_text(rows, row)} names topic {bad[0]!r} in column "
+                f"'{topics.column}', which is not among the {topics.describe()} this write may write (option "
+                f"'{'topic-pattern' if topics.pattern else 'topic'}')"
+            )
+        return values
 
     def _encode(self, encoder: Encoder, part: pa.RecordBatch, rows: pa.RecordBatch, role: str) -> list[bytes]:
         try:
@@ -139,24 +183,71 @@ class RecordWriter:
                     encoder.encode(part.slice(i, 1))
                 except (ValueError, TypeError, OverflowError) as e:
                     raise RecordError(
-                        f"cannot encode the {role} of the row with key {self._key_text(rows, i)} for topic "
-                        f"'{self.spec.topic}': {e}"
+                        f"cannot encode the {role} of the row with key {self._key_text(rows, i)} for "
+                        f"{self.spec.topics.describe()} with format '{self._format(role)}': {e}"
                     ) from None
-            raise RecordError(
-                f"cannot encode a {role} for topic '{self.spec.topic}': {batch_error}"
-            ) from None
+            raise RecordError(f"cannot encode a {role} for {self.spec.topics.describe()}: {batch_error}") from None
+
+    def _format(self, role: str) -> str:
+        return (self.layout.key_codec if role == "key" else self.layout.value_codec).name
 
     def _key_text(self, batch: pa.RecordBatch, row: int) -> str:
         return str({name: batch.column(name)[row].as_py() for name in self.layout.key_fields})
 
-    def _produce(self, client: Any, keys: list[bytes], values: list[bytes | None]) -> None:
-        produce, topic = client.produce, self.spec.topic
-        for i, (key, value) in enumerate(zip(keys, values)):
-            while True:
-                try:
-                    produce(topic, value, key)
-                    break
-                except BufferError:  # the local queue is full: let librdkafka send, then retry
-                    client.poll(0.5)
-            if i % 10000 == 9999:
-                client.poll(0)
+    # -- pending records to Kafka -------------------------------------------------------------------
+
+    def _send_or_buffer(self, sender: Sender, pending: Pending, timer: FlushTimer | None) -> None:
+        if self.buffer is None:
+            self._send(sender, pending)
+            return
+        with self.lock:
+            timer.check()  # type: ignore[union-attr]
+            before = self.buffer.rows
+            for full in self.buffer.add(pending):
+                self.reduced += before + len(pending) - self.buffer.rows - len(full)
+                before = self.buffer.rows + len(pending)  # what remains counts from here
+                self._send(sender, full)
+                sender.flush()
+                timer.flushed()  # type: ignore[union-attr]
+
+    def _flush_buffer(self, sender: Sender, timer: FlushTimer | None) -> None:
+        """Send the last row of every buffered key and wait until Kafka has them all."""
+        with self.lock:
+            buffered = self.buffer.rows  # type: ignore[union-attr]
+            reduced = self.buffer.drain()  # type: ignore[union-attr]
+            if reduced is not None:
+                self.reduced += buffered - len(reduced)
+                self._send(sender, reduced)
+                sender.flush()
+            if timer is not None:
+                timer.flushed()
+
+    def _send(self, sender: Sender, pending: Pending) -> None:
+        values = self._values(pending)
+        rows = pending.rows
+        sender.produce(
+            pending.topics if pending.topics is not None else self.spec.topics.names[0],
+            pending.keys,
+            values,
+            self._timestamps(rows),
+            rows.column(self.meta["headers"]).to_pylist() if "headers" in self.meta else None,
+        )
+        self.records += len(values)
+        self.tombstones += values.count(None)
+
+    def _values(self, pending: Pending) -> list[bytes | None]:
+        rows, deletes = pending.rows, pending.deletes
+        columns = list(self.layout.value_fields)
+        if not pc.any(deletes).as_py():
+            return self._encode(self.value_encoder, rows.select(columns), rows, "value")
+        upserts = rows.filter(pc.invert(deletes))
+        encoded = iter(self._encode(self.value_encoder, upserts.select(columns), upserts, "value"))
+        return [None if d else next(encoded) for d in deletes.to_pylist()]
+
+    def _timestamps(self, rows: pa.RecordBatch) -> list[int] | None:
+        """The `timestamp` metadata column as epoch ms; a null one is 0, which Kafka's client reads as now."""
+        column = self.meta.get("timestamp")
+        if column is None:
+            return None
+        millis = pc.cast(rows.column(column), pa.timestamp("ms", tz="UTC"), safe=False).cast(pa.int64())
+        return pc.fill_null(millis, 0).to_pylist()

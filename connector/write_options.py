@@ -1,25 +1,172 @@
-"""Options of a write (batch or streaming), validated once into a WriteSpec."""
+"""Options of a write (batch or streaming), validated once into a WriteSpec.
+
+Flink's sink options are canonical (`sink.partitioner`, `sink.buffer-flush.*`, `sink.delivery-guarantee`,
+`sink.transactional-id-prefix`); its older `sink.semantic` is an alias. Nothing here talks to Kafka: what
+the brokers say (topics, limits) is asked once on the driver, in kafka_clients.describe_write_target.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pyspark.sql.types import StructType
 
+from connector.errors import OptionError
 from connector.layout import Layout, parse_layout
-from connector.options import KafkaSpec, canonical_options, parse_kafka_spec, parse_topic
+from connector.options import KafkaSpec, canonical_options, parse_kafka_spec, require
+from connector.partitioners import parse_partitioner
+
+NONE, AT_LEAST_ONCE, EXACTLY_ONCE = "none", "at-least-once", "exactly-once"
+GUARANTEES = (NONE, AT_LEAST_ONCE, EXACTLY_ONCE)
+
+
+@dataclass(frozen=True)
+class WriteTopics:
+    """Where rows go: one topic; or several (a list or a pattern), each row naming its own in `column`."""
+
+    names: tuple[str, ...] = ()
+    pattern: str | None = None
+    column: str | None = None  # the `topic` metadata column; None when there is one topic
+
+    @property
+    def single(self) -> str | None:
+        return self.names[0] if len(self.names) == 1 and self.pattern is None else None
+
+    def accepts(self, topic: str) -> bool:
+        if self.pattern is not None:
+            return re.fullmatch(self.pattern, topic) is not None
+        return topic in self.names
+
+    def describe(self) -> str:
+        if self.pattern is not None:
+            return f"topics matching '{self.pattern}'"
+        return f"topic '{self.names[0]}'" if len(self.names) == 1 else f"topics {', '.join(self.names)}"
+
+
+@dataclass(frozen=True)
+class BufferSpec:
+    """The reducing buffer: flush when it holds max_rows distinct keys, or every interval_s."""
+
+    max_rows: int
+    interval_s: float
 
 
 @dataclass(frozen=True)
 class WriteSpec:
     kafka: KafkaSpec
-    topic: str
+    topics: WriteTopics
     layout: Layout
+    partitioner: str | None = None  # 'module:function'; None: the Java client's default (murmur2)
+    buffer: BufferSpec | None = None
+    guarantee: str = AT_LEAST_ONCE
+    transactional_id_prefix: str | None = None
+    transaction_timeout_ms: int | None = None  # properties.transaction.timeout.ms, when given
 
 
 def parse_write_spec(raw: Mapping[str, str], schema: StructType) -> WriteSpec:
     options = canonical_options(raw)
     kafka = parse_kafka_spec(options)
-    topic = parse_topic(options)
-    return WriteSpec(kafka=kafka, topic=topic, layout=parse_layout(options, schema, (topic,)))
+    names, pattern = _parse_topics(options)
+    layout = parse_layout(options, schema, names)
+    guarantee = _parse_guarantee(options)
+    prefix = options.get("sink.transactional-id-prefix", "").strip() or None
+    if guarantee == EXACTLY_ONCE and prefix is None:
+        raise OptionError(
+            "option 'sink.delivery-guarantee' exactly-once needs option 'sink.transactional-id-prefix', a prefix "
+            "unique to this query or job (each task's transactional id is the prefix and its partition), "
+            'e.g. .option("sink.transactional-id-prefix", "orders-to-kafka")'
+        )
+    _reject_client_transactions(options)
+    return WriteSpec(
+        kafka=kafka,
+        topics=WriteTopics(names, pattern, _topic_column(layout, names, pattern)),
+        layout=layout,
+        partitioner=parse_partitioner(options.get("sink.partitioner")),
+        buffer=_parse_buffer(options),
+        guarantee=guarantee,
+        transactional_id_prefix=prefix,
+        transaction_timeout_ms=_transaction_timeout(options),
+    )
+
+
+def _parse_topics(options: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
+    listed, pattern = options.get("topic", "").strip(), options.get("topic-pattern", "").strip()
+    if listed and pattern:
+        raise OptionError("options 'topic' and 'topic-pattern' exclude each other; give one of them")
+    if pattern:
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            raise OptionError(f"option 'topic-pattern' is not a valid regular expression: {e}") from None
+        return (), pattern
+    require(options, "topic", "orders")
+    # ';' is Flink's list separator and ',' Spark's; neither can occur in a topic name.
+    names = tuple(dict.fromkeys(t.strip() for t in re.split(r"[;,]", listed) if t.strip()))
+    return names, None
+
+
+def _topic_column(layout: Layout, names: tuple[str, ...], pattern: str | None) -> str | None:
+    """The column naming each row's topic: needed with several topics, ignored with one (as in Flink)."""
+    if len(names) == 1 and pattern is None:
+        return None
+    column = next((c.column for c in layout.metadata if c.kind == "topic"), None)
+    if column is None:
+        target = f"topic-pattern '{pattern}'" if pattern else f"topics {', '.join(names)}"
+        raise OptionError(
+            f"a write to several topics ({target}) takes each row's topic from a column: add option "
+            "'metadata.columns' = 'topic' and a column `topic` STRING (or 'dest=topic' for a column `dest`)"
+        )
+    return column
+
+
+def _parse_guarantee(options: Mapping[str, str]) -> str:
+    raw = options.get("sink.delivery-guarantee", AT_LEAST_ONCE)
+    value = raw.strip().lower().replace("_", "-")
+    if value not in GUARANTEES:
+        raise OptionError(f"option 'sink.delivery-guarantee' must be one of {', '.join(GUARANTEES)}, got '{raw}'")
+    return value
+
+
+_MAX_ROWS, _INTERVAL = "sink.buffer-flush.max-rows", "sink.buffer-flush.interval"
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|min|h)?\s*$")
+_UNIT_SECONDS = {"ms": 1e-3, "s": 1.0, "sec": 1.0, "min": 60.0, "h": 3600.0}
+
+
+def _parse_buffer(options: Mapping[str, str]) -> BufferSpec | None:
+    raw_rows = options.get(_MAX_ROWS, "0").strip()
+    if not raw_rows.isdigit():
+        raise OptionError(f"option '{_MAX_ROWS}' must be a whole number of rows (0: no buffer), got '{raw_rows}'")
+    rows = int(raw_rows)
+    # 0 disables, as in Flink; options.parse_duration insists on a positive value.
+    raw_interval = options.get(_INTERVAL, "0")
+    match = _DURATION.match(raw_interval.lower())
+    if not match:
+        raise OptionError(f"option '{_INTERVAL}' must be a duration such as '1 s' or '500 ms', got '{raw_interval}'")
+    interval = float(match.group(1)) * _UNIT_SECONDS[match.group(2) or "ms"]
+    if rows > 0 and interval > 0:
+        return BufferSpec(rows, interval)
+    if rows == 0 and interval == 0:
+        return None
+    raise OptionError(
+        f"'{_MAX_ROWS}' and '{_INTERVAL}' must be set to be greater than zero together to enable sink buffer "
+        "flushing."
+    )
+
+
+def _reject_client_transactions(options: Mapping[str, str]) -> None:
+    if "properties.transactional.id" in options:
+        raise OptionError(
+            "option 'properties.transactional.id' cannot be set: with sink.delivery-guarantee=exactly-once each "
+            "task derives its own from 'sink.transactional-id-prefix'"
+        )
+
+
+def _transaction_timeout(options: Mapping[str, str]) -> int | None:
+    raw = options.get("properties.transaction.timeout.ms")
+    if raw is None:
+        return None
+    if not raw.strip().isdigit() or int(raw) < 1000:
+        raise OptionError(f"option 'properties.transaction.timeout.ms' must be at least 1000 (ms), got '{raw}'")
+    return int(raw)

@@ -1,43 +1,88 @@
-"""The Spark-facing writers: batch and streaming, both Arrow; each task writes through RecordWriter."""
+"""The Spark-facing writers: batch and streaming, both Arrow. The driver plans the write once (options,
+the brokers' answers); each task writes its rows through RecordWriter; the driver then commits (an
+overwrite tombstones the keys the DataFrame lacks) or, after a failure, fences open transactions."""
 
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Iterator
 
 import pyarrow as pa
+from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
+from pyspark.sql.types import StructType
 
-from connector.write import RecordWriter, WriteResult
-from connector.write_options import WriteSpec
+from connector.kafka_clients import describe_write_target
+from connector.overwrite import tombstone_missing_keys
+from connector.sender import fence
+from connector.write import RecordWriter, WritePlan, WriteResult
+from connector.write_options import EXACTLY_ONCE, parse_write_spec
 
 log = logging.getLogger("upsert_kafka")
+
+# Spark's local properties naming the streaming query and micro-batch a task belongs to.
+_LOCAL_PROPERTIES = ("streaming.sql.batchId", "sql.streaming.queryId")
+
+
+def plan_write(options: dict, schema: StructType, overwrite: bool) -> WritePlan:
+    """Parse the options and ask the brokers, once on the driver before any task starts."""
+    spec = parse_write_spec(options, schema)
+    # 0: no transactions; None: exactly-once with the brokers' maximum transaction timeout.
+    timeout = spec.transaction_timeout_ms if spec.guarantee == EXACTLY_ONCE else 0
+    target = describe_write_target(spec.kafka, spec.topics.names, spec.topics.pattern, timeout)
+    return WritePlan(spec, target, uuid.uuid4().hex, collect_keys=overwrite)
+
+
+def _write_task(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> WriteResult:
+    context = TaskContext.get()
+    partition_id = context.partitionId() if context is not None else 0
+    properties = {name: context.getLocalProperty(name) for name in _LOCAL_PROPERTIES} if context else {}
+    return RecordWriter(plan, partition_id, properties).write(batches)
 
 
 def _summary(messages: list[WriterCommitMessage | None]) -> str:
     results = [m for m in messages if isinstance(m, WriteResult)]
     records = sum(r.records for r in results)
     tombstones = sum(r.tombstones for r in results)
-    return f"{records} record(s) ({tombstones} tombstone(s)) from {len(results)} task(s)"
+    replayed = sum(r.replayed for r in results)
+    again = f", {replayed} task(s) already written by an earlier attempt" if replayed else ""
+    return f"{records} record(s) ({tombstones} tombstone(s)) from {len(results)} task(s){again}"
+
+
+def _abort(plan: WritePlan, messages: list[WriterCommitMessage | None]) -> None:
+    """Exactly-once: abort at once what failed tasks may have left open (read_committed readers of
+    those partitions would otherwise wait for the transaction timeout)."""
+    if plan.spec.guarantee == EXACTLY_ONCE:
+        fence(plan.spec, plan.target, [i for i, m in enumerate(messages) if m is None])
 
 
 class UpsertKafkaWriter(DataSourceArrowWriter):
-    def __init__(self, spec: WriteSpec) -> None:
-        self.spec = spec
+    def __init__(self, plan: WritePlan) -> None:
+        self.plan = plan
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriteResult:
-        return RecordWriter(self.spec).write(iterator)
+        return _write_task(self.plan, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        log.info("upsert-kafka: wrote %s to topic '%s'", _summary(messages), self.spec.topic)
+        if self.plan.collect_keys:
+            tombstones = tombstone_missing_keys(self.plan, [m for m in messages if isinstance(m, WriteResult)])
+            log.info("upsert-kafka: overwrite tombstoned %d key(s) the DataFrame lacks", tombstones)
+        log.info("upsert-kafka: wrote %s to %s", _summary(messages), self.plan.spec.topics.describe())
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        _abort(self.plan, messages)
 
 
 class UpsertKafkaStreamWriter(DataSourceStreamArrowWriter):
-    def __init__(self, spec: WriteSpec) -> None:
-        self.spec = spec
+    def __init__(self, plan: WritePlan) -> None:
+        self.plan = plan
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriteResult:
-        return RecordWriter(self.spec).write(iterator)
+        return _write_task(self.plan, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        log.info("upsert-kafka: batch %d wrote %s to '%s'", batchId, _summary(messages), self.spec.topic)
+        log.info("upsert-kafka: batch %d wrote %s to %s", batchId, _summary(messages), self.plan.spec.topics.describe())
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        _abort(self.plan, messages)

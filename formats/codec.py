@@ -76,6 +76,11 @@ class Codec(ABC):
     @abstractmethod
     def encoder(self, schema: pa.Schema) -> Encoder: ...
 
+    def inferred_schema(self) -> pa.Schema | None:
+        """The columns this format's own schema declares (e.g. a registry subject's latest schema), used
+        when the user gives none; None when the format has no schema of its own."""
+        return None
+
 
 def option_flag(options: Mapping[str, str], name: str, prefix: str, default: bool = False) -> bool:
     """Parse a boolean format option, naming it in the error."""
@@ -88,9 +93,7 @@ def option_flag(options: Mapping[str, str], name: str, prefix: str, default: boo
     return value == "true"
 
 
-def option_choice(
-    options: Mapping[str, str], name: str, prefix: str, choices: Sequence[str], default: str
-) -> str:
+def option_choice(options: Mapping[str, str], name: str, prefix: str, choices: Sequence[str], default: str) -> str:
     """Parse an enumerated format option (case-insensitive), naming it and the choices in the error."""
     raw = options.get(name)
     if raw is None:
@@ -99,3 +102,16 @@ def option_choice(
         if raw.strip().upper() == choice.upper():
             return choice
     raise FormatOptionError(f"option '{prefix}{name}' must be one of {', '.join(choices)}, got '{raw}'")
+
+
+def empty_batch(schema: pa.Schema) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays([pa.array([], type=f.type) for f in schema], schema=schema)
+
+
+def batch_from_records(records: list[dict], schema: pa.Schema) -> pa.RecordBatch:
+    """Rows given as dicts (one per record, keyed by field name) as a batch: one C++ conversion for the
+    whole batch instead of one Python list per column."""
+    if not records:
+        return empty_batch(schema)
+    # The struct's fields carry the schema's names, types and nullability: no cast needed after.
+    return pa.RecordBatch.from_struct_array(pa.array(records, type=pa.struct(list(schema))))

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import base64
 import io
+import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime, timezone
 from decimal import Decimal, InvalidOperation
+from functools import partial
 from typing import Any
 
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
 from formats.codec import (
@@ -27,6 +31,7 @@ from formats.codec import (
     Decoder,
     Encoder,
     FormatOptionError,
+    empty_batch,
     option_choice,
     option_flag,
 )
@@ -62,12 +67,10 @@ class JsonCodec(Codec):
         self.ignore_parse_errors = option_flag(options, "ignore-parse-errors", prefix)
         if self.fail_on_missing_field and self.ignore_parse_errors:
             raise FormatOptionError(
-                f"options '{prefix}fail-on-missing-field' and '{prefix}ignore-parse-errors' "
-                "cannot both be true"
+                f"options '{prefix}fail-on-missing-field' and '{prefix}ignore-parse-errors' cannot both be true"
             )
         self.iso8601 = (
-            option_choice(options, "timestamp-format.standard", prefix, ("SQL", "ISO-8601"), "SQL")
-            == "ISO-8601"
+            option_choice(options, "timestamp-format.standard", prefix, ("SQL", "ISO-8601"), "SQL") == "ISO-8601"
         )
         self.map_null_key_mode = option_choice(
             options, "map-null-key.mode", prefix, ("FAIL", "DROP", "LITERAL"), "FAIL"
@@ -109,11 +112,12 @@ class JsonDecoder(Decoder):
         self.fail_on_missing_field = fail_on_missing_field
         self.fast = not fail_on_missing_field and all(_arrow_readable(f.type) for f in schema)
         self._parse_options = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
-        self._converters = [(f.name, _json_to_arrow(f.type)) for f in schema]
+        self._converters = [(f.name, json_to_arrow(f.type)) for f in schema]
+        self._loads = json_loads_for(pa.struct(list(schema)))
 
     def decode(self, payloads: Sequence[bytes]) -> Decoded:
         if not payloads:
-            return Decoded(_empty(self.schema))
+            return Decoded(empty_batch(self.schema))
         if self.fast:
             batch = self._decode_bulk(payloads)
             if batch is not None:
@@ -151,7 +155,7 @@ class JsonDecoder(Decoder):
         return Decoded(pa.RecordBatch.from_arrays(arrays, schema=self.schema), tuple(failures))
 
     def _convert_record(self, payload: bytes) -> list[Any]:
-        obj = orjson.loads(payload)
+        obj = self._loads(payload)
         if not isinstance(obj, dict):
             raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
         row = []
@@ -169,11 +173,7 @@ class JsonDecoder(Decoder):
         return row
 
 
-def _empty(schema: pa.Schema) -> pa.RecordBatch:
-    return pa.RecordBatch.from_arrays([pa.array([], type=f.type) for f in schema], schema=schema)
-
-
-def _json_to_arrow(t: pa.DataType) -> Convert:
+def json_to_arrow(t: pa.DataType) -> Convert:
     """A function from a decoded JSON value (not None) to the Python value pa.array takes for `t`."""
     if pa.types.is_boolean(t):
         return _expect(bool)
@@ -194,7 +194,7 @@ def _json_to_arrow(t: pa.DataType) -> Convert:
         return _to_decimal
     if pa.types.is_string(t):
         # Like Flink: a non-string JSON value read into a STRING column keeps its JSON text.
-        return lambda v: v if isinstance(v, str) else orjson.dumps(v).decode()
+        return lambda v: v if isinstance(v, str) else orjson.dumps(v, default=_exact_number).decode()
     if pa.types.is_binary(t):
         return lambda v: base64.b64decode(_expect(str)(v), validate=True)
     if pa.types.is_date(t):
@@ -202,13 +202,13 @@ def _json_to_arrow(t: pa.DataType) -> Convert:
     if pa.types.is_timestamp(t):
         return _parse_timestamp_ltz if t.tz else _parse_timestamp_ntz
     if pa.types.is_list(t):
-        item = _json_to_arrow(t.value_type)
+        item = json_to_arrow(t.value_type)
         return lambda v: [None if x is None else item(x) for x in _expect(list)(v)]
     if pa.types.is_map(t):
-        key, item = _json_to_arrow(t.key_type), _json_to_arrow(t.item_type)
+        key, item = json_to_arrow(t.key_type), json_to_arrow(t.item_type)
         return lambda v: [(key(k), None if x is None else item(x)) for k, x in _expect(dict)(v).items()]
     if pa.types.is_struct(t):
-        fields = [(f.name, _json_to_arrow(f.type)) for f in t]
+        fields = [(f.name, json_to_arrow(f.type)) for f in t]
 
         def to_struct(v: Any) -> dict[str, Any]:
             obj = _expect(dict)(v)
@@ -216,6 +216,31 @@ def _json_to_arrow(t: pa.DataType) -> Convert:
 
         return to_struct
     raise FormatOptionError(f"the json format does not support type {t}")
+
+
+def json_loads_for(t: pa.DataType) -> Callable[[bytes | str], Any]:
+    """orjson, or the standard library with exact decimals when `t` holds a decimal wider than a double
+    keeps (orjson reads every JSON number with a fraction as a float)."""
+    return _exact_loads if _has_wide_decimal(t) else orjson.loads
+
+
+_exact_loads = partial(json.loads, parse_float=Decimal)
+
+
+def _has_wide_decimal(t: pa.DataType) -> bool:
+    if pa.types.is_decimal(t):
+        return t.precision > 15
+    if pa.types.is_map(t):
+        return _has_wide_decimal(t.key_type) or _has_wide_decimal(t.item_type)
+    if pa.types.is_list(t):
+        return _has_wide_decimal(t.value_type)
+    return pa.types.is_struct(t) and any(_has_wide_decimal(f.type) for f in t)
+
+
+def _exact_number(v: Any) -> Any:
+    if isinstance(v, Decimal):
+        return orjson.Fragment(str(v))
+    raise TypeError(f"{type(v).__name__} is not JSON")
 
 
 def _expect(kind: type) -> Convert:
@@ -228,18 +253,18 @@ def _expect(kind: type) -> Convert:
 
 
 def _show(v: Any) -> str:
-    text = orjson.dumps(v).decode()
+    text = orjson.dumps(v, default=_exact_number).decode()
     return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _to_float(v: Any) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+    if isinstance(v, bool) or not isinstance(v, (int, float, str, Decimal)):
         raise TypeError(f"expected a number, got {_show(v)}")
     return float(v)  # also "NaN" / "Infinity", as Flink writes them
 
 
 def _to_decimal(v: Any) -> Decimal:
-    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+    if isinstance(v, bool) or not isinstance(v, (int, float, str, Decimal)):
         raise TypeError(f"expected a decimal number, got {_show(v)}")
     return Decimal(str(v))
 
@@ -250,9 +275,7 @@ def _parse_timestamp_ntz(v: Any) -> datetime:
         text = text[:-1]
     parsed = datetime.fromisoformat(text)
     return (
-        parsed.replace(tzinfo=None)
-        if parsed.tzinfo is None
-        else parsed.astimezone(timezone.utc).replace(tzinfo=None)
+        parsed.replace(tzinfo=None) if parsed.tzinfo is None else parsed.astimezone(timezone.utc).replace(tzinfo=None)
     )
 
 
@@ -272,12 +295,14 @@ class JsonEncoder(Encoder):
     def __init__(self, schema: pa.Schema, codec: JsonCodec) -> None:
         self.names = schema.names
         self.codec = codec
-        self.converters = [_arrow_to_json(f.type, codec) for f in schema]
+        self.converters = [arrow_to_json(f.type, codec) for f in schema]
 
     def encode(self, batch: pa.RecordBatch) -> list[bytes]:
         columns = []
         for column, convert in zip(batch.columns, self.converters):
             values = column.to_pylist()
+            if convert is _float_to_json and pc.all(pc.is_finite(column), min_count=0).as_py() is not False:
+                convert = None  # only NaN and infinities need converting
             if convert is not None:
                 values = [None if v is None else convert(v) for v in values]
             columns.append(values)
@@ -287,7 +312,7 @@ class JsonEncoder(Encoder):
         return [dumps(dict(zip(names, row))) for row in zip(*columns)]
 
 
-def _arrow_to_json(t: pa.DataType, codec: JsonCodec) -> Convert | None:
+def arrow_to_json(t: pa.DataType, codec: JsonCodec) -> Convert | None:
     """A function from a Python value of Arrow type `t` to what orjson writes; None when as-is."""
     if pa.types.is_decimal(t):
         if codec.decimal_plain:
@@ -295,21 +320,30 @@ def _arrow_to_json(t: pa.DataType, codec: JsonCodec) -> Convert | None:
         return lambda d: orjson.Fragment(str(d))
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
         return lambda b: base64.b64encode(b).decode()
+    if pa.types.is_floating(t):
+        return _float_to_json
     if pa.types.is_timestamp(t):
         sep, zone = ("T" if codec.iso8601 else " "), ("Z" if t.tz else "")
         return lambda ts: _format_timestamp(ts, sep, zone)
     if pa.types.is_list(t):
-        item = _arrow_to_json(t.value_type, codec)
+        item = arrow_to_json(t.value_type, codec)
         return None if item is None else (lambda xs: [None if x is None else item(x) for x in xs])
     if pa.types.is_map(t):
-        key, item = _arrow_to_json(t.key_type, codec), _arrow_to_json(t.item_type, codec)
+        key, item = arrow_to_json(t.key_type, codec), arrow_to_json(t.item_type, codec)
         return lambda pairs: _map_to_json(pairs, key, item, codec)
     if pa.types.is_struct(t):
-        fields = [(f.name, _arrow_to_json(f.type, codec)) for f in t]
+        fields = [(f.name, arrow_to_json(f.type, codec)) for f in t]
         if all(c is None for _, c in fields):
             return None
         return lambda d: {n: (d[n] if c is None or d[n] is None else c(d[n])) for n, c in fields}
     return None
+
+
+def _float_to_json(f: float) -> float | str:
+    """JSON has no NaN or infinity: write them as strings, as Flink's json format (Jackson) does."""
+    if math.isfinite(f):
+        return f
+    return "NaN" if f != f else ("Infinity" if f > 0 else "-Infinity")
 
 
 def _format_timestamp(ts: datetime, sep: str, zone: str) -> str:
@@ -321,22 +355,16 @@ def _format_timestamp(ts: datetime, sep: str, zone: str) -> str:
     return ts.isoformat(sep, "microseconds").rstrip("0") + zone
 
 
-def _map_to_json(
-    pairs: list[tuple[Any, Any]], key: Convert | None, item: Convert | None, codec: JsonCodec
-) -> dict:
+def _map_to_json(pairs: list[tuple[Any, Any]], key: Convert | None, item: Convert | None, codec: JsonCodec) -> dict:
     out = {}
     for k, v in pairs:
         if k is None:
             if codec.map_null_key_mode == "DROP":
                 continue
             if codec.map_null_key_mode == "FAIL":
-                raise ValueError(
-                    "a map has a null key; set 'json.map-null-key.mode' to DROP or LITERAL to write it"
-                )
+                raise ValueError("a map has a null key; set 'json.map-null-key.mode' to DROP or LITERAL to write it")
             k = codec.map_null_key_literal
         elif key is not None:
             k = key(k)
-        out[k if isinstance(k, str) else orjson.dumps(k).decode()] = (
-            v if item is None or v is None else item(v)
-        )
+        out[k if isinstance(k, str) else orjson.dumps(k).decode()] = v if item is None or v is None else item(v)
     return out

@@ -6,12 +6,16 @@ import importlib
 from collections.abc import Mapping
 from importlib.metadata import entry_points
 
+from formats.avro_codec import AvroCodec
+from formats.avro_confluent_codec import AvroConfluentCodec
 from formats.codec import Codec, CodecContext, FormatOptionError
+from formats.csv_codec import CsvCodec
 from formats.json_codec import JsonCodec
+from formats.raw_codec import RawCodec
 
 ENTRY_POINT_GROUP = "pyspark_upsert_kafka.formats"
 
-_BUILT_IN: dict[str, type[Codec]] = {JsonCodec.name: JsonCodec}
+_BUILT_IN: dict[str, type[Codec]] = {c.name: c for c in (JsonCodec, CsvCodec, RawCodec, AvroCodec, AvroConfluentCodec)}
 _registered: dict[str, type[Codec]] = {}
 
 # Changelog formats carry their own change semantics; upsert-kafka derives changes from key + tombstone.
@@ -29,9 +33,7 @@ def _entry_point_codecs() -> dict[str, type[Codec]]:
 
 
 def available_formats() -> list[str]:
-    return sorted(
-        {*_BUILT_IN, *_registered, *(ep.name.lower() for ep in entry_points(group=ENTRY_POINT_GROUP))}
-    )
+    return sorted({*_BUILT_IN, *_registered, *(ep.name.lower() for ep in entry_points(group=ENTRY_POINT_GROUP))})
 
 
 def codec_class(name: str, option: str) -> type[Codec]:

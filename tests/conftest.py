@@ -12,6 +12,8 @@ import pytest
 
 from tests.kafka_io import create_topic
 
+pytest_plugins = ["tests.registry_fixtures"]
+
 # Spark's Python workers must run this interpreter (the one with the project installed).
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)

@@ -38,8 +38,8 @@ def test_read_spec_types_every_value():
     spec = parse_read_spec(
         BASE | {"client.timeout": "5 s", "properties.security.protocol": "SSL"}, SCHEMA, streaming=False
     )
-    assert (spec.topic, spec.layout.key_fields, spec.layout.value_fields, spec.changelog) == (
-        "t",
+    assert (spec.topics.names, spec.layout.key_fields, spec.layout.value_fields, spec.changelog) == (
+        ("t",),
         ("id",),
         ("id", "name"),
         False,

@@ -1,0 +1,191 @@
+"""Driver side: which partitions to read, and from/to which offsets.
+
+One Planner per query keeps its admin client (Spark calls the streaming reader from one long-lived
+process). Bounds (earliest, latest, timestamp, group, specific) resolve to offsets here; admission
+control shares a record budget across partitions in proportion to their backlog.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable
+
+from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from connector.errors import DataLossError, TopicError
+from connector.kafka_clients import _unavailable, admin_client
+from connector.offsets import Offsets
+from connector.read_options import EARLIEST, LATEST, Bound, ReadSpec
+
+log = logging.getLogger("upsert_kafka")
+
+Partitions = dict[str, list[int]]
+
+
+class Planner:
+    def __init__(self, spec: ReadSpec) -> None:
+        self.spec = spec
+        self._admin: AdminClient | None = None
+        self._partitions: Partitions | None = None
+        self._discovered_at = 0.0
+
+    def __getstate__(self) -> dict:
+        return {"spec": self.spec, "_admin": None, "_partitions": None, "_discovered_at": 0.0}
+
+    @property
+    def admin(self) -> AdminClient:
+        if self._admin is None:
+            self._admin = admin_client(self.spec.kafka)
+        return self._admin
+
+    # -- partitions ------------------------------------------------------------------------------
+
+    def partitions(self, refresh: bool = False) -> Partitions:
+        """The topics' partitions; looked up again only after the discovery interval (or on refresh)."""
+        due = time.monotonic() - self._discovered_at >= self.spec.discovery_interval_s
+        if self._partitions is None or refresh or due:
+            found = self._lookup_partitions()
+            if self._partitions is not None and found != self._partitions:
+                log.info("upsert-kafka: partitions changed from %s to %s", self._partitions, found)
+            self._partitions, self._discovered_at = found, time.monotonic()
+        return self._partitions
+
+    def _lookup_partitions(self) -> Partitions:
+        kafka, topics = self.spec.kafka, self.spec.topics
+        try:
+            # All topics, not one by name: asking for one by name may auto-create it.
+            metadata = self.admin.list_topics(timeout=kafka.timeout_s)
+        except KafkaException as e:
+            raise _unavailable(kafka, "read metadata", e) from None
+        if topics.pattern:
+            pattern = re.compile(topics.pattern)
+            names = [t for t in metadata.topics if pattern.fullmatch(t) and not t.startswith("__")]
+        else:
+            missing = [t for t in topics.names if t not in metadata.topics]
+            if missing:
+                names = ", ".join(f"'{t}'" for t in missing)
+                verb = "topic {} does not exist" if len(missing) == 1 else "topics {} do not exist"
+                raise TopicError(f"{verb.format(names)} at {kafka.describe()} (option 'topic')")
+            names = list(topics.names)
+        return {t: sorted(metadata.topics[t].partitions) for t in sorted(names)}
+
+    # -- offsets ---------------------------------------------------------------------------------
+
+    def list_offsets(self, partitions: Partitions, spec: Callable[[], OffsetSpec] | OffsetSpec) -> dict:
+        request = {
+            TopicPartition(t, p): (spec() if callable(spec) else spec) for t, ps in partitions.items() for p in ps
+        }
+        out: dict[str, dict[int, int]] = {t: {} for t in partitions}
+        if not request:
+            return out
+        futures = self.admin.list_offsets(
+            request, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=self.spec.kafka.timeout_s
+        )
+        try:
+            for tp, future in futures.items():
+                out[tp.topic][tp.partition] = future.result().offset
+        except KafkaException as e:
+            raise _unavailable(self.spec.kafka, "list offsets", e) from None
+        return out
+
+    def earliest(self, partitions: Partitions) -> dict:
+        return self.list_offsets(partitions, OffsetSpec.earliest)
+
+    def latest(self, partitions: Partitions) -> dict:
+        """The last stable offsets: what a read_committed reader can read up to."""
+        return self.list_offsets(partitions, OffsetSpec.latest)
+
+    def resolve(self, bound: Bound, partitions: Partitions, default: str) -> dict:
+        """Offsets for a start or end bound; `default` (earliest/latest) for partitions it leaves open."""
+        if bound.kind in ("earliest", "latest"):
+            return self.earliest(partitions) if bound.kind == "earliest" else self.latest(partitions)
+        if bound.kind == "timestamp":
+            found = self.list_offsets(partitions, lambda: OffsetSpec.for_timestamp(bound.timestamp_ms))
+            latest = self.latest(partitions)
+            # No record at or after the timestamp: the partition's end.
+            return {t: {p: o if o >= 0 else latest[t][p] for p, o in ps.items()} for t, ps in found.items()}
+        known = self._group_offsets(partitions) if bound.kind == "group" else self._specific(bound, partitions)
+        return self._fill(partitions, known, default if bound.kind == "specific" else self._group_fallback())
+
+    def _specific(self, bound: Bound, partitions: Partitions) -> dict:
+        out: dict[str, dict[int, int]] = {}
+        need = {EARLIEST: {}, LATEST: {}}
+        for t, ps in partitions.items():
+            for p in ps:
+                offset = bound.offset_for(t, p)
+                if offset in need:
+                    need[offset].setdefault(t, []).append(p)
+                elif offset is not None:
+                    out.setdefault(t, {})[p] = offset
+        for code, which in ((EARLIEST, self.earliest), (LATEST, self.latest)):
+            for t, ps in which(need[code]).items():
+                out.setdefault(t, {}).update(ps)
+        return out
+
+    def _group_offsets(self, partitions: Partitions) -> dict:
+        group = self.spec.group_id
+        request = [
+            ConsumerGroupTopicPartitions(group, [TopicPartition(t, p) for t, ps in partitions.items() for p in ps])
+        ]
+        try:
+            result = self.admin.list_consumer_group_offsets(request, request_timeout=self.spec.kafka.timeout_s)
+            committed = result[group].result().topic_partitions
+        except KafkaException as e:
+            raise _unavailable(self.spec.kafka, f"read the committed offsets of group '{group}'", e) from None
+        out: dict[str, dict[int, int]] = {}
+        for tp in committed:
+            if tp.offset >= 0:
+                out.setdefault(tp.topic, {})[tp.partition] = tp.offset
+        return out
+
+    def _group_fallback(self) -> str:
+        return self.spec.group_fallback or "error"
+
+    def _fill(self, partitions: Partitions, known: dict, default: str) -> dict:
+        """Complete `known` offsets with the default for every partition it does not cover."""
+        open_ = {t: [p for p in ps if p not in known.get(t, {})] for t, ps in partitions.items()}
+        open_ = {t: ps for t, ps in open_.items() if ps}
+        if open_ and default not in ("earliest", "latest"):
+            listed = "; ".join(f"topic '{t}' partition(s) {ps}" for t, ps in open_.items())
+            raise DataLossError(
+                f"consumer group '{self.spec.group_id}' has no committed offset for {listed}; set option "
+                "'properties.auto.offset.reset' to earliest or latest to start those from there"
+            )
+        filled = (self.earliest if default == "earliest" else self.latest)(open_) if open_ else {}
+        return {t: {**filled.get(t, {}), **known.get(t, {})} for t in partitions}
+
+    # -- checks and limits -----------------------------------------------------------------------
+
+    def check_start(self, start: Offsets, earliest: Offsets) -> dict:
+        """A start below the log start is data loss: fail naming the missing range, or skip it."""
+        out = {t: dict(ps) for t, ps in start.items()}
+        for t, ps in start.items():
+            for p, offset in ps.items():
+                first = earliest.get(t, {}).get(p)
+                if first is not None and offset < first:
+                    message = (
+                        f"data loss: offsets [{offset}, {first}) of topic '{t}' partition {p} are no longer in "
+                        "Kafka (deleted by retention or the topic was recreated)"
+                    )
+                    if self.spec.fail_on_data_loss:
+                        raise DataLossError(message + "; set 'scan.fail-on-data-loss' to false to skip them")
+                    log.warning("upsert-kafka: %s; skipped", message)
+                    out[t][p] = first
+        return out
+
+
+def limit_by_backlog(start: Offsets, end: Offsets, max_records: int) -> dict:
+    """Share max_records across partitions in proportion to their backlog; a partition with any backlog
+    gets at least one record, so none starves."""
+    backlog = {(t, p): e - start[t][p] for t, ps in end.items() for p, e in ps.items() if e > start[t][p]}
+    total = sum(backlog.values())
+    if total <= max_records:
+        return {t: dict(ps) for t, ps in end.items()}
+    out = {t: dict(ps) for t, ps in end.items()}
+    for (t, p), size in backlog.items():
+        share = max_records * size / total
+        out[t][p] = start[t][p] + min(size, max(1, int(share)))
+    return out

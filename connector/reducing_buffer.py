@@ -1,0 +1,157 @@
+"""The reducing buffer (`sink.buffer-flush.*`): keep only the last row per key until a flush.
+
+As Flink's upsert-kafka sink: distinct keys count against max-rows, and a flush sends each buffered key
+once, with its final state (or its tombstone). Rows stay Arrow batches and keys stay their encoded bytes;
+the last row per key is found with C-speed dict updates (`dict(zip(keys, positions))`: last one wins),
+and values are encoded only for the rows that survive.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+
+@dataclass
+class Pending:
+    """Rows on their way to Kafka: the table rows, which of them are deletes, their encoded keys, and each
+    row's topic when the write has several."""
+
+    rows: pa.RecordBatch
+    deletes: pa.BooleanArray
+    keys: list[bytes]
+    topics: list[str] | None = None
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def identities(self) -> list[Hashable]:
+        """What makes two rows the same record key: the key bytes, within one topic."""
+        return self.keys if self.topics is None else list(zip(self.topics, self.keys))
+
+    def slice(self, start: int, stop: int) -> Pending:
+        if start == 0 and stop == len(self):
+            return self
+        topics = None if self.topics is None else self.topics[start:stop]
+        return Pending(self.rows.slice(start, stop - start), self.deletes[start:stop], self.keys[start:stop], topics)
+
+    @staticmethod
+    def take(parts: list[Pending], positions: list[int]) -> Pending:
+        """The rows at `positions` (ascending) of `parts` laid end to end."""
+        rows = pa.Table.from_batches([p.rows for p in parts]).take(pa.array(positions, pa.int64()))
+        deletes = pa.concat_arrays([p.deletes for p in parts]).take(pa.array(positions, pa.int64()))
+        keys = [k for p in parts for k in p.keys]
+        topics = None if parts[0].topics is None else [t for p in parts for t in p.topics or ()]
+        return Pending(
+            rows.combine_chunks().to_batches()[0],
+            deletes,
+            [keys[i] for i in positions],
+            None if topics is None else [topics[i] for i in positions],
+        )
+
+
+class ReducingBuffer:
+    """Holds rows until `max_rows` distinct keys are buffered; then hands back the last row of each."""
+
+    def __init__(self, max_rows: int) -> None:
+        self.max_rows = max_rows
+        self._parts: list[Pending] = []
+        self._latest: dict[Hashable, int] = {}  # key identity -> position of its last row
+        self._rows = 0
+
+    def __len__(self) -> int:
+        """Distinct keys buffered."""
+        return len(self._latest)
+
+    @property
+    def rows(self) -> int:
+        """Rows buffered, superseded ones included."""
+        return self._rows
+
+    def add(self, pending: Pending) -> list[Pending]:
+        """Buffer `pending`; returns the reduced contents each time the buffer filled up (usually none)."""
+        full: list[Pending] = []
+        ids, start = pending.identities(), 0
+        while start < len(ids):
+            room = self.max_rows - len(self._latest)
+            rest = ids[start:] if start else ids
+            if len(set(rest).difference(self._latest)) < room:  # the common case: no flush in this batch
+                self._append(pending.slice(start, len(ids)), rest)
+                break
+            cut = start + self._fill_point(rest, room)
+            self._append(pending.slice(start, cut), ids[start:cut])
+            full.append(self.drain())
+            start = cut
+        return full
+
+    def _fill_point(self, ids: list[Hashable], room: int) -> int:
+        """How many of `ids` fit before the buffer holds max_rows distinct keys (the row that fills it
+        included). Per-row Python, but only for the batch in which the buffer fills."""
+        fresh: set[Hashable] = set()
+        for i, identity in enumerate(ids):
+            if identity not in self._latest and identity not in fresh:
+                fresh.add(identity)
+                if len(fresh) == room:
+                    return i + 1
+        return len(ids)
+
+    def _append(self, part: Pending, ids: list[Hashable]) -> None:
+        self._latest.update(zip(ids, range(self._rows, self._rows + len(ids))))
+        self._parts.append(part)
+        self._rows += len(ids)
+
+    def drain(self) -> Pending | None:
+        """The last row of every buffered key, in the order of those rows; the buffer is then empty."""
+        if not self._parts:
+            return None
+        out = Pending.take(self._parts, sorted(self._latest.values()))
+        self._parts, self._latest, self._rows = [], {}, 0
+        return out
+
+
+class FlushTimer:
+    """Calls `flush` every `interval_s` from a daemon thread while the task waits for its next batch, so a
+    buffered row never waits much longer than the interval. The first error is kept for the task's own thread
+    to raise (`check`)."""
+
+    def __init__(self, interval_s: float, lock: threading.RLock, flush: Callable[[], None]) -> None:
+        self.interval_s, self.lock, self.flush = interval_s, lock, flush
+        self.last_flush = time.monotonic()
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="upsert-kafka-buffer-flush", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def due(self) -> bool:
+        return time.monotonic() - self.last_flush >= self.interval_s
+
+    def flushed(self) -> None:
+        self.last_flush = time.monotonic()
+
+    def _run(self) -> None:
+        while not self._stop.wait(max(0.0, self.interval_s - (time.monotonic() - self.last_flush))):
+            with self.lock:
+                if self._stop.is_set() or self.error is not None:
+                    return
+                if self.due():
+                    try:
+                        self.flush()
+                    except BaseException as e:
+                        self.error = e
+                        return
+
+    def check(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self.lock:  # a flush in progress finishes first
+            pass
+        self._thread.join(timeout=5)

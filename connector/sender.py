@@ -1,0 +1,232 @@
+"""Executor side: one task's producer — records out, delivery failures back, per the delivery guarantee.
+
+`none`: acks=1, no idempotence. `at-least-once` (default): idempotent, acks=all; the task succeeds only
+after every record is acknowledged. `exactly-once`: the same inside one transaction per task
+(connector.transactions). In every mode a record that fails fails the task, naming its topic and key.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+
+from connector.errors import RecordError, escaped_prefix
+from connector.kafka_clients import WriteTarget, producer
+from connector.partitioners import load_partitioner
+from connector.transactions import TaskTransaction, transactional_id
+from connector.write_options import NONE, WriteSpec
+
+log = logging.getLogger("upsert_kafka")
+
+_UNASSIGNED = -1  # librdkafka: let the partitioner choose
+_POLL_EVERY = 10_000
+
+
+def producer_settings(spec: WriteSpec, target: WriteTarget, txn_id: str | None = None) -> dict[str, Any]:
+    settings: dict[str, Any] = {}
+    if spec.guarantee == NONE:
+        settings |= {"acks": 1, "enable.idempotence": False}
+    if target.max_message_bytes:
+        # A batch above the topic's limit is refused whole; keep batches under it so only an oversized
+        # record itself fails (librdkafka's batch.size includes the framing).
+        settings["batch.size"] = max(1, min(1_000_000, target.max_message_bytes))
+    if txn_id is not None:
+        timeout = target.transaction_timeout_ms or 60_000
+        settings |= {
+            "transactional.id": txn_id,
+            "transaction.timeout.ms": timeout,
+            "message.timeout.ms": min(120_000, timeout),  # librdkafka requires it within the transaction's
+        }
+    return settings
+
+
+class Sender:
+    """Produces one task's records; raises the first delivery failure, naming the record's topic and key."""
+
+    def __init__(
+        self, spec: WriteSpec, target: WriteTarget, txn_id: str | None = None, write_id: str = ""
+    ) -> None:
+        self.spec, self.target = spec, target
+        self.failure: tuple[Any, str, bytes | None] | None = None  # (error, topic, key) of the first failure
+        self.failures = 0
+        self.client_error: Any = None
+        self.client = producer(
+            spec.kafka,
+            self._on_delivery,
+            error_cb=self._on_error,
+            **producer_settings(spec, target, txn_id),
+        )
+        self.transaction = (
+            TaskTransaction(self.client, spec, txn_id, write_id) if txn_id is not None else None
+        )
+        self.partitioner = load_partitioner(spec.partitioner) if spec.partitioner else None
+        self.partition_counts: dict[str, int] = {}
+        self.first_topic: str | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+
+    def begin(self) -> bool:
+        """False when exactly-once finds this write already committed by an earlier attempt."""
+        return self.transaction.begin() if self.transaction is not None else True
+
+    def finish(self) -> None:
+        """Everything acknowledged (and, with exactly-once, committed) or an error."""
+        self.flush()
+        if self.transaction is not None:
+            self.transaction.commit(self.first_topic)
+
+    def fail(self) -> None:
+        """The task failed: send nothing more (Spark runs it again whole)."""
+        if self.transaction is not None:
+            self.transaction.abort()
+        else:
+            self.client.purge()
+
+    # -- records --------------------------------------------------------------------------------------
+
+    def produce(
+        self,
+        topics: str | list[str],
+        keys: list[bytes],
+        values: list[bytes | None],
+        timestamps: list[int] | None = None,
+        headers: list[Any] | None = None,
+    ) -> None:
+        """Send records; `topics` is one topic or one per record; timestamps in epoch ms (0: now)."""
+        if self.first_topic is None and keys:
+            self.first_topic = topics if isinstance(topics, str) else topics[0]
+        each_topic = itertools.repeat(topics) if isinstance(topics, str) else topics
+        partitions: Iterable[int] = (
+            itertools.repeat(_UNASSIGNED) if self.partitioner is None else self._partitions(topics, keys)
+        )
+        records = zip(
+            each_topic,
+            keys,
+            values,
+            partitions,
+            itertools.repeat(0) if timestamps is None else timestamps,
+            itertools.repeat(None) if headers is None else headers,
+        )
+        produce, poll = self.client.produce, self.client.poll
+        for i, (topic, key, value, partition, timestamp, header) in enumerate(records):
+            while True:
+                try:
+                    produce(topic, value, key, partition=partition, timestamp=timestamp, headers=header)
+                    break
+                except BufferError:  # the local queue is full: let librdkafka send, then retry
+                    poll(0.5)
+                    self._raise_failure()
+                except KafkaException as e:
+                    raise self._record_error(e.args[0], topic, key, 1) from None
+            if i % _POLL_EVERY == _POLL_EVERY - 1:
+                poll(0)
+                self._raise_failure()  # fail fast rather than queue records behind a broken connection
+
+    def _partitions(self, topics: str | list[str], keys: list[bytes]) -> list[int]:
+        """The user partitioner's choice per record, checked to be a partition of the record's topic."""
+        out = []
+        for topic, key in zip(itertools.repeat(topics) if isinstance(topics, str) else topics, keys):
+            count = self.partition_counts.get(topic) or self._partition_count(topic)
+            partition = self.partitioner(key, count)  # type: ignore[misc]
+            if not isinstance(partition, int) or not 0 <= partition < count:
+                raise RecordError(
+                    f"option 'sink.partitioner' ({self.spec.partitioner}) returned {partition!r} for the key "
+                    f"{escaped_prefix(key)} of topic '{topic}', which has partitions 0 to {count - 1}"
+                )
+            out.append(partition)
+        return out
+
+    def _partition_count(self, topic: str) -> int:
+        try:
+            found = self.client.list_topics(topic, timeout=self.spec.kafka.timeout_s).topics.get(topic)
+        except KafkaException as e:
+            raise RecordError(f"could not read the partitions of topic '{topic}': {e.args[0].str()}") from None
+        if found is None or found.error is not None or not found.partitions:
+            reason = found.error.str() if found is not None and found.error is not None else "no partitions"
+            raise RecordError(f"cannot write topic '{topic}' at {self.spec.kafka.describe()}: {reason}")
+        self.partition_counts[topic] = len(found.partitions)
+        return len(found.partitions)
+
+    # -- acknowledgements ---------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Wait until every record sent so far is acknowledged; raise the first failure."""
+        deadline = time.monotonic() + 130 + self.spec.kafka.timeout_s  # beyond message.timeout.ms
+        remaining = self.client.flush(1.0)
+        while remaining:
+            self._raise_failure()
+            if time.monotonic() > deadline:
+                raise RecordError(
+                    f"{remaining} record(s) were still unacknowledged by {self.spec.kafka.describe()} after the "
+                    "flush timeout; nothing of this task is reported as written"
+                )
+            remaining = self.client.flush(1.0)
+        self._raise_failure()
+
+    def _on_delivery(self, error: Any, message: Any) -> None:
+        if error is not None:
+            self.failures += 1
+            if self.failure is None:
+                self.failure = (error, message.topic(), message.key())
+
+    def _on_error(self, error: Any) -> None:
+        # Authentication failures and fatal errors would otherwise surface only as timeouts.
+        if error.code() == KafkaError._AUTHENTICATION or error.fatal():
+            self.client_error = error
+
+    def _raise_failure(self) -> None:
+        if self.failure is not None:
+            error, topic, key = self.failure
+            raise self._record_error(error, topic, key, self.failures)
+        if self.client_error is not None:
+            raise RecordError(
+                f"the Kafka client failed: {self.client_error.str()}{_hint(self.client_error.name(), None)}"
+            )
+
+    def _record_error(self, error: Any, topic: str, key: bytes | None, count: int) -> RecordError:
+        return RecordError(
+            f"{count} record(s) could not be written to topic '{topic}' at {self.spec.kafka.describe()}: "
+            f"{error.str()}{_hint(error.name(), self.target.max_message_bytes)} (first failed record's key: "
+            f"{escaped_prefix(key)})"
+        )
+
+
+def _hint(name: str, max_message_bytes: int | None) -> str:
+    if name in ("MSG_SIZE_TOO_LARGE", "_MSG_SIZE_TOO_LARGE"):
+        limit = f"{max_message_bytes} bytes" if max_message_bytes else "its max.message.bytes"
+        return (
+            f" — the record is larger than the topic accepts ({limit}) or than the client's "
+            "'properties.message.max.bytes'"
+        )
+    if name == "TOPIC_AUTHORIZATION_FAILED":
+        return " — grant this client's user WRITE and DESCRIBE on the topic"
+    if name in ("UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_TOPIC"):
+        return " — the topic does not exist and the brokers do not create topics on first write"
+    if name == "_AUTHENTICATION":
+        return " — check 'properties.sasl.username' / 'properties.sasl.password' and the security protocol"
+    if name == "_MSG_TIMED_OUT":
+        return " — not acknowledged in time: check that the brokers are up and reachable"
+    return ""
+
+
+
+def fence(spec: WriteSpec, target: WriteTarget, partition_ids: list[int]) -> None:
+    """Driver side, after a failed write: abort what its tasks may have left open. An open transaction holds
+    back read_committed readers of its partitions until it times out; initializing a producer with the same
+    transactional id aborts it at once."""
+    for partition_id in partition_ids:
+        tid = transactional_id(spec, partition_id)
+        client = producer(spec.kafka, _ignore, **producer_settings(spec, target, tid))
+        try:
+            client.init_transactions(spec.kafka.timeout_s)
+        except KafkaException as e:
+            log.warning("upsert-kafka: could not abort open transactions of %s: %s", tid, e.args[0].str())
+
+
+def _ignore(error: Any, message: Any) -> None:
+    """No records are sent by a fencing producer."""

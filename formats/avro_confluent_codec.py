@@ -1,0 +1,201 @@
+"""Avro in the Confluent wire format (magic byte 0, 4-byte big-endian schema id, Avro body), with a Schema
+Registry, as Flink's `avro-confluent` format: what Confluent's KafkaAvroSerializer writes and its
+KafkaAvroDeserializer reads.
+
+Writing registers (or, with auto.register.schemas=false, looks up) the table's schema, or the one given
+with option `schema`, under the subject `<topic>-key` / `<topic>-value` (option `subject`). Reading
+fetches each record's writer schema by its id and resolves it to the table's columns. Ids and schemas
+are cached per process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pyarrow as pa
+
+from formats.avro_codec import AvroBodyReader, AvroEncoder, decode_records, load_schema_option
+from formats.avro_schema import arrow_schema, avro_schema
+from formats.codec import (
+    Codec,
+    CodecContext,
+    Decoded,
+    Decoder,
+    Encoder,
+    FormatOptionError,
+    option_choice,
+    option_flag,
+)
+from formats.schema_registry import (
+    RegistrySettings,
+    SchemaRegistry,
+    basic_authorization,
+    registry_client,
+    split_credentials,
+)
+
+MAGIC = 0
+HEADER = 5
+# Flink's name for a schema derived from a table, so both write compatible versions of one subject.
+FLINK_NAMESPACE = "org.apache.flink.avro.generated"
+
+
+class AvroConfluentCodec(Codec):
+    name = "avro-confluent"
+    option_names = frozenset(
+        {
+            "url",
+            "subject",
+            "schema",
+            "auto.register.schemas",
+            "basic-auth.credentials-source",
+            "basic-auth.user-info",
+            "bearer-auth.credentials-source",
+            "bearer-auth.token",
+            "ssl.keystore.location",
+            "ssl.keystore.password",
+            "ssl.truststore.location",
+            "ssl.truststore.password",
+            "record-name",
+            "record-namespace",
+            "ignore-parse-errors",
+        }
+    )
+
+    def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
+        super().__init__(options, context)
+        prefix = f"{context.role}.{self.name}."
+        self.prefix = prefix
+        self.ignore_parse_errors = option_flag(options, "ignore-parse-errors", prefix)
+        self.auto_register = option_flag(options, "auto.register.schemas", prefix, default=True)
+        self.given_schema = load_schema_option(options.get("schema"), f"{prefix}schema")
+        self.record_name = options.get("record-name", "record").strip()
+        self.record_namespace = options.get("record-namespace", FLINK_NAMESPACE).strip() or None
+        self.subject = options.get("subject", "").strip() or _default_subject(context)
+        self.settings = _settings(options, prefix)
+
+    def __repr__(self) -> str:  # the options hold credentials: show only what is safe
+        return f"AvroConfluentCodec({self.context.role}, {self.settings!r}, subject={self.subject!r})"
+
+    @property
+    def registry(self) -> SchemaRegistry:
+        return registry_client(self.settings)
+
+    def _require_subject(self) -> str:
+        if not self.subject:
+            raise FormatOptionError(
+                f"option '{self.prefix}subject' is required here: the records' topics are not one named "
+                "topic, so there is no default '<topic>-key' / '<topic>-value' subject"
+            )
+        return self.subject
+
+    def decoder(self, schema: pa.Schema) -> Decoder:
+        return ConfluentDecoder(self.registry, schema)
+
+    def encoder(self, schema: pa.Schema) -> Encoder:
+        writer = self.given_schema or avro_schema(schema, self.record_name, self.record_namespace)
+        schema_id = self.registry.schema_id(self._require_subject(), writer, register=self.auto_register)
+        header = bytes([MAGIC]) + schema_id.to_bytes(4, "big")
+        return AvroEncoder(schema, writer, derived=self.given_schema is None, prefix=header)
+
+    def inferred_schema(self) -> pa.Schema | None:
+        """The subject's latest registered schema as columns (the table's schema when none is given)."""
+        if self.given_schema is not None:
+            return arrow_schema(self.given_schema)
+        return arrow_schema(self.registry.latest(self._require_subject())[1])
+
+
+def _default_subject(context: CodecContext) -> str:
+    """Flink's TopicNameStrategy: `<topic>-key` / `<topic>-value`, for the first of a topic list (the
+    topics of one table share a schema); none for a pattern, where `subject` must be given."""
+    return f"{context.topics[0]}-{context.role}" if context.topics else ""
+
+
+def _settings(options: Mapping[str, str], prefix: str) -> RegistrySettings:
+    raw_url = options.get("url", "").strip()
+    if not raw_url:
+        raise FormatOptionError(
+            f"option '{prefix}url' is required: the schema registry's address, e.g. http://registry:8081"
+        )
+    url, url_info = split_credentials(raw_url)
+    if not url.startswith(("http://", "https://")):
+        raise FormatOptionError(f"option '{prefix}url' must start with http:// or https://, got '{url}'")
+    basic = _basic_user_info(options, prefix, url_info)
+    bearer = _bearer_token(options, prefix)
+    if basic and bearer:
+        raise FormatOptionError(
+            f"options '{prefix}basic-auth.*' and '{prefix}bearer-auth.*' cannot both be set: choose one"
+        )
+    authorization = basic_authorization(basic) if basic else (f"Bearer {bearer}" if bearer else None)
+    if options.get("ssl.truststore.password") is not None and options.get("ssl.truststore.location") is None:
+        raise FormatOptionError(f"option '{prefix}ssl.truststore.password' needs '{prefix}ssl.truststore.location'")
+    return RegistrySettings(
+        url=url,
+        authorization=authorization,
+        ca_file=_pem_file(options, "ssl.truststore.location", prefix),
+        cert_file=_pem_file(options, "ssl.keystore.location", prefix),
+        key_password=options.get("ssl.keystore.password"),
+    )
+
+
+def _basic_user_info(options: Mapping[str, str], prefix: str, url_info: str | None) -> str | None:
+    user_info = options.get("basic-auth.user-info")
+    default = "USER_INFO" if user_info is not None else "URL"
+    source = option_choice(options, "basic-auth.credentials-source", prefix, ("USER_INFO", "URL"), default)
+    if source == "USER_INFO":
+        if not user_info or ":" not in user_info:
+            raise FormatOptionError(
+                f"option '{prefix}basic-auth.user-info' must be '<user>:<password>' with "
+                "basic-auth.credentials-source USER_INFO"
+            )
+        return user_info
+    return url_info
+
+
+def _bearer_token(options: Mapping[str, str], prefix: str) -> str | None:
+    token = options.get("bearer-auth.token")
+    source = options.get("bearer-auth.credentials-source")
+    if source is not None:
+        option_choice(options, "bearer-auth.credentials-source", prefix, ("STATIC_TOKEN",), "STATIC_TOKEN")
+        if not token:
+            raise FormatOptionError(f"option '{prefix}bearer-auth.token' is required with a bearer credentials source")
+    return token or None
+
+
+def _pem_file(options: Mapping[str, str], name: str, prefix: str) -> str | None:
+    """A trust or key store path. Python's TLS reads PEM, not Java's JKS / PKCS#12 stores."""
+    path = options.get(name, "").strip()
+    if not path:
+        return None
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError as e:
+        raise FormatOptionError(f"option '{prefix}{name}': cannot read '{path}': {e.strerror}") from None
+    if b"-----BEGIN" not in head:
+        raise FormatOptionError(
+            f"option '{prefix}{name}': '{path}' is not a PEM file. Python reads PEM certificates and keys: "
+            "convert a JKS or PKCS#12 store, e.g. `openssl pkcs12 -in store.p12 -out store.pem -nodes`"
+        )
+    return path
+
+
+class ConfluentDecoder(Decoder):
+    def __init__(self, registry: SchemaRegistry, schema: pa.Schema) -> None:
+        self.registry = registry
+        self.schema = schema
+        self.readers: dict[int, AvroBodyReader] = {}
+
+    def decode(self, payloads: Sequence[bytes]) -> Decoded:
+        return decode_records(payloads, self._read, self.schema)
+
+    def _read(self, payload: bytes) -> dict:
+        if len(payload) < HEADER or payload[0] != MAGIC:
+            raise ValueError(
+                "not in the Confluent wire format (magic byte 0 and a 4-byte schema id before the Avro body)"
+            )
+        schema_id = int.from_bytes(payload[1:HEADER], "big")
+        reader = self.readers.get(schema_id)
+        if reader is None:
+            reader = self.readers[schema_id] = AvroBodyReader(self.registry.schema(schema_id), self.schema)
+        return reader.read(payload, HEADER)

@@ -1,0 +1,287 @@
+"""Spark (as Arrow) <-> Avro schemas, mapped as Spark's and Flink's avro formats map them.
+
+| Spark            | Avro                                                        |
+|------------------|-------------------------------------------------------------|
+| BOOLEAN          | boolean                                                     |
+| TINYINT/SMALLINT/INT | int                                                     |
+| BIGINT           | long                                                        |
+| FLOAT / DOUBLE   | float / double                                              |
+| DECIMAL(p,s)     | bytes, logicalType decimal (fixed decimals are read too)    |
+| STRING           | string (enums are read as their symbol)                     |
+| BINARY           | bytes (fixed is read too)                                   |
+| DATE             | int, logicalType date                                       |
+| TIMESTAMP        | long, logicalType timestamp-micros (-millis is read too)    |
+| TIMESTAMP_NTZ    | long, logicalType local-timestamp-micros (-millis read too) |
+| ARRAY / MAP<STRING,_> / STRUCT | array / map / record (named <parent>_<field>) |
+
+A nullable column or element is the union ["null", T] with default null. Avro maps have string keys only,
+so a MAP with other keys is rejected (as Spark's to_avro does).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pyarrow as pa
+
+from formats.codec import FormatOptionError
+
+AvroType = Any  # an Avro schema in its JSON form: a name, a list (union) or a dict
+
+_PRIMITIVES: list[tuple[Any, AvroType]] = [
+    (pa.types.is_boolean, "boolean"),
+    (lambda t: t in (pa.int8(), pa.int16(), pa.int32()), "int"),
+    (lambda t: t == pa.int64(), "long"),
+    (lambda t: t == pa.float32(), "float"),
+    (lambda t: t == pa.float64(), "double"),
+    (pa.types.is_string, "string"),
+    (pa.types.is_binary, "bytes"),
+    (pa.types.is_date32, {"type": "int", "logicalType": "date"}),
+]
+
+
+def avro_schema(schema: pa.Schema, name: str = "record", namespace: str | None = None) -> dict:
+    """The Avro record schema for rows of `schema` (what the avro formats write when given none)."""
+    record = _record(list(schema), name)
+    if namespace:
+        record["namespace"] = namespace
+    return record
+
+
+def _record(fields: list[pa.Field], name: str) -> dict:
+    return {
+        "type": "record",
+        "name": name,
+        "fields": [_field(f, f"{name}_{f.name}") for f in fields],
+    }
+
+
+def _field(f: pa.Field, path: str) -> dict:
+    out: dict[str, Any] = {"name": f.name, "type": _nullable(f, path)}
+    if f.nullable:
+        out["default"] = None
+    return out
+
+
+def _nullable(f: pa.Field, path: str) -> AvroType:
+    t = _avro_type(f.type, path)
+    return ["null", t] if f.nullable else t
+
+
+def _avro_type(t: pa.DataType, path: str) -> AvroType:
+    for test, avro in _PRIMITIVES:
+        if test(t):
+            return copy.deepcopy(avro)
+    if pa.types.is_decimal(t):
+        return {"type": "bytes", "logicalType": "decimal", "precision": t.precision, "scale": t.scale}
+    if pa.types.is_timestamp(t):
+        return {"type": "long", "logicalType": "timestamp-micros" if t.tz else "local-timestamp-micros"}
+    if pa.types.is_list(t):
+        return {"type": "array", "items": _nullable(t.value_field, path)}
+    if pa.types.is_map(t):
+        if not pa.types.is_string(t.key_type):
+            raise FormatOptionError(
+                f"Avro maps have string keys only; MAP<{t.key_type}, ...> cannot be written as Avro "
+                "(use MAP<STRING, ...> or an ARRAY of STRUCT<key, value>)"
+            )
+        return {"type": "map", "values": _nullable(t.item_field, path)}
+    if pa.types.is_struct(t):
+        return _record(list(t), path)
+    raise FormatOptionError(f"the avro formats do not support type {t}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Avro -> Arrow, for a schema that comes from elsewhere (a registry subject)
+
+
+def arrow_schema(avro: AvroType) -> pa.Schema:
+    """The columns of an Avro record schema (the inverse of avro_schema, plus enum, fixed, millis)."""
+    names: dict[str, dict] = {}
+    top = _deref(avro, names, None)
+    if not (isinstance(top, dict) and top.get("type") == "record"):
+        raise FormatOptionError(f"the Avro schema must be a record to give table columns, got {_show(avro)}")
+    return pa.schema([_arrow_field(f["name"], f["type"], names, top) for f in top["fields"]])
+
+
+def _arrow_field(name: str, avro: AvroType, names: dict[str, dict], scope: dict | None) -> pa.Field:
+    avro = _deref(avro, names, scope)
+    if isinstance(avro, list):
+        branches = [b for b in avro if b != "null"]
+        if len(branches) != 1:
+            raise FormatOptionError(
+                f"field '{name}': only unions of null and one type map to a column, got {_show(avro)}"
+            )
+        return pa.field(name, _arrow_type(branches[0], names, scope), nullable="null" in avro)
+    return pa.field(name, _arrow_type(avro, names, scope), nullable=False)
+
+
+_BASE = {
+    "boolean": pa.bool_(),
+    "int": pa.int32(),
+    "long": pa.int64(),
+    "float": pa.float32(),
+    "double": pa.float64(),
+    "string": pa.string(),
+    "bytes": pa.binary(),
+    "enum": pa.string(),
+    "fixed": pa.binary(),
+}
+_LOGICAL = {
+    "date": pa.date32(),
+    "timestamp-millis": pa.timestamp("us", tz="UTC"),
+    "timestamp-micros": pa.timestamp("us", tz="UTC"),
+    "local-timestamp-millis": pa.timestamp("us"),
+    "local-timestamp-micros": pa.timestamp("us"),
+}
+
+
+def _arrow_type(avro: AvroType, names: dict[str, dict], scope: dict | None) -> pa.DataType:
+    avro = _deref(avro, names, scope)
+    kind = avro["type"] if isinstance(avro, dict) else avro
+    if isinstance(avro, dict):
+        logical = avro.get("logicalType")
+        if logical == "decimal" and avro.get("precision", 0) <= 38:
+            return pa.decimal128(avro["precision"], avro.get("scale", 0))
+        if logical in _LOGICAL:
+            return _LOGICAL[logical]
+        if kind == "array":
+            return pa.list_(_arrow_field("element", avro["items"], names, scope))
+        if kind == "map":
+            return pa.map_(pa.string(), _arrow_field("value", avro["values"], names, scope))
+        if kind == "record":
+            return pa.struct([_arrow_field(f["name"], f["type"], names, avro) for f in avro["fields"]])
+    if isinstance(kind, str) and kind in _BASE:
+        return _BASE[kind]
+    raise FormatOptionError(f"Avro type {_show(avro)} has no Spark column type here")
+
+
+def _deref(avro: AvroType, names: dict[str, dict], scope: dict | None) -> AvroType:
+    """Resolve a named-type reference; remember named types as they are defined."""
+    if isinstance(avro, dict) and isinstance(avro.get("type"), (dict, list)):
+        return _deref(avro["type"], names, scope)
+    if isinstance(avro, dict) and avro.get("type") in ("record", "enum", "fixed"):
+        names[_full_name(avro, scope)] = avro
+        names.setdefault(avro["name"].rsplit(".", 1)[-1], avro)
+        return avro
+    if isinstance(avro, str) and avro not in _BASE and avro != "null":
+        qualified = f"{_namespace(scope)}.{avro}" if "." not in avro and _namespace(scope) else avro
+        found = names.get(qualified) or names.get(avro)
+        if found is None:
+            raise FormatOptionError(f"the Avro schema refers to the unknown type '{avro}'")
+        return found
+    return avro
+
+
+def _namespace(scope: dict | None) -> str:
+    if not scope:
+        return ""
+    name = scope["name"]
+    return name.rsplit(".", 1)[0] if "." in name else scope.get("namespace", "")
+
+
+def _full_name(avro: dict, scope: dict | None) -> str:
+    name = avro["name"]
+    if "." in name:
+        return name
+    namespace = avro.get("namespace", _namespace(scope))
+    return f"{namespace}.{name}" if namespace else name
+
+
+def _show(avro: AvroType) -> str:
+    text = str(avro)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading records written with another schema
+
+
+def reader_schema(reader: AvroType, writer: AvroType) -> AvroType:
+    """`reader` (derived from the table) adjusted so Avro schema resolution accepts `writer`: named types
+    take the writer's names, and where the table wants a STRING or BINARY the writer's enum or fixed is
+    read as is (the values come out as the symbol and the bytes)."""
+    return _Adopter(writer).adopt(reader, writer, None)
+
+
+class _Adopter:
+    def __init__(self, writer: AvroType) -> None:
+        self.names: dict[str, dict] = {}
+        self.emitted: set[str] = set()
+        _collect(writer, self.names, None)
+
+    def adopt(self, r: AvroType, w: AvroType, scope: dict | None) -> AvroType:
+        w = _deref(w, self.names, scope)
+        if isinstance(r, list):  # the reader's ["null", T]
+            inner = next(b for b in r if b != "null")
+            options = w if isinstance(w, list) else [w]
+            match = next((b for b in options if _same_kind(inner, _deref(b, self.names, scope))), None)
+            return ["null", inner if match is None else self.adopt(inner, match, scope)]
+        if isinstance(w, list):  # writer union, reader not nullable: match a branch
+            match = next((b for b in w if _same_kind(r, _deref(b, self.names, scope))), None)
+            return r if match is None else self.adopt(r, match, scope)
+        if isinstance(w, dict) and w.get("type") in ("enum", "fixed") and _kind(r) in ("string", "bytes"):
+            return self._named(w, scope, lambda: w)
+        if isinstance(r, dict) and isinstance(w, dict):
+            if r.get("type") == "record" and w.get("type") == "record":
+                return self._named(w, w, lambda: self._record(r, w))
+            if r.get("type") == "array" and w.get("type") == "array":
+                return {**r, "items": self.adopt(r["items"], w["items"], scope)}
+            if r.get("type") == "map" and w.get("type") == "map":
+                return {**r, "values": self.adopt(r["values"], w["values"], scope)}
+        return r
+
+    def _named(self, w: dict, scope: dict | None, build: Any) -> AvroType:
+        name = _full_name(w, scope)
+        if name in self.emitted:
+            return name
+        self.emitted.add(name)
+        return build()
+
+    def _record(self, r: dict, w: dict) -> dict:
+        by_name = {f["name"]: f for f in w["fields"]}
+        for f in w["fields"]:
+            for alias in f.get("aliases", ()):
+                by_name.setdefault(alias, f)
+        fields = []
+        for f in r["fields"]:
+            wf = by_name.get(f["name"])
+            fields.append(f if wf is None else {**f, "type": self.adopt(f["type"], wf["type"], w)})
+        name = w["name"] if "." in w["name"] or not w.get("namespace") else f"{w['namespace']}.{w['name']}"
+        return {"type": "record", "name": name, "fields": fields}
+
+
+def _collect(avro: AvroType, names: dict[str, dict], scope: dict | None) -> None:
+    """Every named type the writer schema defines, so references to them resolve."""
+    if isinstance(avro, list):
+        for branch in avro:
+            _collect(branch, names, scope)
+    elif isinstance(avro, dict):
+        kind = avro.get("type")
+        if kind in ("record", "enum", "fixed"):
+            _deref(avro, names, scope)
+        if kind == "record":
+            for f in avro["fields"]:
+                _collect(f["type"], names, avro)
+        elif kind == "array":
+            _collect(avro["items"], names, scope)
+        elif kind == "map":
+            _collect(avro["values"], names, scope)
+        elif isinstance(kind, (dict, list)):
+            _collect(kind, names, scope)
+
+
+def _kind(avro: AvroType) -> str:
+    return avro if isinstance(avro, str) else avro.get("type") if isinstance(avro, dict) else "union"
+
+
+_PROMOTABLE = {"int": {"int", "long", "float", "double"}, "long": {"long", "float", "double"}}
+
+
+def _same_kind(r: AvroType, w: AvroType) -> bool:
+    rk, wk = _kind(r), _kind(w)
+    if rk == wk or (wk in _PROMOTABLE and rk in _PROMOTABLE[wk]):
+        return True
+    if wk == "float" and rk == "double":
+        return True
+    return {rk, wk} <= {"string", "bytes", "enum", "fixed"} and rk in ("string", "bytes")

@@ -1,0 +1,251 @@
+"""CSV, one row per record without a header, as Flink's `csv` format; columns by position.
+
+Both directions are column-wise in Arrow: a batch's records are parsed together by Arrow's CSV reader
+(joined by newlines; a batch that Arrow refuses is parsed record by record to name the bad ones), and
+written by turning each column into text with Arrow kernels and joining the columns per row.
+
+Text forms: numbers as Arrow prints them (NaN, Infinity), decimals plain, DATE `2024-05-06`, TIMESTAMP
+`2024-05-06 07:08:09.120000Z`, TIMESTAMP_NTZ the same without `Z`, BINARY base64. An ARRAY or STRUCT of
+non-nested types is its elements joined by `array-element-delimiter` (Flink's way); a MAP or anything
+nested deeper is its JSON text. A null field is empty (or `null-literal`); an empty string is `""`.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
+
+from formats.codec import (
+    Codec,
+    CodecContext,
+    Decoded,
+    Decoder,
+    Encoder,
+    FormatOptionError,
+    empty_batch,
+    option_flag,
+)
+from formats.csv_text import ColumnReader, column_reader, column_text, native_csv_type
+
+
+class CsvCodec(Codec):
+    name = "csv"
+    option_names = frozenset(
+        {
+            "field-delimiter",
+            "quote-character",
+            "disable-quote-character",
+            "allow-comments",
+            "ignore-parse-errors",
+            "array-element-delimiter",
+            "escape-character",
+            "null-literal",
+        }
+    )
+
+    def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
+        super().__init__(options, context)
+        prefix = f"{context.role}.{self.name}."
+        self.delimiter = _char(options, "field-delimiter", prefix, ",")
+        self.quote: str | None = _char(options, "quote-character", prefix, '"')
+        if option_flag(options, "disable-quote-character", prefix):
+            if "quote-character" in options:
+                raise FormatOptionError(
+                    f"options '{prefix}disable-quote-character' and '{prefix}quote-character' cannot be set together"
+                )
+            self.quote = None
+        self.escape = _char(options, "escape-character", prefix, None)
+        self.allow_comments = option_flag(options, "allow-comments", prefix)
+        self.ignore_parse_errors = option_flag(options, "ignore-parse-errors", prefix)
+        self.element_delimiter = options.get("array-element-delimiter", ";")
+        if not self.element_delimiter:
+            raise FormatOptionError(f"option '{prefix}array-element-delimiter' must not be empty")
+        self.null_literal = options.get("null-literal")
+        specials = [c for c in (self.delimiter, self.quote, self.escape) if c is not None]
+        if len(set(specials)) != len(specials):
+            raise FormatOptionError(
+                f"options '{prefix}field-delimiter', 'quote-character' and 'escape-character' must differ"
+            )
+
+    def decoder(self, schema: pa.Schema) -> Decoder:
+        return CsvDecoder(schema, self)
+
+    def encoder(self, schema: pa.Schema) -> Encoder:
+        return CsvEncoder(schema, self)
+
+
+def _char(options: Mapping[str, str], name: str, prefix: str, default: str | None) -> str | None:
+    raw = options.get(name)
+    if raw is None:
+        return default
+    value = {"\\t": "\t", "tab": "\t"}.get(raw.lower(), raw)
+    if len(value) != 1 or value in "\r\n":
+        raise FormatOptionError(f"option '{prefix}{name}' must be a single character (or \\t), got '{raw}'")
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# Decoding
+
+
+class CsvDecoder(Decoder):
+    def __init__(self, schema: pa.Schema, codec: CsvCodec) -> None:
+        self.schema = schema
+        self.codec = codec
+        self.readers: list[ColumnReader | None] = [
+            column_reader(f.type, codec.element_delimiter, codec.null_literal) for f in schema
+        ]
+        types = {f.name: native_csv_type(f.type) for f in schema}
+        self._read_options = pa_csv.ReadOptions(column_names=schema.names, block_size=1 << 26)
+        self._parse_options = pa_csv.ParseOptions(
+            delimiter=codec.delimiter,
+            quote_char=codec.quote or False,
+            double_quote=codec.escape is None,
+            escape_char=codec.escape or False,
+            ignore_empty_lines=False,
+        )
+        nulls = [""] if codec.null_literal is None else [codec.null_literal]
+        self._convert_options = pa_csv.ConvertOptions(
+            column_types=types,
+            null_values=nulls,
+            strings_can_be_null=True,
+            quoted_strings_can_be_null=False,
+            true_values=["true", "TRUE", "True"],
+            false_values=["false", "FALSE", "False"],
+        )
+
+    def decode(self, payloads: Sequence[bytes]) -> Decoded:
+        if not payloads:
+            return Decoded(empty_batch(self.schema))
+        failures: dict[int, str] = {}
+        lines = list(payloads)
+        if self.codec.allow_comments:
+            for i, payload in enumerate(payloads):
+                if payload.startswith(b"#") or b"\n#" in payload:
+                    lines[i] = _without_comments(payload)
+                    if lines[i] is None:
+                        failures[i] = "the record holds only comment lines, no row"
+        kept = [i for i in range(len(lines)) if i not in failures]
+        table = self._parse_bulk([lines[i] for i in kept]) if kept else None
+        if table is None:
+            parsed = []
+            for i in kept:
+                try:
+                    parsed.append(self._parse(lines[i]))
+                except (pa.ArrowException, ValueError) as e:
+                    failures[i] = _arrow_reason(e)
+            kept = [i for i in kept if i not in failures]
+            table = pa.concat_tables(parsed) if parsed else None
+        if table is None:
+            return Decoded(empty_batch(self.schema), tuple(sorted(failures.items())))
+        return self._finish(table.combine_chunks(), kept, failures)
+
+    def _parse_bulk(self, lines: list[bytes]) -> pa.Table | None:
+        joined = b"\n".join(lines)
+        if b"\r" in joined or joined.count(b"\n") != len(lines) - 1:
+            return None  # a record spans lines: only record by record keeps rows aligned
+        try:
+            table = self._parse(joined)
+        except (pa.ArrowException, ValueError):
+            return None
+        return table if table.num_rows == len(lines) else None
+
+    def _parse(self, data: bytes) -> pa.Table:
+        return pa_csv.read_csv(
+            io.BytesIO(data + b"\n"),
+            read_options=self._read_options,
+            parse_options=self._parse_options,
+            convert_options=self._convert_options,
+        )
+
+    def _finish(self, table: pa.Table, kept: list[int], failures: dict[int, str]) -> Decoded:
+        """Columns Arrow cannot parse itself (binary, nested) arrive as text: convert them here."""
+        columns, bad_rows = [], set()
+        for name, reader in zip(self.schema.names, self.readers):
+            column = table.column(name).combine_chunks() if table.num_rows else table.column(name)
+            if reader is not None:
+                column, bad = reader(column)
+                for row, reason in bad:
+                    bad_rows.add(row)
+                    failures.setdefault(kept[row], f"column '{name}': {reason}")
+            columns.append(column)
+        columns = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in columns]
+        batch = pa.RecordBatch.from_arrays(columns, schema=self.schema)
+        if bad_rows:
+            batch = batch.filter(pa.array([r not in bad_rows for r in range(batch.num_rows)]))
+        return Decoded(batch, tuple(sorted(failures.items())))
+
+
+def _without_comments(payload: bytes) -> bytes | None:
+    lines = [line for line in payload.split(b"\n") if not line.startswith(b"#")]
+    return b"\n".join(lines) if lines else None
+
+
+def _arrow_reason(e: Exception) -> str:
+    text = str(e).split("\n")[0]
+    return re.sub(r"^In CSV column #(\d+): ", r"column \1: ", text)
+
+
+# ---------------------------------------------------------------------------------------------
+# Encoding
+
+
+class CsvEncoder(Encoder):
+    def __init__(self, schema: pa.Schema, codec: CsvCodec) -> None:
+        self.schema = schema
+        self.codec = codec
+        self.null_text = codec.null_literal if codec.null_literal is not None else ""
+        specials = [codec.delimiter, "\r", "\n"] + [c for c in (codec.quote, codec.escape) if c]
+        alternatives = [re.escape(c) for c in specials]
+        if codec.quote is not None:
+            # Quoted, an empty string or the null literal reads back as a string, not as null.
+            alternatives.append("^$")
+            if codec.null_literal:
+                alternatives.append(f"^{re.escape(codec.null_literal)}$")
+        self._needs_quoting = "|".join(alternatives)
+
+    def encode(self, batch: pa.RecordBatch) -> list[bytes]:
+        if batch.num_columns == 0:
+            return [b""] * batch.num_rows
+        texts = [
+            self._quoted(column_text(column, self.codec.element_delimiter, self.null_text)) for column in batch.columns
+        ]
+        rows = pc.binary_join_element_wise(
+            *texts, self.codec.delimiter, null_handling="replace", null_replacement=self.null_text
+        )
+        return rows.cast(pa.binary()).to_pylist()
+
+    def _quoted(self, text: pa.Array) -> pa.Array:
+        needs = pc.fill_null(pc.match_substring_regex(text, self._needs_quoting), False)
+        if not pc.any(needs).as_py():
+            return text
+        codec = self.codec
+        if codec.quote is None and codec.escape is None:
+            row = pc.index(needs, True).as_py()
+            raise ValueError(
+                f"the value {text[row].as_py()!r} holds the delimiter or a line break, and quoting is "
+                "disabled: set escape-character"
+            )
+        if codec.quote is None:  # escape the special characters instead
+            escaped = pc.replace_substring_regex(
+                text, f"([{re.escape(codec.escape + codec.delimiter)}\\r\\n])", f"{_re_repl(codec.escape)}\\1"
+            )
+            return pc.if_else(needs, escaped, text)
+        inner = (
+            pc.replace_substring(text, codec.quote, codec.quote * 2)
+            if codec.escape is None
+            else pc.replace_substring_regex(
+                text, f"([{re.escape(codec.escape + codec.quote)}])", f"{_re_repl(codec.escape)}\\1"
+            )
+        )
+        quoted = pc.binary_join_element_wise(codec.quote, inner, codec.quote, "")
+        return pc.if_else(needs, quoted, text)
+
+
+def _re_repl(char: str) -> str:
+    return char.replace("\\", "\\\\")

@@ -1,0 +1,201 @@
+"""A real Schema Registry for tests and demos: Apicurio Registry 3 from Maven Central, in-memory storage,
+whose Confluent-compatible API (what confluent-kafka's SchemaRegistryClient and our avro-confluent
+format talk to) is at <url>/apis/ccompat/v7.
+
+    python -m integration.registry start|stop|status
+
+Apicurio 3 needs Java 21 or newer: JAVA_HOME, then `java` on the PATH, then the JDKs under
+/usr/lib/jvm are tried. Test/dev tooling only: the product never imports this package.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from integration.kafka import CACHE_DIR, _log_excerpt, _pid_alive, _run, free_port
+
+APICURIO_VERSION = "3.3.3"
+ARTIFACT = f"io.apicurio:apicurio-registry-app:{APICURIO_VERSION}:tar.gz:all"
+STATE_FILE = CACHE_DIR / "registry.json"
+CCOMPAT = "/apis/ccompat/v7"
+
+
+def ensure_registry_app() -> Path:
+    """The unpacked Apicurio app (holding quarkus-run.jar), fetched with Maven only when absent."""
+    app = CACHE_DIR / f"apicurio-registry-{APICURIO_VERSION}"
+    if (app / "quarkus-run.jar").is_file():
+        return app
+    app.parent.mkdir(parents=True, exist_ok=True)
+    # Fetch and unpack beside the target, then rename: an interrupted fetch never looks complete.
+    tmp = Path(tempfile.mkdtemp(prefix="apicurio.partial-", dir=app.parent))
+    try:
+        mvn = ["mvn", "-q", "-B", "dependency:copy", f"-Dartifact={ARTIFACT}", f"-DoutputDirectory={tmp}"]
+        _run(mvn, "mvn fetching Apicurio Registry")
+        archive = next(tmp.glob("*.tar.gz"))
+        _run(["tar", "xzf", str(archive), "-C", str(tmp)], "unpacking Apicurio Registry")
+        archive.unlink()
+        unpacked = next(p.parent for p in tmp.rglob("quarkus-run.jar"))
+        try:
+            unpacked.rename(app)
+        except OSError:
+            if not (app / "quarkus-run.jar").is_file():  # not a concurrent fetch that won the race
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return app
+
+
+def _java_version(java: Path) -> int:
+    proc = subprocess.run([str(java), "-version"], capture_output=True, text=True, check=False)
+    for token in proc.stderr.replace('"', " ").split():
+        if token[:1].isdigit():
+            return int(token.split(".")[0].split("-")[0].split("+")[0])
+    return 0
+
+
+def find_java(minimum: int = 21) -> Path:
+    """A java binary of at least `minimum` (Apicurio 3 is built for Java 21)."""
+    candidates = []
+    if os.environ.get("JAVA_HOME"):
+        candidates.append(Path(os.environ["JAVA_HOME"]) / "bin" / "java")
+    candidates.append(Path("java"))
+    candidates += sorted(Path("/usr/lib/jvm").glob("*/bin/java"), reverse=True)
+    for java in candidates:
+        try:
+            if _java_version(java) >= minimum:
+                return java
+        except OSError:
+            continue
+    raise RuntimeError(
+        f"Apicurio Registry {APICURIO_VERSION} needs Java {minimum} or newer; none found (tried JAVA_HOME, "
+        "java on the PATH and /usr/lib/jvm). Install one, or set SCHEMA_REGISTRY_URL to a registry of yours."
+    )
+
+
+class SchemaRegistryServer:
+    """Apicurio on 127.0.0.1 with free ports and in-memory storage; its log kept in the workdir."""
+
+    def __init__(self, workdir: Path | None = None) -> None:
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="upsert-kafka-registry-"))
+        self.port = 0
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._pid: int | None = None  # set instead of _proc when attached to a CLI-started registry
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def url(self) -> str:
+        """The Confluent-compatible API: what the avro-confluent format's 'url' option takes."""
+        return self.base_url + CCOMPAT
+
+    @property
+    def log_path(self) -> Path:
+        return self.workdir / "registry.log"
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else self._pid
+
+    def is_running(self) -> bool:
+        if self._proc is not None:
+            return self._proc.poll() is None
+        return self._pid is not None and _pid_alive(self._pid)
+
+    def start(self, timeout: float = 120, *, detach: bool = False) -> None:
+        if self.is_running():
+            raise RuntimeError(f"registry already running (pid {self.pid})")
+        app, java = ensure_registry_app(), find_java()  # a first fetch may take minutes: not timed
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.port, management = free_port(), free_port()
+        settings = {
+            "quarkus.http.host": "127.0.0.1",
+            "quarkus.http.port": self.port,
+            "quarkus.management.host": "127.0.0.1",
+            "quarkus.management.port": management,
+            "apicurio.storage.kind": "sql",
+            "apicurio.storage.sql.kind": "h2",  # in memory: nothing outlives the process
+        }
+        cmd = [str(java), "-Xmx512m", *(f"-D{k}={v}" for k, v in settings.items()), "-jar", "quarkus-run.jar"]
+        with self.log_path.open("wb") as log:
+            self._proc = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=app, start_new_session=detach
+            )
+        self._pid = None
+        try:
+            self._wait_ready(time.monotonic() + timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_ready(self, deadline: float) -> None:
+        while self.is_running() and time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(self.url + "/subjects", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                time.sleep(0.3)
+        why = "did not answer in time" if self.is_running() else "exited"
+        raise RuntimeError(f"Apicurio Registry {why}; log {self.log_path}:\n{_log_excerpt(self.log_path)}")
+
+    def stop(self) -> None:
+        """SIGTERM by pid, SIGKILL after 20 s; the workdir (log) is kept."""
+        pid = self.pid
+        if pid is not None and self.is_running():
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + 20
+            while self.is_running() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            if self.is_running():
+                os.kill(pid, signal.SIGKILL)
+            if self._proc is not None:
+                self._proc.wait(10)
+        self._proc = self._pid = None
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1 or args[0] not in ("start", "stop", "status"):
+        print("usage: python -m integration.registry start|stop|status", file=sys.stderr)
+        return 2
+    try:
+        state = json.loads(STATE_FILE.read_text())
+        server = SchemaRegistryServer(Path(state["workdir"]))
+        server.port, server._pid = int(state["port"]), int(state["pid"])
+    except (OSError, ValueError, KeyError):
+        server = None
+    if args[0] == "start":
+        if server is None or not server.is_running():
+            server = SchemaRegistryServer()
+            server.start(detach=True)
+            state = {"pid": server.pid, "port": server.port, "workdir": str(server.workdir)}
+            STATE_FILE.parent.mkdir(parents=True, exist_ok=True)
+            STATE_FILE.write_text(json.dumps(state, indent=2) + "\n")
+        print(f"Apicurio Registry {APICURIO_VERSION} up (pid {server.pid}), log {server.log_path}")
+        print(f"export SCHEMA_REGISTRY_URL={server.url}")
+        return 0
+    if args[0] == "stop":
+        if server is not None:
+            server.stop()
+            print(f"stopped; log kept in {server.log_path}")
+        STATE_FILE.unlink(missing_ok=True)
+        return 0
+    up = server is not None and server.is_running()
+    print(f"up: {server.url} (pid {server.pid})" if up else "down")
+    return 0 if up else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

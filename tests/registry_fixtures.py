@@ -1,0 +1,189 @@
+"""The Schema Registry for the tests: SCHEMA_REGISTRY_URL when set, else an Apicurio Registry started for
+the session (integration/registry.py); and a gate in front of it that checks credentials and serves TLS,
+for the registry client's auth and TLS settings (Apicurio itself only authenticates through OIDC)."""
+
+from __future__ import annotations
+
+import os
+import ssl
+import subprocess
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+_server = None
+
+
+@pytest.fixture(scope="session")
+def registry_url() -> Iterator[str]:
+    """The Confluent-compatible API of a real schema registry (what the avro-confluent 'url' takes)."""
+    global _server
+    given = os.environ.get("SCHEMA_REGISTRY_URL")
+    if given:
+        yield given
+        return
+    from integration.registry import SchemaRegistryServer
+
+    _server = SchemaRegistryServer()
+    _server.start()
+    try:
+        yield _server.url
+    finally:
+        _server.stop()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int) -> None:
+    if exitstatus != 0 and _server is not None:
+        terminalreporter.write_line(f"Schema registry log: {_server.log_path}")
+
+
+# -- a gate in front of the real registry: checks credentials, serves TLS, counts requests ----------
+
+
+@dataclass
+class RegistryGate:
+    """What reached the registry through the gate: (method, path, Authorization header) per request."""
+
+    url: str
+    requests: list[tuple[str, str, str | None]] = field(default_factory=list)
+
+
+def _forwarding_handler(target: str, gate: RegistryGate, authorization: str | None) -> type:
+    class Handler(BaseHTTPRequestHandler):
+        def _forward(self) -> None:
+            auth = self.headers.get("Authorization")
+            gate.requests.append((self.command, self.path, auth))
+            if authorization is not None and auth != authorization:
+                self._answer(401, b'{"error_code":401,"message":"Unauthorized"}')
+                return
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0)) or None
+            request = urllib.request.Request(target + self.path, data=body, method=self.command)
+            for name in ("Content-Type", "Accept"):
+                if self.headers.get(name):
+                    request.add_header(name, self.headers[name])
+            try:
+                with urllib.request.urlopen(request, timeout=30) as r:
+                    self._answer(r.status, r.read())
+            except urllib.error.HTTPError as e:
+                self._answer(e.code, e.read())
+
+        def _answer(self, status: int, body: bytes) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/vnd.schemaregistry.v1+json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = do_PUT = do_DELETE = _forward
+
+        def log_message(self, *args: object) -> None:  # quiet
+            pass
+
+    return Handler
+
+
+@pytest.fixture
+def registry_gate(registry_url: str) -> Iterator[Callable[..., RegistryGate]]:
+    """Start a gate to the real registry: `registry_gate(authorization="Basic ...", tls=certs)`."""
+    servers = []
+
+    def start(authorization: str | None = None, tls: TlsFiles | None = None) -> RegistryGate:
+        base, _, api = registry_url.partition("/apis/")
+        server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+        scheme = "http"
+        if tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(tls.server_cert, tls.server_key)
+            context.load_verify_locations(tls.ca)
+            context.verify_mode = ssl.CERT_REQUIRED  # mutual TLS: the client must show its certificate
+            server.socket = context.wrap_socket(server.socket, server_side=True)
+            scheme = "https"
+        gate = RegistryGate(f"{scheme}://127.0.0.1:{server.server_address[1]}/apis/{api}")
+        server.RequestHandlerClass = _forwarding_handler(base, gate, authorization)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return gate
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    ca: str  # the CA that signed both certificates (the client's truststore)
+    server_cert: str
+    server_key: str
+    client_pem: str  # the client's certificate and its key, encrypted with key_password
+    key_password: str
+
+
+@pytest.fixture(scope="session")
+def tls_files(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
+    """A CA, a server certificate for 127.0.0.1 and a client certificate, made with the openssl CLI."""
+    d = tmp_path_factory.mktemp("tls")
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
+
+    openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=upsert-kafka test CA",
+    )
+    (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    for name in ("server", "client"):
+        openssl(
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            f"{name}.key",
+            "-out",
+            f"{name}.csr",
+            "-subj",
+            f"/CN={name}",
+        )
+        openssl(
+            "x509",
+            "-req",
+            "-in",
+            f"{name}.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            f"{name}.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "san.ext",
+        )
+    openssl("pkey", "-in", "client.key", "-aes256", "-passout", "pass:key-s3cret", "-out", "client.enc.key")
+    (d / "client-bundle.pem").write_bytes((d / "client.pem").read_bytes() + (d / "client.enc.key").read_bytes())
+    return TlsFiles(
+        ca=str(d / "ca.pem"),
+        server_cert=str(d / "server.pem"),
+        server_key=str(d / "server.key"),
+        client_pem=str(d / "client-bundle.pem"),
+        key_password="key-s3cret",
+    )
