@@ -1,0 +1,190 @@
+"""The benchmark's Kafka side, with confluent-kafka alone (no Spark): the data set, the raw client ceilings
+(produce and consume with no decoding), a fixed-rate producer for latency, and reading latencies back.
+
+Test/dev tooling only: the product never imports this package.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import struct
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import orjson
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+PARTITIONS = 4
+# Value columns (the key is {"id": ...}); about 150 bytes of JSON per value.
+VALUE_DDL = "id BIGINT, name STRING, category STRING, price DOUBLE, quantity INT, ts BIGINT"
+AVRO_VALUE_SCHEMA = {
+    "type": "record",
+    "name": "Order",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "name", "type": "string"},
+        {"name": "category", "type": "string"},
+        {"name": "price", "type": "double"},
+        {"name": "quantity", "type": "int"},
+        {"name": "ts", "type": "long"},
+    ],
+}
+_PRODUCER = {"partitioner": "murmur2_random", "linger.ms": 20, "batch.num.messages": 10000, "acks": "all"}
+
+
+def row(i: int) -> dict:
+    return {
+        "id": i,
+        "name": f"customer-name-{i:010d}-of-the-shop",
+        "category": f"category-{i % 97:04d}-general-goods",
+        "price": round((i % 100_000) / 7, 2),
+        "quantity": i % 13,
+        "ts": 1_790_000_000_000 + i,
+    }
+
+
+def json_records(n: int) -> list[tuple[bytes, bytes]]:
+    return [(orjson.dumps({"id": i}), orjson.dumps(row(i))) for i in range(n)]
+
+
+def create_topic(bootstrap: str, name: str, partitions: int = PARTITIONS, **config: str) -> str:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, partitions, 1, config=config)])[name].result(30)
+    deadline = time.monotonic() + 30
+    while len(getattr(admin.list_topics(timeout=10).topics.get(name), "partitions", None) or {}) < partitions:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"topic {name} did not appear")
+        time.sleep(0.1)
+    return name
+
+
+# The raw client's ceilings run one process per core, as Spark's local[2] runs two Python workers.
+PROCESSES = 2
+
+
+def _in_processes(work: Callable[[int], float]) -> float:
+    """Run work(i) for i in range(PROCESSES) in forked processes; the seconds of the slowest."""
+    with multiprocessing.get_context("fork").Pool(PROCESSES) as pool:
+        return max(pool.map(work, range(PROCESSES)))
+
+
+def produce_parallel(bootstrap: str, topic: str, records: list[tuple[bytes, bytes]]) -> float:
+    """The records split over PROCESSES producers; the seconds until all are acknowledged."""
+    return _in_processes(lambda i: produce(bootstrap, topic, records[i::PROCESSES]))
+
+
+def consume_parallel(bootstrap: str, topic: str) -> float:
+    """The partitions split over PROCESSES consumers; the seconds until all are read."""
+    return _in_processes(lambda i: consume(bootstrap, topic, list(range(i, PARTITIONS, PROCESSES)))[1])
+
+
+def produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes]]) -> float:
+    """Produce every record (keyed, Java-compatible partitioner, acks=all); returns the seconds it took."""
+    producer = Producer({"bootstrap.servers": bootstrap, **_PRODUCER})
+    failures: list = []
+    started = time.perf_counter()
+    for key, value in records:
+        while True:
+            try:
+                producer.produce(topic, value, key, on_delivery=lambda e, m: e and failures.append(e))
+                break
+            except BufferError:
+                producer.poll(0.1)
+    if producer.flush(120) or failures:
+        raise RuntimeError(f"producing to {topic} failed: {failures[:3]}")
+    return time.perf_counter() - started
+
+
+def consume(bootstrap: str, topic: str, partitions: list[int] | None = None) -> tuple[int, float]:
+    """Read the partitions (default: all) as bytes, read_committed, no decoding: (records, seconds)."""
+    partitions = list(range(PARTITIONS)) if partitions is None else partitions
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "bench-ceiling",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed",
+        }
+    )
+    started = time.perf_counter()
+    consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+    done: set[int] = set()
+    count = 0
+    while len(done) < len(partitions):
+        for m in consumer.consume(10_000, timeout=1.0):
+            error = m.error()
+            if error is None:
+                count += 1
+            elif error.code() == KafkaError._PARTITION_EOF:
+                done.add(m.partition())
+            else:
+                raise RuntimeError(error.str())
+    seconds = time.perf_counter() - started
+    consumer.close()
+    return count, seconds
+
+
+def confluent_avro_records(n: int, schema_id: int) -> list[tuple[bytes, bytes]]:
+    """Keys as JSON, values in the Confluent wire format (magic 0, schema id, Avro body)."""
+    import io
+
+    import fastavro
+
+    parsed = fastavro.parse_schema(AVRO_VALUE_SCHEMA)
+    header = struct.pack(">bI", 0, schema_id)
+    out = []
+    for i in range(n):
+        buffer = io.BytesIO()
+        buffer.write(header)
+        fastavro.schemaless_writer(buffer, parsed, row(i))
+        out.append((orjson.dumps({"id": i}), buffer.getvalue()))
+    return out
+
+
+@dataclass
+class RateProducer:
+    """Produces `rate` records/s for `seconds` from a thread; each value carries its id, and the record's
+    CreateTime is its produce time."""
+
+    bootstrap: str
+    topic: str
+    rate: int
+    seconds: float
+    sent: int = 0
+
+    def start(self) -> threading.Thread:
+        thread = threading.Thread(target=self._run, daemon=True)
+        thread.start()
+        return thread
+
+    def _run(self) -> None:
+        producer = Producer({"bootstrap.servers": self.bootstrap, **_PRODUCER, "linger.ms": 0})
+        tick, per_tick = 0.01, max(1, self.rate // 100)
+        started = time.monotonic()
+        while time.monotonic() - started < self.seconds:
+            for _ in range(per_tick):
+                i = self.sent
+                producer.produce(self.topic, orjson.dumps(row(i)), orjson.dumps({"id": i}))
+                self.sent += 1
+            producer.poll(0)
+            time.sleep(max(0.0, started + (self.sent / per_tick) * tick - time.monotonic()))
+        producer.flush(30)
+
+
+def latencies(bootstrap: str, topic: str, expected: int, timeout: float = 120) -> list[float]:
+    """Milliseconds from produce to arrival in the output topic per record: the output record's LogAppendTime
+    minus the `produced_ms` its value carries. Waits until `expected` records arrived."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-latency", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    out: list[float] = []
+    deadline = time.monotonic() + timeout
+    while len(out) < expected and time.monotonic() < deadline:
+        for m in consumer.consume(10_000, timeout=1.0):
+            if m.error() is None and m.value() is not None:
+                out.append(m.timestamp()[1] - orjson.loads(m.value())["produced_ms"])
+    consumer.close()
+    return out

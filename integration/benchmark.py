@@ -1,0 +1,334 @@
+"""Benchmarks: our connector next to Spark's JVM `kafka` connector and the raw confluent-kafka client, in one
+run, on the same broker, topics, rows and output sink.
+
+    integration/dev python -m integration.benchmark [--records 2000000] [--repeat 3]
+
+Starts the embedded broker and schema registry unless KAFKA_BOOTSTRAP_SERVERS / SCHEMA_REGISTRY_URL name
+yours; fetches the JVM connector's jars with Maven (integration/spark-kafka-pom.xml) into the cache. Prints
+a table (median records/s, spread, ratios ours/JVM and ours/ceiling) and writes integration/results/
+benchmark.json and benchmark.png. Every figure is measured in this run; the machine's noise shows in the
+spread, so compare the ratios, not single numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import statistics
+import time
+import uuid
+from collections.abc import Callable
+from contextlib import ExitStack
+from pathlib import Path
+
+from integration import bench_kafka as kb
+from integration.bench_memory import PythonWorkerMemory
+from integration.kafka import CACHE_DIR, _run
+
+RESULTS = Path(__file__).resolve().parent / "results"
+SPARK_KAFKA_POM = Path(__file__).resolve().parent / "spark-kafka-pom.xml"
+_PEER_JARS = ("spark-sql-kafka-0-10", "spark-token-provider-kafka-0-10", "kafka-clients", "commons-pool2", "spark-avro")
+
+
+def ensure_spark_kafka_jars() -> list[str]:
+    """The JVM connector's jars (fetched once into the cache), only those pyspark lacks."""
+    folder = CACHE_DIR / f"spark-kafka-peer-{hashlib.sha1(SPARK_KAFKA_POM.read_bytes()).hexdigest()[:8]}"
+    if not folder.is_dir():
+        partial = folder.with_name(folder.name + ".partial")
+        mvn = ["mvn", "-q", "-B", "-f", str(SPARK_KAFKA_POM), "dependency:copy-dependencies"]
+        _run([*mvn, f"-DoutputDirectory={partial}", "-DincludeScope=runtime"], "mvn fetching spark-sql-kafka")
+        partial.rename(folder)
+    return sorted(str(j) for j in folder.glob("*.jar") if j.name.startswith(_PEER_JARS))
+
+
+class Bench:
+    def __init__(self, spark, bootstrap: str, registry_url: str, records: int, repeat: int) -> None:
+        self.spark, self.bootstrap, self.registry_url = spark, bootstrap, registry_url
+        self.records, self.repeat = records, repeat
+        self.results: dict[str, dict] = {}
+
+    # -- measuring ----------------------------------------------------------------------------------
+
+    def measure(self, name: str, run: Callable[[], float], records: int | None = None) -> None:
+        """Run `run` (returns seconds) `repeat` times; keep records/s median, min and max."""
+        n = records or self.records
+        rates = []
+        for _ in range(self.repeat):
+            rates.append(n / run())
+        self.results[name] = {
+            "records": n,
+            "median": statistics.median(rates),
+            "min": min(rates),
+            "max": max(rates),
+            "runs": rates,
+        }
+        print(f"  {name:<40} {statistics.median(rates):>12,.0f} rec/s  ({min(rates):,.0f} .. {max(rates):,.0f})")
+
+    def fresh_topic(self, what: str, **config: str) -> str:
+        return kb.create_topic(self.bootstrap, f"bench-{what}-{uuid.uuid4().hex[:8]}", **config)
+
+    def timed(self, action: Callable[[], object]) -> float:
+        started = time.perf_counter()
+        action()
+        return time.perf_counter() - started
+
+    def ours(self, topic: str, **more: str):
+        base = {"topic": topic, "properties.bootstrap.servers": self.bootstrap, "key.fields": "id"}
+        return self.spark.read.format("upsert-kafka").options(**base, **more)
+
+    def jvm(self, topic: str):
+        return (
+            self.spark.read.format("kafka")
+            .option("kafka.bootstrap.servers", self.bootstrap)
+            .option("subscribe", topic)
+            .option("startingOffsets", "earliest")
+        )
+
+    @staticmethod
+    def noop(df) -> None:
+        df.write.format("noop").mode("overwrite").save()
+
+    # -- the scenarios ------------------------------------------------------------------------------
+
+    def json_reads(self) -> str:
+        records = kb.json_records(self.records)
+        topics: list[str] = []
+
+        def raw_produce() -> float:
+            topics.append(self.fresh_topic("json"))
+            return kb.produce_parallel(self.bootstrap, topics[-1], records)
+
+        self.measure("produce: raw confluent-kafka", raw_produce)
+        topic = topics[0]
+        self.measure("read: raw confluent-kafka (no decode)", lambda: kb.consume_parallel(self.bootstrap, topic))
+        for mode in ("changelog", "table"):
+            df = self.ours(topic, **{"read.mode": mode}).schema(kb.VALUE_DDL + _change_column(mode)).load()
+            self.measure(f"read: ours json {mode}", lambda df=df: self.timed(lambda: self.noop(df)))
+        jvm = (
+            self.jvm(topic)
+            .load()
+            .selectExpr(
+                "from_json(CAST(key AS STRING), 'id BIGINT') AS k",
+                f"from_json(CAST(value AS STRING), '{kb.VALUE_DDL}') AS v",
+            )
+        )
+        jvm = jvm.selectExpr("k.id AS key_id", "v.*")
+        self.measure("read: JVM kafka + from_json", lambda: self.timed(lambda: self.noop(jvm)))
+        return topic
+
+    def avro_reads(self) -> None:
+        from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+
+        topic = self.fresh_topic("avro")
+        schema_id = SchemaRegistryClient({"url": self.registry_url}).register_schema(
+            f"{topic}-value", Schema(json.dumps(kb.AVRO_VALUE_SCHEMA), "AVRO")
+        )
+        kb.produce(self.bootstrap, topic, kb.confluent_avro_records(self.records, schema_id))
+        self.measure("read: raw confluent-kafka avro (no decode)", lambda: kb.consume_parallel(self.bootstrap, topic))
+        df = self.ours(
+            topic,
+            **{
+                "read.mode": "changelog",
+                "value.format": "avro-confluent",
+                "value.avro-confluent.url": self.registry_url,
+            },
+        )
+        df = df.schema(kb.VALUE_DDL + ", _change_type STRING").load()
+        self.measure("read: ours avro-confluent changelog", lambda: self.timed(lambda: self.noop(df)))
+        from pyspark.sql.avro.functions import from_avro
+        from pyspark.sql.functions import col, expr
+
+        # Spark has no Confluent wire format: skip the 5-byte header, then plain Avro.
+        jvm = (
+            self.jvm(topic)
+            .load()
+            .select(
+                expr("from_json(CAST(key AS STRING), 'id BIGINT')").alias("k"),
+                from_avro(expr("substring(value, 6)"), json.dumps(kb.AVRO_VALUE_SCHEMA)).alias("v"),
+            )
+        )
+        jvm = jvm.select(col("k.id").alias("key_id"), "v.*")
+        self.measure("read: JVM kafka + from_avro", lambda: self.timed(lambda: self.noop(jvm)))
+
+    def writes(self) -> None:
+        rows = self.spark.range(self.records).selectExpr(
+            "id",
+            "format_string('customer-name-%010d-of-the-shop', id) AS name",
+            "format_string('category-%04d-general-goods', id % 97) AS category",
+            "round((id % 100000) / 7, 2) AS price",
+            "CAST(id % 13 AS INT) AS quantity",
+            "1790000000000 + id AS ts",
+        )
+        rows = rows.repartition(kb.PARTITIONS).cache()
+        rows.count()
+
+        def ours() -> float:
+            topic = self.fresh_topic("write-ours")
+            options = {"topic": topic, "properties.bootstrap.servers": self.bootstrap, "key.fields": "id"}
+            return self.timed(lambda: rows.write.format("upsert-kafka").options(**options).mode("append").save())
+
+        def jvm() -> float:
+            topic = self.fresh_topic("write-jvm")
+            out = rows.selectExpr("to_json(named_struct('id', id)) AS key", "to_json(struct(*)) AS value")
+            writer = out.write.format("kafka").option("kafka.bootstrap.servers", self.bootstrap)
+            return self.timed(lambda: writer.option("topic", topic).save())
+
+        self.measure("write: ours json", ours)
+        self.measure("write: JVM kafka + to_json", jvm)
+        rows.unpersist()
+
+    def streaming(self, topic: str, tmp: Path) -> None:
+        def ours() -> float:
+            stream = self.spark.readStream.format("upsert-kafka").options(
+                topic=topic, **{"properties.bootstrap.servers": self.bootstrap, "key.fields": "id"}
+            )
+            return self._available_now(stream.schema(kb.VALUE_DDL + ", _change_type STRING").load(), tmp)
+
+        def jvm() -> float:
+            stream = self.spark.readStream.format("kafka").option("kafka.bootstrap.servers", self.bootstrap)
+            stream = stream.option("subscribe", topic).option("startingOffsets", "earliest").load()
+            parsed = stream.selectExpr(f"from_json(CAST(value AS STRING), '{kb.VALUE_DDL}') AS v").select("v.*")
+            return self._available_now(parsed, tmp)
+
+        self.measure("stream AvailableNow: ours json", ours)
+        self.measure("stream AvailableNow: JVM kafka + from_json", jvm)
+
+    def _available_now(self, df, tmp: Path) -> float:
+        checkpoint = tmp / uuid.uuid4().hex
+        query = df.writeStream.format("noop").option("checkpointLocation", str(checkpoint))
+        return self.timed(lambda: query.trigger(availableNow=True).start().awaitTermination())
+
+    def latency(self, tmp: Path, rate: int, seconds: float) -> None:
+        """Produce at a fixed rate while a query copies each record to an output topic; the latency of a
+        record is the output's LogAppendTime minus its produce time."""
+        for who in ("ours", "JVM"):
+            source = self.fresh_topic(f"lat-in-{who}")
+            sink = self.fresh_topic(f"lat-out-{who}", **{"message.timestamp.type": "LogAppendTime"})
+            query = self._copy_query(who, source, sink, tmp)
+            try:
+                producer = kb.RateProducer(self.bootstrap, source, rate, seconds)
+                time.sleep(3)  # the first micro-batches (planning, worker start) are not the steady state
+                producer.start().join()
+                found = sorted(kb.latencies(self.bootstrap, sink, producer.sent))
+            finally:
+                query.stop()
+            q = statistics.quantiles(found, n=100) if len(found) > 1 else found * 99
+            self.results[f"latency: {who}"] = {
+                "rate": rate,
+                "records": producer.sent,
+                "arrived": len(found),
+                "p50_ms": q[49],
+                "p99_ms": q[98],
+            }
+            print(f"  latency {who:<5} at {rate}/s: p50 {q[49]:,.0f} ms, p99 {q[98]:,.0f} ms ({len(found)} records)")
+
+    def _copy_query(self, who: str, source: str, sink: str, tmp: Path):
+        checkpoint = str(tmp / uuid.uuid4().hex)
+        if who == "ours":
+            options = {"properties.bootstrap.servers": self.bootstrap, "key.fields": "id"}
+            df = self.spark.readStream.format("upsert-kafka").options(topic=source, **options)
+            df = df.option("scan.startup.mode", "earliest-offset").option("metadata.columns", "produced=timestamp")
+            df = df.schema(kb.VALUE_DDL + ", _change_type STRING, produced TIMESTAMP").load()
+            out = df.selectExpr("id", "unix_millis(produced) AS produced_ms")
+            writer = out.writeStream.format("upsert-kafka").options(topic=sink, **options)
+        else:
+            df = self.spark.readStream.format("kafka").option("kafka.bootstrap.servers", self.bootstrap)
+            df = df.option("subscribe", source).option("startingOffsets", "earliest").load()
+            out = df.selectExpr("key", "to_json(named_struct('produced_ms', unix_millis(timestamp))) AS value")
+            writer = out.writeStream.format("kafka").option("kafka.bootstrap.servers", self.bootstrap)
+            writer = writer.option("topic", sink)
+        return writer.option("checkpointLocation", checkpoint).start()
+
+    def table_memory(self, topic: str, keys: int) -> None:
+        """Peak RSS of the Python workers while reading `keys` distinct keys in table mode."""
+        per_partition = min(keys, self.records) // kb.PARTITIONS
+        ending = json.dumps({topic: {str(p): per_partition for p in range(kb.PARTITIONS)}})
+        df = self.ours(topic, endingOffsets=ending).schema(kb.VALUE_DDL).load()
+        with PythonWorkerMemory() as memory:
+            self.noop(df)
+        self.results["memory: ours table mode"] = {
+            "distinct_keys": per_partition * kb.PARTITIONS,
+            "peak_worker_mb": memory.peak_worker_mb,
+            "peak_total_mb": memory.peak_total_mb,
+        }
+        print(
+            f"  table mode, {per_partition * kb.PARTITIONS:,} keys: peak Python worker {memory.peak_worker_mb:,.0f} MB,"
+            f" all workers {memory.peak_total_mb:,.0f} MB"
+        )
+
+
+def _change_column(mode: str) -> str:
+    return ", _change_type STRING" if mode == "changelog" else ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=2_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--rate", type=int, default=5000, help="records/s of the latency test")
+    parser.add_argument("--latency-seconds", type=float, default=20)
+    parser.add_argument("--memory-keys", type=int, default=1_000_000)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+
+    from pyspark.sql import SparkSession
+
+    from connector import UpsertKafkaDataSource
+    from integration.bench_report import report
+
+    with ExitStack() as stack:
+        bootstrap, registry_url = _infrastructure(stack)
+        spark = (
+            SparkSession.builder.master("local[2]")
+            .appName("upsert-kafka-benchmark")
+            .config("spark.jars", ",".join(ensure_spark_kafka_jars()))
+            .config("spark.ui.enabled", "false")
+            .config("spark.driver.memory", "4g")
+            .config("spark.sql.shuffle.partitions", "4")
+            .getOrCreate()
+        )
+        spark.sparkContext.setLogLevel("ERROR")
+        spark.dataSource.register(UpsertKafkaDataSource)
+        tmp = Path(stack.enter_context(_tempdir()))
+        bench = Bench(spark, bootstrap, registry_url, args.records, args.repeat)
+        print(f"{args.records:,} records, {kb.PARTITIONS} partitions, {args.repeat} runs each, local[2]")
+        topic = bench.json_reads()
+        bench.avro_reads()
+        bench.writes()
+        bench.streaming(topic, tmp)
+        bench.latency(tmp, args.rate, args.latency_seconds)
+        bench.table_memory(topic, args.memory_keys)
+        spark.stop()
+    report(bench.results, args, args.out)
+    return 0
+
+
+def _infrastructure(stack: ExitStack) -> tuple[str, str]:
+    from integration.kafka import KafkaBroker
+    from integration.registry import SchemaRegistryServer
+
+    bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
+    if not bootstrap:
+        broker = KafkaBroker()
+        broker.start()
+        stack.callback(broker.stop)
+        bootstrap = broker.bootstrap_servers
+    registry_url = os.environ.get("SCHEMA_REGISTRY_URL")
+    if not registry_url:
+        registry = SchemaRegistryServer()
+        registry.start()
+        stack.callback(registry.stop)
+        registry_url = registry.url
+    return bootstrap, registry_url
+
+
+def _tempdir():
+    import tempfile
+
+    return tempfile.TemporaryDirectory(prefix="upsert-kafka-bench-")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
