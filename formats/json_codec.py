@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
+from formats import json_vector
 from formats.codec import (
     Codec,
     CodecContext,
@@ -296,8 +297,14 @@ class JsonEncoder(Encoder):
         self.names = schema.names
         self.codec = codec
         self.converters = [arrow_to_json(f.type, codec) for f in schema]
+        # Flat rows of numbers, booleans and strings are written column-wise (formats/json_vector.py).
+        self.column_wise = json_vector.supports(schema) and not codec.ignore_null_fields
 
     def encode(self, batch: pa.RecordBatch) -> list[bytes]:
+        if self.column_wise:
+            encoded = json_vector.encode_objects(batch)
+            if encoded is not None:
+                return encoded
         columns = []
         for column, convert in zip(batch.columns, self.converters):
             values = column.to_pylist()

@@ -1,0 +1,56 @@
+"""JSON objects built column-wise with Arrow compute, for the common flat rows: no Python object per value.
+
+The text of every column is made at once (numbers and booleans cast to strings, strings escaped and
+quoted, nulls as `null`), then one element-wise join lays the objects out: `{"id":1,"name":"a"}`. For a
+row of six fields this runs several times faster than building a dict per row for orjson.
+
+Only what has one JSON spelling takes this path: booleans, integers, finite floats, and strings without
+control characters (the only characters, besides `"` and `\\`, that JSON requires escaped). Anything else
+(NaN, dates, decimals, nested types, ignore-null-fields) returns None and the caller encodes row by row.
+"""
+
+from __future__ import annotations
+
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+
+_CONTROL = "[\\x00-\\x1f]"
+
+
+def _plain(t: pa.DataType) -> bool:
+    return pa.types.is_boolean(t) or pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_string(t)
+
+
+def supports(schema: pa.Schema) -> bool:
+    """Whether rows of this schema can take the column-wise path (values may still send a batch back)."""
+    return len(schema) > 0 and all(_plain(f.type) for f in schema)
+
+
+def _text(column: pa.Array) -> pa.Array | None:
+    """The JSON text of every value (`null` for nulls), or None when a value needs the row path."""
+    t = column.type
+    if pa.types.is_string(t):
+        if pc.any(pc.match_substring_regex(column, _CONTROL)).as_py():
+            return None
+        escaped = pc.replace_substring(pc.replace_substring(column, "\\", "\\\\"), '"', '\\"')
+        text = pc.binary_join_element_wise('"', escaped, '"', "")
+    elif pa.types.is_floating(t):
+        if pc.any(pc.invert(pc.is_finite(column))).as_py():
+            return None  # NaN and infinities have no JSON number: the row path decides how to write them
+        text = pc.cast(column, pa.string())
+    else:
+        text = pc.cast(column, pa.string())
+    return pc.fill_null(text, "null")
+
+
+def encode_objects(batch: pa.RecordBatch) -> list[bytes] | None:
+    """One JSON object per row (fields in schema order), or None when some value needs the row path."""
+    parts: list[pa.Array | str] = []
+    for i, (name, column) in enumerate(zip(batch.schema.names, batch.columns)):
+        text = _text(column)
+        if text is None:
+            return None
+        parts += [("{" if i == 0 else ",") + orjson.dumps(name).decode() + ":", text]
+    joined = pc.binary_join_element_wise(*parts, "}", "")
+    return joined.cast(pa.binary()).to_pylist()
