@@ -23,21 +23,21 @@ class OptionDoc:
 COMMON_OPTIONS: tuple[OptionDoc, ...] = (
     OptionDoc(
         "topic",
-        None,
+        "required",
         BOTH,
         "The topic; a read takes a `;`-separated list too (Spark's `subscribe` takes a comma list).",
         ("subscribe",),
     ),
     OptionDoc(
         "properties.bootstrap.servers",
-        None,
+        "required",
         BOTH,
         "Comma-separated host:port list of Kafka brokers (required).",
         ("kafka.bootstrap.servers",),
     ),
     OptionDoc(
         "key.fields",
-        None,
+        "required",
         BOTH,
         "The primary key: `;`-separated column names, in the order they form the record key (required).",
     ),

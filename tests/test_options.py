@@ -70,17 +70,10 @@ def test_secret_values_never_appear_in_errors():
     assert "hunter2" not in str(err.value)
 
 
-def test_readme_option_table_documents_every_option():
-    from pathlib import Path
+def test_readme_option_table_is_the_one_generated_from_the_option_table():
+    from integration.readme_options import README, options_table, readme_table
 
-    from connector.option_table import OPTIONS
-
-    readme = Path(__file__).resolve().parents[1].joinpath("README.md").read_text()
-    rows = [line for line in readme.splitlines() if line.startswith("| `")]
-    for doc in OPTIONS:
-        assert any(line.startswith(f"| `{doc.name}`") for line in rows), f"README lacks option {doc.name}"
-        for alias in doc.aliases:
-            assert any(f"alias `{alias}`" in line for line in rows), f"README lacks alias {alias}"
+    assert readme_table(README.read_text()) == options_table(), "run: python -m integration.readme_options"
 
 
 def test_a_logged_spec_masks_secret_properties():

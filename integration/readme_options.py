@@ -1,0 +1,48 @@
+"""The README's option table, generated from connector/option_table.py so the two cannot drift apart.
+
+    integration/dev python -m integration.readme_options    # rewrites the table between the markers
+
+tests/test_options.py checks that the README holds exactly this table.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from connector.option_table import OPTIONS, OptionDoc
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+START, END = "<!-- options:start (generated: python -m integration.readme_options) -->", "<!-- options:end -->"
+_BLOCK = re.escape(START) + r"(.*?)" + re.escape(END)
+
+
+def _row(doc: OptionDoc) -> str:
+    aliases = ", ".join(f"`{a}`" for a in doc.aliases)
+    name = f"`{doc.name}`" + (f" (alias {aliases})" if aliases else "")
+    return f"| {name} | {doc.default or ''} | {doc.applies} | {doc.meaning} |"
+
+
+def options_table() -> str:
+    lines = ["| option | default | read/write | meaning |", "|---|---|---|---|"]
+    return "\n".join(lines + [_row(doc) for doc in OPTIONS])
+
+
+def readme_table(text: str) -> str | None:
+    """The table between the markers in the README text, or None when the markers are missing."""
+    match = re.search(_BLOCK, text, re.S)
+    return match.group(1).strip() if match else None
+
+
+def main() -> int:
+    text = README.read_text()
+    if readme_table(text) is None:
+        raise SystemExit(f"README.md lacks the markers {START} ... {END}")
+    new = re.sub(_BLOCK, lambda _: f"{START}\n{options_table()}\n{END}", text, flags=re.S)
+    README.write_text(new)
+    print("README.md option table updated")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
