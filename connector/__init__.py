@@ -9,6 +9,7 @@ from connector.errors import (
     TopicError,
     UpsertKafkaError,
 )
+from connector.foreach_batch import upsert_writer
 
 __all__ = [
     "KafkaUnavailableError",
@@ -17,4 +18,5 @@ __all__ = [
     "TopicError",
     "UpsertKafkaDataSource",
     "UpsertKafkaError",
+    "upsert_writer",
 ]

@@ -33,7 +33,6 @@ class RangeDecoder:
         self.spec, self.rng, self.layout = spec, rng, layout
         self.key_decoder = layout.key_codec.decoder(layout.key_schema)
         self.value_decoder = layout.value_codec.decoder(layout.value_schema)
-        self.meta_kinds = tuple(c.kind for c in layout.metadata)
         self.null_keys = 0
         self.bad_records = 0
 
@@ -57,8 +56,10 @@ class RangeDecoder:
 
     def _latest_per_key(self, chunks: Iterable[Records], keep_deletes: bool) -> Iterator[pa.RecordBatch]:
         latest: dict[bytes, tuple] = {}
+        fetched: tuple[str, ...] = ()  # the per-record metadata kinds the fetch collected, in its order
         for chunk in chunks:
             records = self._drop_null_keys(chunk)
+            fetched = tuple(records.meta)
             latest.update(zip(records.keys, zip(records.values, records.offsets, *records.meta.values())))
         if latest:
             columns = list(zip(*latest.values()))
@@ -66,7 +67,7 @@ class RangeDecoder:
                 list(latest),
                 list(columns[0]),
                 list(columns[1]),
-                {kind: list(c) for kind, c in zip(self.meta_kinds, columns[2:])},
+                {kind: list(c) for kind, c in zip(fetched, columns[2:])},
             )
             key_batch, records = self._latest_per_decoded_key(records)
             if keep_deletes:  # a compacted changelog keeps offset order

@@ -85,7 +85,7 @@ def _chunks(client: Any, kafka: KafkaSpec, rng: PartitionRange, readers: list, c
                     if m.offset() >= rng.end:
                         position = rng.end
                     continue
-                raise _fetch_error(kafka, rng, position, error)
+                raise _fetch_error(client, kafka, rng, position, error)
             offset = m.offset()
             if offset >= rng.end:
                 position = rng.end
@@ -106,10 +106,16 @@ def _chunks(client: Any, kafka: KafkaSpec, rng: PartitionRange, readers: list, c
             )
 
 
-def _fetch_error(kafka: KafkaSpec, rng: PartitionRange, position: int, error: KafkaError) -> Exception:
+def _fetch_error(client: Any, kafka: KafkaSpec, rng: PartitionRange, position: int, error: KafkaError) -> Exception:
     if error.code() in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
+        # Deleted after the range was planned: name the missing range when the broker still answers.
+        try:
+            first, _ = client.get_watermark_offsets(TopicPartition(rng.topic, rng.partition), timeout=kafka.timeout_s)
+            missing = f"offsets [{position}, {first})" if first > position else f"offsets from {position}"
+        except Exception:  # the error below is the one to report
+            missing = f"offsets from {position}"
         return DataLossError(
-            f"data loss: offsets from {position} of topic '{rng.topic}' partition {rng.partition} are no "
+            f"data loss: {missing} of topic '{rng.topic}' partition {rng.partition} are no "
             f"longer in Kafka (deleted by retention, or the topic was recreated) while reading {rng}: "
             f"{error.str()}; set 'scan.fail-on-data-loss' to false to skip them"
         )

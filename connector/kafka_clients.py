@@ -145,14 +145,14 @@ def describe_write_target(
     except KafkaException as e:
         admin.poll(0)
         raise _authentication_failed(kafka, errors) or _unavailable(kafka, "read metadata", e) from None
+    broker = _broker_config(admin, kafka, metadata)
     if pattern is not None:
         topics = tuple(sorted(t for t in metadata.topics if re.fullmatch(pattern, t)))
     else:
         topics = tuple(t for t in names if t in metadata.topics)
         missing = [t for t in names if t not in metadata.topics]
         if missing:
-            _check_missing_topics(admin, kafka, missing)
-    broker = _broker_config(admin, kafka, metadata)
+            check_missing_topics(admin, kafka, missing, _creates_topics(broker))
     return WriteTarget(
         topics=topics,
         max_message_bytes=_max_message_bytes(admin, kafka, topics),
@@ -173,8 +173,10 @@ def _authentication_failed(kafka: KafkaSpec, errors: list[Any]) -> KafkaUnavaila
     return None
 
 
-def _check_missing_topics(admin: AdminClient, kafka: KafkaSpec, missing: list[str]) -> None:
-    """A topic absent from the listing is either not there or hidden from this user: ask by name to tell."""
+def check_missing_topics(admin: AdminClient, kafka: KafkaSpec, missing: list[str], creates_topics: bool | None) -> None:
+    """A topic absent from the listing is either not there or hidden from this user: ask by name to tell.
+    A topic that is not there fails the write unless the brokers create topics on first write
+    (creates_topics; None: their configuration is not readable, so the first record will tell)."""
     try:
         by_name = {t: admin.list_topics(topic=t, timeout=kafka.timeout_s).topics.get(t) for t in missing}
     except KafkaException as e:
@@ -187,12 +189,13 @@ def _check_missing_topics(admin: AdminClient, kafka: KafkaSpec, missing: list[st
                 "and DESCRIBE on the topic (exactly-once also needs READ on it, WRITE on the transactional ids "
                 "and READ on their consumer groups)"
             )
-    if not _brokers_create_topics(admin, kafka):
+    if creates_topics is False:
         raise TopicError(
             f"topic '{missing[0]}' does not exist at {kafka.describe()} and the brokers do not create topics on "
             "first write (auto.create.topics.enable=false): create it first (option 'topic')"
         )
-    log.info("topic(s) %s do not exist yet; the brokers will create them on first write", ", ".join(missing))
+    outcome = "the brokers will create them" if creates_topics else "the brokers may create them (settings hidden)"
+    log.info("topic(s) %s do not exist yet; %s on first write", ", ".join(missing), outcome)
 
 
 def _describe(admin: AdminClient, kafka: KafkaSpec, resource: ConfigResource) -> dict[str, Any] | None:
@@ -214,10 +217,9 @@ def _broker_config(admin: AdminClient, kafka: KafkaSpec, metadata: Any) -> dict[
     return _describe(admin, kafka, ConfigResource(ResourceType.BROKER, str(broker)))
 
 
-def _brokers_create_topics(admin: AdminClient, kafka: KafkaSpec) -> bool:
-    config = _broker_config(admin, kafka, admin.list_topics(timeout=kafka.timeout_s))
-    entry = (config or {}).get("auto.create.topics.enable")
-    return entry is not None and entry.value == "true"
+def _creates_topics(broker: dict[str, Any] | None) -> bool | None:
+    entry = (broker or {}).get("auto.create.topics.enable")
+    return None if entry is None else entry.value == "true"
 
 
 def _max_message_bytes(admin: AdminClient, kafka: KafkaSpec, topics: tuple[str, ...]) -> int | None:

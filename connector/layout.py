@@ -27,7 +27,7 @@ from pyspark.sql.types import (
 
 from connector.errors import OptionError
 from connector.options import FORMAT_OPTION, canonical_options, changelog_column_name, require
-from formats import Codec, CodecContext, FormatOptionError, make_codec
+from formats import Codec, CodecContext, FormatOptionError, codec_class, make_codec
 
 # Flink's kafka connector metadata keys and their types in Spark.
 METADATA_TYPES: dict[str, DataType] = {
@@ -191,7 +191,7 @@ def _parse_key_fields(options: Mapping[str, str], columns: list[str], meta_names
 def _codec(options: Mapping[str, str], role: str, topics: tuple[str, ...]) -> Codec:
     option = f"{role}.format"
     name = options.get(option, "json").strip()
-    prefix = f"{role}.{name.lower()}."
+    prefix = f"{role}.{codec_class(name, option).name.lower()}."  # a `module:Class` codec: its own name
     format_options = {k[len(prefix) :]: v for k, v in options.items() if k.startswith(prefix)}
     stray = [k for k in options if k.startswith(f"{role}.") and FORMAT_OPTION.match(k) and not k.startswith(prefix)]
     if stray:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from connector.errors import DataLossError, TopicError
+from connector.errors import DataLossError, OptionError, TopicError
 from connector.kafka_clients import _unavailable, admin_client
 from connector.offsets import Offsets
 from connector.read_options import EARLIEST, LATEST, Bound, ReadSpec
@@ -111,6 +111,18 @@ class Planner:
         return self._fill(partitions, known, default if bound.kind == "specific" else self._group_fallback())
 
     def _specific(self, bound: Bound, partitions: Partitions) -> dict:
+        for topic, pairs in bound.specific:
+            # Flink's form names no topic: a partition must exist in at least one topic read.
+            known = (
+                set(partitions.get(topic, [])) if topic is not None else {p for ps in partitions.values() for p in ps}
+            )
+            absent = [p for p, _ in pairs if p not in known]
+            if absent and (topic is None or topic in partitions):
+                where = f"topic '{topic}', which has" if topic else f"the topics read ({', '.join(partitions)}), with"
+                raise OptionError(
+                    f"option '{bound.option}' names partition {absent[0]} of {where} partitions "
+                    f"{', '.join(map(str, sorted(known)))}"
+                )
         out: dict[str, dict[int, int]] = {}
         need = {EARLIEST: {}, LATEST: {}}
         for t, ps in partitions.items():

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pyspark.sql.types import StructType
 
 from connector.errors import OptionError
-from connector.layout import Layout, parse_layout
+from connector.layout import Layout, parse_layout, parse_metadata_columns
 from connector.options import (
     KafkaSpec,
     canonical_options,
@@ -53,6 +53,7 @@ class Bound:
     kind: str
     timestamp_ms: int | None = None
     specific: tuple[tuple[str | None, tuple[tuple[int, int], ...]], ...] = ()
+    option: str = ""  # the option that gave the specific offsets, for errors
 
     def offset_for(self, topic: str, partition: int) -> int | None:
         for t, parts in self.specific:
@@ -93,6 +94,7 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
         raise OptionError(f"option 'read.mode' must be 'table' or 'changelog', got '{raw.get('read.mode')}'")
     if streaming and mode == "table":
         raise OptionError("option 'read.mode': a streaming read is a changelog; use read.mode=changelog")
+    _check_unique_columns(schema, options)
     layout = parse_layout(options, schema, topics.names)
     if mode == "changelog" and layout.changelog_column is None:
         column = changelog_column_name(options)
@@ -106,6 +108,8 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
         raise OptionError("option 'changelog.compact' applies to read.mode=changelog (a table is compact already)")
     start = _parse_bound(options, "startup", streaming)
     end = _parse_bound(options, "bounded", streaming)
+    for name, bound in (("startingOffsets", start), ("endingOffsets", end)):
+        _check_named_topics(bound, topics, name)
     if start.kind == "none":
         start = Bound("earliest")
     if end.kind == "none" and not streaming:
@@ -123,11 +127,17 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
     ):
         raise OptionError(f"option 'properties.auto.offset.reset' must be earliest or latest, got '{fallback}'")
     split = parse_positive_int(options, "scan.split.max-records")
-    min_partitions = parse_positive_int(options, "minpartitions")
+    given = options.get("minpartitions")
+    min_partitions = parse_positive_int({} if given is None else {"minPartitions": given}, "minPartitions")
     if (split or min_partitions) and mode != "changelog":
         raise OptionError(
             "options 'scan.split.max-records' / 'minPartitions' split a partition's range across tasks, which "
             "only a changelog read allows (table mode must see a partition whole)"
+        )
+    if (split or min_partitions) and compact:
+        raise OptionError(
+            "option 'changelog.compact' keeps one change per key of a whole partition range, which "
+            "'scan.split.max-records' / 'minPartitions' would cut into slices: give one or the other"
         )
     idle = _optional_duration(options, "scan.watermark.idle-timeout")
     drift = _optional_duration(options, "scan.watermark.alignment.max-drift")
@@ -156,6 +166,32 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
     )
 
 
+def _check_named_topics(bound: Bound, topics: Topics, option: str) -> None:
+    """Spark's JSON offsets name topics: each must be one this read covers, or the offsets would be ignored."""
+    for topic, _ in bound.specific:
+        if topic is None:
+            continue
+        covered = re.fullmatch(topics.pattern, topic) if topics.pattern else topic in topics.names
+        if not covered:
+            raise OptionError(
+                f"option '{option}' gives offsets for topic '{topic}', which this read does not cover "
+                f"(it reads {topics.describe()})"
+            )
+
+
+def _check_unique_columns(schema: StructType, options: Mapping[str, str]) -> None:
+    """A name twice in the schema: the `schema` option holds a column that `metadata.columns` adds again."""
+    kinds = {c.column.lower(): c.kind for c in parse_metadata_columns(options)}
+    seen: set[str] = set()
+    for name in (f.name for f in schema.fields):
+        if name.lower() in seen and name.lower() in kinds:
+            raise OptionError(
+                f"option 'metadata.columns': column '{name}' clashes with the data column of that name: rename the "
+                f"metadata column, e.g. 'record_{name}={kinds[name.lower()]}'"
+            )
+        seen.add(name.lower())
+
+
 def _parse_topics(options: Mapping[str, str]) -> Topics:
     listed, pattern = options.get("topic", "").strip(), options.get("topic-pattern", "").strip()
     if listed and pattern:
@@ -170,6 +206,16 @@ def _parse_topics(options: Mapping[str, str]) -> Topics:
     # ';' is Flink's list separator and ',' Spark's (subscribe); neither can occur in a topic name.
     names = sorted({t.strip() for t in re.split(r"[;,]", listed) if t.strip()})
     return Topics(names=tuple(names))
+
+
+# Spark hands options over lower-cased; errors name them as users write them.
+_SPARK_SPELLING = {
+    n.lower(): n for n in ("startingOffsets", "endingOffsets", "startingTimestamp", "endingTimestamp", "minPartitions")
+}
+
+
+def _shown(name: str) -> str:
+    return _SPARK_SPELLING.get(name, name)
 
 
 _FLINK_MODES = {
@@ -190,11 +236,12 @@ def _parse_bound(options: Mapping[str, str], which: str, streaming: bool) -> Bou
     )
     given = [o for o in (mode_option, spark_offsets, spark_ts) if o in options]
     if len(given) > 1:
-        raise OptionError(f"options {' and '.join(repr(g) for g in given)} both set where to {_verb(which)}; give one")
+        named = " and ".join(f"'{_shown(g)}'" for g in given)
+        raise OptionError(f"options {named} both set where to {_verb(which)}; give one")
     if spark_ts in options:
         return Bound("timestamp", timestamp_ms=_millis(options, spark_ts))
     if spark_offsets in options:
-        return _spark_offsets(options[spark_offsets], spark_offsets)
+        return _spark_offsets(options[spark_offsets], _shown(spark_offsets))
     raw = options.get(mode_option)
     if raw is None:
         return Bound("none")
@@ -205,7 +252,8 @@ def _parse_bound(options: Mapping[str, str], which: str, streaming: bool) -> Bou
     if kind == "timestamp":
         return Bound("timestamp", timestamp_ms=_millis(options, f"scan.{which}.timestamp-millis"))
     if kind == "specific":
-        return Bound("specific", specific=((None, _flink_specific(options, f"scan.{which}.specific-offsets")),))
+        name = f"scan.{which}.specific-offsets"
+        return Bound("specific", specific=((None, _flink_specific(options, name)),), option=name)
     return Bound(kind)
 
 
@@ -218,7 +266,7 @@ def _millis(options: Mapping[str, str], name: str) -> int:
     if raw is None:
         raise OptionError(f"option '{name}' is required by the timestamp mode, e.g. '1700000000000' (epoch ms)")
     if not raw.strip().isdigit():
-        raise OptionError(f"option '{name}' must be epoch milliseconds, got '{raw}'")
+        raise OptionError(f"option '{_shown(name)}' must be epoch milliseconds, got '{raw}'")
     return int(raw)
 
 
@@ -249,7 +297,7 @@ def _spark_offsets(raw: str, name: str) -> Bound:
         )
     except (ValueError, AttributeError, TypeError):
         raise OptionError(f"option '{name}' must be earliest, latest or JSON like {example}; got '{raw}'") from None
-    return Bound("specific", specific=specific)
+    return Bound("specific", specific=specific, option=name)
 
 
 def _optional_duration(options: Mapping[str, str], name: str) -> float | None:

@@ -6,16 +6,18 @@ has been read up to; the merged watermark is their minimum over partitions that 
 `scan.watermark.alignment.max-drift`, each micro-batch's end offset of every partition is held at the
 first record past (merged watermark + drift), so no partition runs ahead of the slowest active one.
 
-The driver never sees records, so it asks the broker: the timestamp of the record at a partition's
-end-1 (the last one admitted) and at its start (the next one to read), and offsets-for-times for the cap.
+The driver never sees records, so it asks the broker: the timestamps of the last records before a
+partition's end (past any transaction markers) and of the record at its start (the next one to read),
+and offsets-for-times for the cap.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 
-from confluent_kafka import KafkaError, TopicPartition
+from confluent_kafka import TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
 from connector.kafka_clients import consumer
@@ -39,13 +41,13 @@ class WatermarkTracker:
     # -- watermarks ------------------------------------------------------------------------------
 
     def advance(self, start: Offsets, end: Offsets, watermarks: Offsets) -> dict[str, dict[int, int]]:
-        """Watermarks after reading [start, end): each partition's previous one, raised to the timestamp of
-        the last record admitted."""
+        """Watermarks after reading [start, end): each partition's previous one, raised to the largest
+        timestamp among the last records admitted."""
         now = time.monotonic()
         moved = [(t, p) for t, ps in end.items() for p, e in ps.items() if e > start.get(t, {}).get(p, e)]
         for tp in moved:
             self._last_advance[tp] = now
-        last = self._timestamps({tp: end[tp[0]][tp[1]] - 1 for tp in moved}, before=end)
+        last = self._last_timestamps({tp: (start.get(tp[0], {}).get(tp[1], 0), end[tp[0]][tp[1]]) for tp in moved})
         out = {t: dict(ps) for t, ps in watermarks.items()}
         for (t, p), ts in last.items():
             out.setdefault(t, {})[p] = max(ts, out.get(t, {}).get(p, ts))
@@ -89,27 +91,63 @@ class WatermarkTracker:
 
     # -- broker look-ups -------------------------------------------------------------------------
 
+    def _last_timestamps(self, ranges: dict[TP, tuple[int, int]]) -> dict[TP, int]:
+        """The largest timestamp among the last records of each [start, end) range. The offset before the end
+        may hold no record (a transaction's commit marker, an aborted record), so the window looked at widens
+        back towards the start until it finds one."""
+        found: dict[TP, int] = {}
+        pending, width = dict(ranges), _LAST_WINDOW
+        while pending:
+            positions = {tp: max(start, end - width) for tp, (start, end) in pending.items()}
+            found |= self._scan(positions, {tp: end for tp, (_, end) in pending.items()}, first_only=False)
+            pending = {tp: r for tp, r in pending.items() if tp not in found and positions[tp] > r[0]}
+            width *= _LAST_WINDOW
+        return found
+
     def _timestamps(self, positions: dict[TP, int], before: Offsets) -> dict[TP, int]:
         """Timestamp of the first record at or after each position, if it lies before `before`'s offset."""
+        ends = {(t, p): before[t][p] for t, p in positions}
+        return self._scan(positions, ends, first_only=True)
+
+    def _scan(self, positions: dict[TP, int], ends: dict[TP, int], first_only: bool) -> dict[TP, int]:
+        """Read each partition from its position to its end (or its first record): the largest timestamp."""
         if not positions:
             return {}
         if self._consumer is None:
-            self._consumer = consumer(self.spec.kafka)
+            # Short broker long-polls: a look-up re-assigns partitions, and a fetch still waiting at the end of
+            # the previous assignment's log would hold the new one back for fetch.wait.max.ms (500 ms).
+            kafka = self.spec.kafka
+            if "fetch.wait.max.ms" not in dict(kafka.properties):
+                kafka = replace(kafka, properties=(*kafka.properties, ("fetch.wait.max.ms", "10")))
+            self._consumer = consumer(kafka)
         client = self._consumer
         client.assign([TopicPartition(t, p, o) for (t, p), o in positions.items()])
         found: dict[TP, int] = {}
-        pending = set(positions)
+        pending = {tp for tp in positions if positions[tp] < ends[tp]}
         deadline = time.monotonic() + self.spec.kafka.timeout_s
-        while pending and time.monotonic() < deadline:
-            for m in client.consume(num_messages=len(pending), timeout=0.5):
-                tp = (m.topic(), m.partition())
-                if tp not in pending:
-                    continue
-                error = m.error()
-                if error is not None and error.code() != KafkaError._PARTITION_EOF:
-                    continue
-                pending.discard(tp)
-                if error is None and m.offset() < before[tp[0]][tp[1]] and m.timestamp()[1] >= 0:
-                    found[tp] = m.timestamp()[1]
-        client.unassign()
+        try:
+            while pending and time.monotonic() < deadline:
+                # A short wait per call: consume() returns only when the batch is full or the wait is over.
+                for m in client.consume(num_messages=_LAST_WINDOW * len(pending), timeout=0.02):
+                    tp = (m.topic(), m.partition())
+                    if tp not in pending:
+                        continue
+                    if m.error() is not None:  # the end of the log, or offsets gone: nothing more to see
+                        pending.discard(tp)
+                        continue
+                    if m.offset() < positions[tp]:  # left over from an earlier look-up's assignment
+                        continue
+                    if m.offset() >= ends[tp]:
+                        pending.discard(tp)
+                        continue
+                    if m.timestamp()[1] >= 0:
+                        found[tp] = max(m.timestamp()[1], found.get(tp, m.timestamp()[1]))
+                    if first_only or m.offset() + 1 >= ends[tp]:
+                        pending.discard(tp)
+        finally:
+            client.unassign()
         return found
+
+
+# Records looked at before a range's end for its watermark; the window grows by this factor while empty.
+_LAST_WINDOW = 8

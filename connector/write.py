@@ -22,6 +22,7 @@ from connector.errors import RecordError
 from connector.kafka_clients import WriteTarget
 from connector.reducing_buffer import FlushTimer, Pending, ReducingBuffer
 from connector.sender import Sender
+from connector.task_input import input_complete
 from connector.transactions import transactional_id, write_id
 from connector.write_options import EXACTLY_ONCE, WriteSpec
 from formats import Encoder
@@ -92,6 +93,7 @@ class RecordWriter:
                 pending = self._pending(batch)
                 if pending is not None:
                     self._send_or_buffer(sender, pending, timer)
+            self._check_input_complete()
             if timer is not None:
                 timer.stop()
                 timer.check()
@@ -103,6 +105,19 @@ class RecordWriter:
             sender.fail()  # a failed task sends nothing more; Spark runs it again whole
             raise
         return self._result()
+
+    def _check_input_complete(self) -> None:
+        """Commit nothing when Spark cut the input short (a failing step before the writer): the task fails
+        anyway, and a commit of part of its rows would, with exactly-once, keep the retry from writing the
+        rest."""
+        complete = input_complete()
+        if complete is False:
+            raise RecordError(
+                f"the input of this write task to {self.spec.topics.describe()} ended early because the task is "
+                "failing (see the error of the step before the write); nothing of it is committed"
+            )
+        if complete is None and self.txn_id is not None:
+            log.warning("upsert-kafka: cannot tell whether this task's input is complete (not in a PySpark worker)")
 
     def _result(self, replayed: bool = False) -> WriteResult:
         keys = pa.concat_arrays(self.keys) if self.keys else None

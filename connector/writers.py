@@ -13,11 +13,13 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
+from connector.errors import OptionError
 from connector.kafka_clients import describe_write_target
 from connector.overwrite import tombstone_missing_keys
 from connector.sender import fence
 from connector.write import RecordWriter, WritePlan, WriteResult
-from connector.write_options import EXACTLY_ONCE, parse_write_spec
+from connector.write_options import EXACTLY_ONCE, WriteSpec, parse_write_spec
+from formats import FormatOptionError
 
 log = logging.getLogger("upsert_kafka")
 
@@ -28,10 +30,25 @@ _LOCAL_PROPERTIES = ("streaming.sql.batchId", "sql.streaming.queryId")
 def plan_write(options: dict, schema: StructType, overwrite: bool) -> WritePlan:
     """Parse the options and ask the brokers, once on the driver before any task starts."""
     spec = parse_write_spec(options, schema)
+    _check_encoders(spec)
     # 0: no transactions; None: exactly-once with the brokers' maximum transaction timeout.
     timeout = spec.transaction_timeout_ms if spec.guarantee == EXACTLY_ONCE else 0
     target = describe_write_target(spec.kafka, spec.topics.names, spec.topics.pattern, timeout)
     return WritePlan(spec, target, uuid.uuid4().hex, collect_keys=overwrite)
+
+
+def _check_encoders(spec: WriteSpec) -> None:
+    """Build the encoders once here, so a column the format cannot hold fails the write before any task
+    (each task builds its own again)."""
+    layout = spec.layout
+    for role, codec, schema in (
+        ("key", layout.key_codec, layout.key_schema),
+        ("value", layout.value_codec, layout.value_schema),
+    ):
+        try:
+            codec.encoder(schema)
+        except FormatOptionError as e:
+            raise OptionError(f"option '{role}.format' ({codec.name}): {e}") from None
 
 
 def _write_task(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> WriteResult:

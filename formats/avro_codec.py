@@ -2,8 +2,9 @@
 
 The schema is derived from the table's columns (record name `record-name`, default `record`) or given
 with option `schema`; records are read with that schema as the writer's and resolved to the table's
-columns. Decoding reads each record into a dict with fastavro, then converts the whole batch to Arrow
-in one call; encoding goes the other way (Arrow rows -> dicts -> fastavro into one buffer).
+columns. Decoding reads the batch's records one after the other from one buffer into dicts with fastavro,
+then converts them to Arrow in one call; encoding goes the other way (Arrow rows -> dicts -> fastavro into
+one buffer).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import io
 import json
 import struct
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
@@ -28,8 +29,6 @@ from formats.codec import (
     option_flag,
 )
 from formats.schema_registry import RegistryError
-
-ReadRecord = Callable[[bytes], dict]
 
 
 class AvroCodec(Codec):
@@ -49,8 +48,7 @@ class AvroCodec(Codec):
         return self.given_schema or avro_schema(schema, self.record_name, self.record_namespace)
 
     def decoder(self, schema: pa.Schema) -> Decoder:
-        body = AvroBodyReader(self.writer_schema(schema), schema)
-        return AvroDecoder(schema, body.read)
+        return AvroDecoder(schema, AvroBodyReader(self.writer_schema(schema), schema))
 
     def encoder(self, schema: pa.Schema) -> Encoder:
         return AvroEncoder(schema, self.writer_schema(schema), derived=self.given_schema is None)
@@ -72,56 +70,72 @@ def load_schema_option(text: str | None, option: str) -> AvroType | None:
 
 
 class AvroBodyReader:
-    """Reads one Avro body written with `writer` into a dict of the table's columns (schema resolution)."""
+    """Reads Avro bodies written with `writer` into dicts of the table's columns (schema resolution)."""
 
     def __init__(self, writer: AvroType, schema: pa.Schema) -> None:
         self.writer = parse_schema(writer)
-        derived = avro_schema(schema)
-        self.reader = parse_schema(reader_schema(derived, writer))
+        reader = parse_schema(reader_schema(avro_schema(schema), writer))
+        # fastavro resolves even equal schemas, slower than reading with the writer's alone.
+        self.reader = None if reader == self.writer else reader
 
-    def read(self, payload: bytes, start: int = 0) -> dict:
-        buffer = io.BytesIO(payload)
-        buffer.seek(start)
-        record = schemaless_reader(buffer, self.writer, self.reader)
-        if buffer.tell() != len(payload):
-            raise ValueError(f"{len(payload) - buffer.tell()} byte(s) left after the Avro record")
-        if not isinstance(record, dict):
-            raise ValueError(f"expected an Avro record, got {type(record).__name__}")
-        return record
+    def read_all(self, payloads: Sequence[bytes], start: int, records: list, failures: dict[int, str]) -> None:
+        """Read the body of every payload (from byte `start`) into records[i], or its reason into failures[i].
+
+        The payloads are read from one buffer, one after the other (fastavro's per-call setup is most of
+        the cost of a small record); each record must end exactly where its payload does."""
+        buffer = io.BytesIO(b"".join(payloads))
+        writer, reader = self.writer, self.reader
+        seek, tell = buffer.seek, buffer.tell
+        end = 0
+        for i, payload in enumerate(payloads):
+            begin, end = end, end + len(payload)
+            seek(begin + start)
+            try:
+                record = schemaless_reader(buffer, writer, reader)
+            except (RegistryError, FormatOptionError):
+                raise  # not this record's fault: the registry or the schemas
+            except Exception as e:  # fastavro raises many types on malformed input
+                failures[i] = _reason(e)
+                continue
+            position = tell()
+            if position != end:
+                failures[i] = (
+                    f"{end - position} byte(s) left after the Avro record"
+                    if position < end
+                    else "malformed or truncated Avro data (the record runs past the end of its bytes)"
+                )
+            elif not isinstance(record, dict):
+                failures[i] = f"expected an Avro record, got {type(record).__name__}"
+            else:
+                records[i] = record
 
 
 class AvroDecoder(Decoder):
-    def __init__(self, schema: pa.Schema, read: ReadRecord) -> None:
+    def __init__(self, schema: pa.Schema, body: AvroBodyReader) -> None:
         self.schema = schema
-        self.read = read
+        self.body = body
 
     def decode(self, payloads: Sequence[bytes]) -> Decoded:
-        return decode_records(payloads, self.read, self.schema)
+        records: list[dict | None] = [None] * len(payloads)
+        failures: dict[int, str] = {}
+        self.body.read_all(payloads, 0, records, failures)
+        return records_to_batch(records, failures, self.schema)
 
 
-def decode_records(payloads: Sequence[bytes], read: ReadRecord, schema: pa.Schema) -> Decoded:
-    """Read each payload into a dict, then convert them all to Arrow at once; a record that fails either
-    step is reported by its index with the reason."""
-    records: list[dict] = []
-    kept: list[int] = []
-    failures: dict[int, str] = {}
-    for i, payload in enumerate(payloads):
-        try:
-            records.append(read(payload))
-            kept.append(i)
-        except (RegistryError, FormatOptionError):
-            raise  # not this record's fault: the registry or the schemas
-        except Exception as e:  # fastavro raises many types on malformed input
-            failures[i] = _reason(e)
+def records_to_batch(records: list[dict | None], failures: dict[int, str], schema: pa.Schema) -> Decoded:
+    """The records read (None where one failed) as one batch, converted to Arrow in one call; a record
+    whose values do not fit the table's columns is reported by its index with the reason."""
+    kept = [i for i, r in enumerate(records) if r is not None]
+    good = [records[i] for i in kept] if failures else records
     try:
-        batch = batch_from_records(records, schema)
+        batch = batch_from_records(good, schema)
     except (pa.ArrowException, ValueError, TypeError, OverflowError):
         # Some value does not fit its column (e.g. an int into TINYINT): find it record by record.
         fits = []
-        for i, record in zip(kept, records):
+        for i in kept:
             try:
-                batch_from_records([record], schema)
-                fits.append(record)
+                batch_from_records([records[i]], schema)
+                fits.append(records[i])
             except (pa.ArrowException, ValueError, TypeError, OverflowError) as e:
                 failures[i] = f"a value does not fit the table's column types: {_reason(e)}"
         batch = batch_from_records(fits, schema)
@@ -144,22 +158,35 @@ class AvroEncoder(Encoder):
         # With our own schema, timestamps and dates travel as their integer encoding (micros, days):
         # no Python datetime per value. A given schema may want millis, so it gets datetimes.
         self.wire = pa.schema([f.with_type(_wire_type(f.type)) for f in schema]) if derived else None
+        # fastavro takes maps as dicts only; Arrow builds them several times slower than its default pairs.
+        self.maps_as_pydicts = ["strict" if _has_map(f.type) else None for f in schema]
 
     def encode(self, batch: pa.RecordBatch) -> list[bytes]:
         if self.wire is not None:
             batch = batch.cast(self.wire)
-        rows = batch.to_pylist(maps_as_pydicts="strict")
+        names = batch.schema.names
+        # Column by column into Python values, then one dict per row: twice as fast as batch.to_pylist().
+        columns = [c.to_pylist(maps_as_pydicts=m) for c, m in zip(batch.columns, self.maps_as_pydicts)]
         buffer, ends = io.BytesIO(), []
-        write, prefix, writer = buffer.write, self.prefix, self.writer
-        for row in rows:
+        write, tell, prefix, writer = buffer.write, buffer.tell, self.prefix, self.writer
+        for values in zip(*columns):
             write(prefix)
-            schemaless_writer(buffer, writer, row)
-            ends.append(buffer.tell())
-        data, out, start = buffer.getbuffer(), [], 0
+            schemaless_writer(buffer, writer, dict(zip(names, values)))
+            ends.append(tell())
+        data, start = buffer.getvalue(), 0
+        out = []
         for end in ends:
-            out.append(bytes(data[start:end]))
+            out.append(data[start:end])
             start = end
         return out
+
+
+def _has_map(t: pa.DataType) -> bool:
+    if pa.types.is_map(t):
+        return True
+    if pa.types.is_list(t):
+        return _has_map(t.value_type)
+    return pa.types.is_struct(t) and any(_has_map(f.type) for f in t)
 
 
 def _wire_type(t: pa.DataType) -> pa.DataType:

@@ -3,9 +3,9 @@ Registry, as Flink's `avro-confluent` format: what Confluent's KafkaAvroSerializ
 KafkaAvroDeserializer reads.
 
 Writing registers (or, with auto.register.schemas=false, looks up) the table's schema, or the one given
-with option `schema`, under the subject `<topic>-key` / `<topic>-value` (option `subject`). Reading
-fetches each record's writer schema by its id and resolves it to the table's columns. Ids and schemas
-are cached per process.
+with option `schema`, under the subject `<topic>-key` / `<topic>-value` of every topic written (or option
+`subject`; required with `topic-pattern`). Reading fetches each record's writer schema by its id and
+resolves it to the table's columns. Ids and schemas are cached per process (per executor).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
-from formats.avro_codec import AvroBodyReader, AvroEncoder, decode_records, load_schema_option
+from formats.avro_codec import AvroBodyReader, AvroEncoder, load_schema_option, records_to_batch
 from formats.avro_schema import arrow_schema, avro_schema
 from formats.codec import (
     Codec,
@@ -71,7 +71,7 @@ class AvroConfluentCodec(Codec):
         self.given_schema = load_schema_option(options.get("schema"), f"{prefix}schema")
         self.record_name = options.get("record-name", "record").strip()
         self.record_namespace = options.get("record-namespace", FLINK_NAMESPACE).strip() or None
-        self.subject = options.get("subject", "").strip() or _default_subject(context)
+        self.subject = options.get("subject", "").strip() or None
         self.settings = _settings(options, prefix)
 
     def __repr__(self) -> str:  # the options hold credentials: show only what is safe
@@ -81,20 +81,30 @@ class AvroConfluentCodec(Codec):
     def registry(self) -> SchemaRegistry:
         return registry_client(self.settings)
 
-    def _require_subject(self) -> str:
-        if not self.subject:
+    def subjects(self) -> tuple[str, ...]:
+        """The subjects the table's schema lives under: option `subject`, else Flink's TopicNameStrategy,
+        `<topic>-key` / `<topic>-value` for every topic of a topic list."""
+        if self.subject:
+            return (self.subject,)
+        if not self.context.topics:
             raise FormatOptionError(
-                f"option '{self.prefix}subject' is required here: the records' topics are not one named "
-                "topic, so there is no default '<topic>-key' / '<topic>-value' subject"
+                f"option '{self.prefix}subject' is required here: the topics are given by a pattern, so "
+                "there is no default '<topic>-key' / '<topic>-value' subject"
             )
-        return self.subject
+        return tuple(f"{topic}-{self.context.role}" for topic in self.context.topics)
 
     def decoder(self, schema: pa.Schema) -> Decoder:
         return ConfluentDecoder(self.registry, schema)
 
     def encoder(self, schema: pa.Schema) -> Encoder:
         writer = self.given_schema or avro_schema(schema, self.record_name, self.record_namespace)
-        schema_id = self.registry.schema_id(self._require_subject(), writer, register=self.auto_register)
+        ids = {s: self.registry.schema_id(s, writer, register=self.auto_register) for s in self.subjects()}
+        if len(set(ids.values())) > 1:  # a record header holds one id, whichever topic it goes to
+            raise FormatOptionError(
+                f"the table's schema has different ids under the subjects {ids}; set '{self.prefix}subject' "
+                "to write every topic under one subject"
+            )
+        schema_id = next(iter(ids.values()))
         header = bytes([MAGIC]) + schema_id.to_bytes(4, "big")
         return AvroEncoder(schema, writer, derived=self.given_schema is None, prefix=header)
 
@@ -102,13 +112,7 @@ class AvroConfluentCodec(Codec):
         """The subject's latest registered schema as columns (the table's schema when none is given)."""
         if self.given_schema is not None:
             return arrow_schema(self.given_schema)
-        return arrow_schema(self.registry.latest(self._require_subject())[1])
-
-
-def _default_subject(context: CodecContext) -> str:
-    """Flink's TopicNameStrategy: `<topic>-key` / `<topic>-value`, for the first of a topic list (the
-    topics of one table share a schema); none for a pattern, where `subject` must be given."""
-    return f"{context.topics[0]}-{context.role}" if context.topics else ""
+        return arrow_schema(self.registry.latest(self.subjects()[0])[1])  # a topic list shares one schema
 
 
 def _settings(options: Mapping[str, str], prefix: str) -> RegistrySettings:
@@ -187,15 +191,28 @@ class ConfluentDecoder(Decoder):
         self.readers: dict[int, AvroBodyReader] = {}
 
     def decode(self, payloads: Sequence[bytes]) -> Decoded:
-        return decode_records(payloads, self._read, self.schema)
-
-    def _read(self, payload: bytes) -> dict:
-        if len(payload) < HEADER or payload[0] != MAGIC:
-            raise ValueError(
-                "not in the Confluent wire format (magic byte 0 and a 4-byte schema id before the Avro body)"
-            )
-        schema_id = int.from_bytes(payload[1:HEADER], "big")
-        reader = self.readers.get(schema_id)
-        if reader is None:
-            reader = self.readers[schema_id] = AvroBodyReader(self.registry.schema(schema_id), self.schema)
-        return reader.read(payload, HEADER)
+        records: list[dict | None] = [None] * len(payloads)
+        failures: dict[int, str] = {}
+        by_id: dict[int, list[int]] = {}
+        for i, payload in enumerate(payloads):
+            if len(payload) < HEADER or payload[0] != MAGIC:
+                failures[i] = (
+                    "not in the Confluent wire format (magic byte 0 and a 4-byte schema id before the Avro body)"
+                )
+            else:
+                by_id.setdefault(int.from_bytes(payload[1:HEADER], "big"), []).append(i)
+        for schema_id, indices in by_id.items():  # usually one id per batch
+            reader = self.readers.get(schema_id)
+            if reader is None:
+                reader = self.readers[schema_id] = AvroBodyReader(self.registry.schema(schema_id), self.schema)
+            if len(indices) == len(payloads):
+                reader.read_all(payloads, HEADER, records, failures)
+                continue
+            part: list[dict | None] = [None] * len(indices)
+            part_failures: dict[int, str] = {}
+            reader.read_all([payloads[i] for i in indices], HEADER, part, part_failures)
+            for j, i in enumerate(indices):
+                records[i] = part[j]
+                if j in part_failures:
+                    failures[i] = part_failures[j]
+        return records_to_batch(records, failures, self.schema)

@@ -65,20 +65,31 @@ def create_topic(bootstrap: str, name: str, partitions: int = PARTITIONS, **conf
 PROCESSES = 2
 
 
-def _in_processes(work: Callable[[int], float]) -> float:
-    """Run work(i) for i in range(PROCESSES) in forked processes; the seconds of the slowest."""
-    with multiprocessing.get_context("fork").Pool(PROCESSES) as pool:
-        return max(pool.map(work, range(PROCESSES)))
+def _produce_share(args: tuple[str, str, int, int]) -> float:
+    bootstrap, topic, n, i = args
+    return produce(bootstrap, topic, json_records(n)[i::PROCESSES])  # records made before the clock starts
 
 
-def produce_parallel(bootstrap: str, topic: str, records: list[tuple[bytes, bytes]]) -> float:
-    """The records split over PROCESSES producers; the seconds until all are acknowledged."""
-    return _in_processes(lambda i: produce(bootstrap, topic, records[i::PROCESSES]))
+def _consume_share(args: tuple[str, str, int]) -> float:
+    bootstrap, topic, i = args
+    return consume(bootstrap, topic, list(range(i, PARTITIONS, PROCESSES)))[1]
+
+
+def _in_processes(work: Callable, args: list) -> float:
+    """Run work over args in fresh processes (spawned: forking a process with live librdkafka threads
+    can deadlock); the seconds of the slowest, each timed inside its process."""
+    with multiprocessing.get_context("spawn").Pool(PROCESSES) as pool:
+        return max(pool.map(work, args))
+
+
+def produce_parallel(bootstrap: str, topic: str, n: int) -> float:
+    """json_records(n) split over PROCESSES producers; the seconds until all are acknowledged."""
+    return _in_processes(_produce_share, [(bootstrap, topic, n, i) for i in range(PROCESSES)])
 
 
 def consume_parallel(bootstrap: str, topic: str) -> float:
     """The partitions split over PROCESSES consumers; the seconds until all are read."""
-    return _in_processes(lambda i: consume(bootstrap, topic, list(range(i, PARTITIONS, PROCESSES)))[1])
+    return _in_processes(_consume_share, [(bootstrap, topic, i) for i in range(PROCESSES)])
 
 
 def produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes]]) -> float:

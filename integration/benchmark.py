@@ -93,12 +93,11 @@ class Bench:
     # -- the scenarios ------------------------------------------------------------------------------
 
     def json_reads(self) -> str:
-        records = kb.json_records(self.records)
         topics: list[str] = []
 
         def raw_produce() -> float:
             topics.append(self.fresh_topic("json"))
-            return kb.produce_parallel(self.bootstrap, topics[-1], records)
+            return kb.produce_parallel(self.bootstrap, topics[-1], self.records)
 
         self.measure("produce: raw confluent-kafka", raw_produce)
         topic = topics[0]

@@ -50,8 +50,10 @@ def spark():
 
     from connector import UpsertKafkaDataSource
 
+    # local[2,2]: two cores, and a failed task is retried once (as on a cluster), which the exactly-once
+    # tests need; plain local[N] never retries.
     session = (
-        SparkSession.builder.master("local[2]")
+        SparkSession.builder.master("local[2,2]")
         .appName("upsert-kafka-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from formats import CodecContext, FormatOptionError, make_codec
+from formats.json_codec import _map_to_json
 
 VALUE = CodecContext(role="value", topics=("t",))
 
@@ -51,9 +52,7 @@ def types(depth: int = 2) -> st.SearchStrategy[pa.DataType]:
         leaf,
         inner.map(pa.list_),
         inner.map(lambda t: pa.map_(pa.string(), t)),
-        st.lists(inner, min_size=1, max_size=3).map(
-            lambda ts: pa.struct([(f"f{i}", t) for i, t in enumerate(ts)])
-        ),
+        st.lists(inner, min_size=1, max_size=3).map(lambda ts: pa.struct([(f"f{i}", t) for i, t in enumerate(ts)])),
     )
 
 
@@ -148,9 +147,7 @@ def test_non_string_json_value_read_into_a_string_column_keeps_its_json_text():
 
 def test_fail_on_missing_field_rejects_an_absent_field_but_not_a_null_one():
     schema = pa.schema([("a", pa.int32()), ("b", pa.int32())])
-    decoded = (
-        codec(**{"fail-on-missing-field": "true"}).decoder(schema).decode([b'{"a":1,"b":null}', b'{"a":1}'])
-    )
+    decoded = codec(**{"fail-on-missing-field": "true"}).decoder(schema).decode([b'{"a":1,"b":null}', b'{"a":1}'])
     assert decoded.batch.num_rows == 1
     assert decoded.failures == ((1, "field 'b' is missing"),)
 
@@ -193,3 +190,55 @@ def test_invalid_enum_option_lists_the_choices():
         FormatOptionError, match=r"'value\.json\.map-null-key\.mode' must be one of FAIL, DROP, LITERAL"
     ):
         codec(**{"map-null-key.mode": "skip"})
+
+
+def test_decimals_are_written_plain_on_request_instead_of_in_exponent_notation():
+    schema = pa.schema([("d", pa.decimal128(10, 7))])
+    batch = pa.RecordBatch.from_pylist([{"d": Decimal("0.0000001")}, {"d": Decimal("0E-7")}], schema=schema)
+    assert codec().encoder(schema).encode(batch) == [b'{"d":1E-7}', b'{"d":0E-7}']
+    plain = codec(**{"encode.decimal-as-plain-number": "true"}).encoder(schema).encode(batch)
+    assert plain == [b'{"d":0.0000001}', b'{"d":0.0000000}']
+    assert codec().decoder(schema).decode(plain).batch.to_pylist() == batch.to_pylist()
+
+
+# Spark and Arrow maps cannot hold a null key, so these options (kept for Flink's spelling) only matter to
+# map entries handed to the writer's map conversion; it is tested directly.
+
+
+def test_null_map_key_fails_by_default_naming_the_option():
+    with pytest.raises(ValueError, match=r"null key; set 'json\.map-null-key\.mode' to DROP or LITERAL"):
+        _map_to_json([("a", 1), (None, 2)], None, None, codec())
+
+
+def test_null_map_key_is_dropped_or_written_as_the_literal_on_request():
+    pairs = [("a", 1), (None, 2)]
+    assert _map_to_json(pairs, None, None, codec(**{"map-null-key.mode": "DROP"})) == {"a": 1}
+    literal = codec(**{"map-null-key.mode": "literal", "map-null-key.literal": "N/A"})
+    assert _map_to_json(pairs, None, None, literal) == {"a": 1, "N/A": 2}
+
+
+def test_timestamps_in_either_standard_are_read_whatever_the_write_setting():
+    schema = pa.schema([("ltz", pa.timestamp("us", tz="UTC")), ("ntz", pa.timestamp("us"))])
+    payloads = [
+        b'{"ltz":"2024-05-06 07:08:09.12Z","ntz":"2024-05-06 07:08:09.12"}',
+        b'{"ltz":"2024-05-06T07:08:09.12Z","ntz":"2024-05-06T07:08:09.12"}',
+        b'{"ltz":"2024-05-06T09:08:09.12+02:00","ntz":"2024-05-06T07:08:09.120"}',
+    ]
+    rows = codec(**{"timestamp-format.standard": "ISO-8601"}).decoder(schema).decode(payloads).batch.to_pylist()
+    at = dt.datetime(2024, 5, 6, 7, 8, 9, 120000)
+    assert rows == [{"ltz": at.replace(tzinfo=dt.timezone.utc), "ntz": at}] * 3
+
+
+def test_nan_and_infinity_are_written_as_strings_and_read_back():
+    schema = pa.schema([("f", pa.float64())])
+    batch = pa.RecordBatch.from_pylist([{"f": float("inf")}, {"f": float("-inf")}, {"f": 1.5}], schema=schema)
+    payloads = codec().encoder(schema).encode(batch)
+    assert payloads == [b'{"f":"Infinity"}', b'{"f":"-Infinity"}', b'{"f":1.5}']
+    assert codec().decoder(schema).decode(payloads).batch.to_pylist() == batch.to_pylist()
+
+
+def test_ignore_parse_errors_marks_the_codec_to_skip_bad_records():
+    assert codec(**{"ignore-parse-errors": "true"}).ignore_parse_errors is True
+    assert codec().ignore_parse_errors is False
+    with pytest.raises(FormatOptionError, match=r"'value\.json\.ignore-parse-errors' must be true or false"):
+        codec(**{"ignore-parse-errors": "yes"})
