@@ -25,7 +25,8 @@ COMMON_OPTIONS: tuple[OptionDoc, ...] = (
         "topic",
         "required",
         BOTH,
-        "The topic; a read takes a `;`-separated list too (Spark's `subscribe` takes a comma list).",
+        "The topic; a `;`-separated list for reads (Spark's `subscribe` takes a comma list), and for writes that "
+        "take each row's topic from the `topic` metadata column.",
         ("subscribe",),
     ),
     OptionDoc(
@@ -60,8 +61,9 @@ COMMON_OPTIONS: tuple[OptionDoc, ...] = (
         None,
         BOTH,
         "Record metadata as columns: any of `topic`, `partition`, `offset`, `timestamp`, `timestamp-type`, "
-        "`headers`, `leader-epoch`, comma-separated, each optionally renamed (`event_time=timestamp`). "
-        "Written: `timestamp`, `headers`.",
+        "`headers`, `leader-epoch`, `watermark` (the merged watermark when the batch was planned), comma-separated, "
+        "each optionally renamed (`event_time=timestamp`). Written: `timestamp`, `headers`; `topic` picks each "
+        "row's topic when a write names several.",
     ),
     OptionDoc("key.format", "json", BOTH, "Format of the record key."),
     OptionDoc("value.format", "json", BOTH, "Format of the record value.", ("format",)),
@@ -112,7 +114,8 @@ READ_OPTIONS: tuple[OptionDoc, ...] = (
         "changelog.compact",
         "false",
         READ,
-        "In changelog mode, keep only the last change per key of each read or micro-batch.",
+        "In changelog mode, keep only the last change per key of each read or micro-batch (not combined with "
+        "splitting).",
     ),
     OptionDoc(
         "scan.startup.mode",
@@ -157,8 +160,8 @@ READ_OPTIONS: tuple[OptionDoc, ...] = (
         "scan.max-records-per-batch",
         None,
         READ,
-        "Streaming: at most this many records per micro-batch, shared across partitions in proportion to "
-        "their backlog.",
+        "Streaming: about this many offsets per micro-batch, shared across partitions in proportion to their "
+        "backlog (each partition with a backlog gets at least one, as Spark's `maxOffsetsPerTrigger`).",
         ("maxOffsetsPerTrigger",),
     ),
     OptionDoc(
