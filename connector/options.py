@@ -193,8 +193,17 @@ def changelog_column_name(options: Mapping[str, str]) -> str:
     return name
 
 
-def parse_topic(options: Mapping[str, str]) -> str:
-    topic = require(options, "topic", "orders")
-    if ";" in topic or "," in topic:
-        raise OptionError(f"option 'topic' must name a single topic for now, got '{topic}'")
-    return topic
+def parse_topic_selection(options: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
+    """`topic` (a list, in the order given, without repeats) or `topic-pattern`: (names, pattern)."""
+    listed, pattern = options.get("topic", "").strip(), options.get("topic-pattern", "").strip()
+    if listed and pattern:
+        raise OptionError("options 'topic' and 'topic-pattern' exclude each other; give one of them")
+    if pattern:
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            raise OptionError(f"option 'topic-pattern' is not a valid regular expression: {e}") from None
+        return (), pattern
+    require(options, "topic", "orders")
+    # ';' is Flink's list separator and ',' Spark's (subscribe); neither can occur in a topic name.
+    return tuple(dict.fromkeys(t.strip() for t in re.split(r"[;,]", listed) if t.strip())), None

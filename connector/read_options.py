@@ -24,7 +24,7 @@ from connector.options import (
     parse_flag,
     parse_kafka_spec,
     parse_positive_int,
-    require,
+    parse_topic_selection,
 )
 
 # Spark's JSON offsets use these for "earliest" and "latest".
@@ -193,19 +193,8 @@ def _check_unique_columns(schema: StructType, options: Mapping[str, str]) -> Non
 
 
 def _parse_topics(options: Mapping[str, str]) -> Topics:
-    listed, pattern = options.get("topic", "").strip(), options.get("topic-pattern", "").strip()
-    if listed and pattern:
-        raise OptionError("options 'topic' and 'topic-pattern' exclude each other; give one of them")
-    if pattern:
-        try:
-            re.compile(pattern)
-        except re.error as e:
-            raise OptionError(f"option 'topic-pattern' is not a valid regular expression: {e}") from None
-        return Topics(pattern=pattern)
-    require(options, "topic", "orders")
-    # ';' is Flink's list separator and ',' Spark's (subscribe); neither can occur in a topic name.
-    names = sorted({t.strip() for t in re.split(r"[;,]", listed) if t.strip()})
-    return Topics(names=tuple(names))
+    names, pattern = parse_topic_selection(options)
+    return Topics(names=tuple(sorted(names)), pattern=pattern)
 
 
 # Spark hands options over lower-cased; errors name them as users write them.

@@ -15,7 +15,7 @@ from pyspark.sql.types import StructType
 
 from connector.errors import OptionError
 from connector.layout import Layout, parse_layout
-from connector.options import KafkaSpec, canonical_options, parse_kafka_spec, require
+from connector.options import KafkaSpec, canonical_options, parse_kafka_spec, parse_topic_selection
 from connector.partitioners import parse_partitioner
 
 NONE, AT_LEAST_ONCE, EXACTLY_ONCE = "none", "at-least-once", "exactly-once"
@@ -68,7 +68,7 @@ class WriteSpec:
 def parse_write_spec(raw: Mapping[str, str], schema: StructType) -> WriteSpec:
     options = canonical_options(raw)
     kafka = parse_kafka_spec(options)
-    names, pattern = _parse_topics(options)
+    names, pattern = parse_topic_selection(options)
     layout = parse_layout(options, schema, names)
     guarantee = _parse_guarantee(options)
     prefix = options.get("sink.transactional-id-prefix", "").strip() or None
@@ -89,22 +89,6 @@ def parse_write_spec(raw: Mapping[str, str], schema: StructType) -> WriteSpec:
         transactional_id_prefix=prefix,
         transaction_timeout_ms=_transaction_timeout(options),
     )
-
-
-def _parse_topics(options: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
-    listed, pattern = options.get("topic", "").strip(), options.get("topic-pattern", "").strip()
-    if listed and pattern:
-        raise OptionError("options 'topic' and 'topic-pattern' exclude each other; give one of them")
-    if pattern:
-        try:
-            re.compile(pattern)
-        except re.error as e:
-            raise OptionError(f"option 'topic-pattern' is not a valid regular expression: {e}") from None
-        return (), pattern
-    require(options, "topic", "orders")
-    # ';' is Flink's list separator and ',' Spark's; neither can occur in a topic name.
-    names = tuple(dict.fromkeys(t.strip() for t in re.split(r"[;,]", listed) if t.strip()))
-    return names, None
 
 
 def _topic_column(layout: Layout, names: tuple[str, ...], pattern: str | None) -> str | None:
