@@ -40,6 +40,15 @@ def read_range(spec: ReadSpec, rng: InputPartition) -> Iterator[pa.RecordBatch]:
     return decoder.changelog(chunks) if spec.changelog else decoder.table(chunks)
 
 
+def _within(end: dict, latest: dict) -> dict:
+    """A batch read ends at the log's end at the latest: records past it do not exist yet, and waiting for
+    them would only time out."""
+    beyond = {(t, p) for t, ps in end.items() for p, o in ps.items() if o > latest[t][p]}
+    if beyond:
+        log.info("upsert-kafka: end offsets past the log end of %s read up to the log end", sorted(beyond))
+    return {t: {p: min(o, latest[t][p]) for p, o in ps.items()} for t, ps in end.items()}
+
+
 class UpsertKafkaBatchReader(DataSourceReader):
     """A bounded read: each partition from the start bound to the end bound, fixed when planned."""
 
@@ -51,6 +60,8 @@ class UpsertKafkaBatchReader(DataSourceReader):
         parts = planner.partitions()
         start = planner.check_start(planner.resolve(self.spec.start, parts, "earliest"), planner.earliest(parts))
         end = planner.resolve(self.spec.end, parts, "latest")
+        if self.spec.end.kind != "latest":
+            end = _within(end, planner.latest(parts))
         watermark = None
         if self.spec.tracks_watermarks:
             tracker = WatermarkTracker(planner)

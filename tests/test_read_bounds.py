@@ -151,6 +151,11 @@ def test_specific_end_offsets_and_unlisted_partitions_to_latest(spark, options, 
     assert _read(spark, options, two_partitions, opts) == {0: [0, 1], 1: [10, 11, 12]}
 
 
+def test_batch_end_offsets_past_the_log_end_read_up_to_the_log_end(spark, options, two_partitions):
+    ending = json.dumps({two_partitions: {"0": 3, "1": 1000}})
+    assert _read(spark, options, two_partitions, {"endingOffsets": ending}) == {0: [0, 1, 2], 1: [10, 11, 12]}
+
+
 @pytest.mark.parametrize(
     "opts",
     [
