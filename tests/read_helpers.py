@@ -50,6 +50,16 @@ def stream(spark, opts: dict, schema: str = CHANGES):
     return spark.readStream.format("upsert-kafka").options(**opts).schema(schema).load()
 
 
+def start_collecting(df, checkpoint: str, sink: Collector):
+    """Start a stream into `sink` with a short processing-time trigger; the caller stops the query."""
+    return (
+        df.writeStream.foreachBatch(sink)
+        .option("checkpointLocation", checkpoint)
+        .trigger(processingTime="200 milliseconds")
+        .start()
+    )
+
+
 def run_available_now(df, checkpoint: str) -> Collector:
     """Run a stream with Trigger.AvailableNow into a Collector; fail if the query failed."""
     sink = Collector()

@@ -10,7 +10,17 @@ import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from tests.read_helpers import Collector, rec, recent_minute, rows_of, run_available_now, send, stream, wait_for
+from tests.read_helpers import (
+    Collector,
+    rec,
+    recent_minute,
+    rows_of,
+    run_available_now,
+    send,
+    start_collecting,
+    stream,
+    wait_for,
+)
 
 ROWS = "id INT, name STRING, part INT, _change_type STRING"
 T0 = recent_minute()  # recent: the broker's retention would delete records years old
@@ -58,13 +68,7 @@ def test_latest_start_of_a_stream_reads_only_records_written_after_it_started(
 ):
     opts = options(two_partitions, {"scan.startup.mode": "latest-offset", "metadata.columns": "part=partition"})
     sink = Collector()
-    query = (
-        stream(spark, opts, ROWS)
-        .writeStream.foreachBatch(sink)
-        .option("checkpointLocation", str(tmp_path / "cp"))
-        .trigger(processingTime="200 milliseconds")
-        .start()
-    )
+    query = start_collecting(stream(spark, opts, ROWS), str(tmp_path / "cp"), sink)
     try:
         wait_for(lambda: query.recentProgress, "the stream's first trigger")
         send(bootstrap, two_partitions, [rec(100, partition=0), rec(101, partition=1)])
@@ -202,13 +206,7 @@ def test_bounded_stream_with_processing_time_reads_nothing_past_the_bound(
     sink = Collector()
     # Report idle triggers too, so that we can wait for triggers that found nothing to read.
     spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "50")
-    query = (
-        stream(spark, opts, ROWS)
-        .writeStream.foreachBatch(sink)
-        .option("checkpointLocation", str(tmp_path / "cp"))
-        .trigger(processingTime="200 milliseconds")
-        .start()
-    )
+    query = start_collecting(stream(spark, opts, ROWS), str(tmp_path / "cp"), sink)
     try:
         wait_for(lambda: len(sink.rows) >= 8, "the records up to the bound")
         send(bootstrap, two_partitions, [rec(100, partition=0), rec(101, partition=1)])

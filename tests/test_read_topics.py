@@ -8,7 +8,7 @@ import uuid
 from confluent_kafka.admin import AdminClient, NewPartitions
 
 from tests.kafka_io import create_topic
-from tests.read_helpers import Collector, rec, rows_of, send, stream, wait_for
+from tests.read_helpers import Collector, rec, rows_of, send, start_collecting, stream, wait_for
 
 TOPIC_ROWS = "id INT, name STRING, src STRING"
 
@@ -56,13 +56,7 @@ def test_topic_pattern_reads_the_topics_whose_whole_name_matches(spark, bootstra
 
 
 def _start(spark, opts: dict, checkpoint: str, sink: Collector):
-    return (
-        stream(spark, opts, TOPIC_ROWS + ", _change_type STRING")
-        .writeStream.foreachBatch(sink)
-        .option("checkpointLocation", checkpoint)
-        .trigger(processingTime="200 milliseconds")
-        .start()
-    )
+    return start_collecting(stream(spark, opts, TOPIC_ROWS + ", _change_type STRING"), checkpoint, sink)
 
 
 def test_stream_reads_new_partitions_from_their_earliest_offset(spark, new_topic, bootstrap, tmp_path):

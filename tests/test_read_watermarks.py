@@ -13,7 +13,16 @@ from pathlib import Path
 from confluent_kafka import Producer
 from pyspark.sql import functions as F
 
-from tests.read_helpers import Collector, rec, recent_minute, run_available_now, send, stream, wait_for
+from tests.read_helpers import (
+    Collector,
+    rec,
+    recent_minute,
+    run_available_now,
+    send,
+    start_collecting,
+    stream,
+    wait_for,
+)
 
 T0 = recent_minute()
 WM_ROWS = "id INT, name STRING, part INT, ts TIMESTAMP, wm TIMESTAMP, _change_type STRING"
@@ -119,13 +128,7 @@ def test_an_idle_partition_stops_holding_back_the_merged_watermark(spark, new_to
     send(bootstrap, topic, [rec(1, partition=0, ts=T0), rec(2, partition=1, ts=T0 - 600_000)])
     opts = options(topic, {"metadata.columns": WM_META, "scan.watermark.idle-timeout": "1 s"})
     sink = Collector()
-    query = (
-        stream(spark, opts, WM_ROWS)
-        .writeStream.foreachBatch(sink)
-        .option("checkpointLocation", str(tmp_path / "cp"))
-        .trigger(processingTime="200 milliseconds")
-        .start()
-    )
+    query = start_collecting(stream(spark, opts, WM_ROWS), str(tmp_path / "cp"), sink)
     try:
         wait_for(lambda: len(sink.rows) >= 2, "the first records")
         time.sleep(1.5)  # partition 1 gets nothing new for longer than the idle timeout
