@@ -15,7 +15,7 @@ from pyspark.sql.types import StructType
 from connector.layout import schema_ddl
 from connector.read_options import parse_read_spec
 from connector.readers import UpsertKafkaBatchReader, UpsertKafkaStreamReader
-from connector.writers import UpsertKafkaStreamWriter, UpsertKafkaWriter, plan_write
+from connector.writers import UpsertKafkaStreamWriter, UpsertKafkaWriter, checkpointed_query_id, plan_write
 
 
 class UpsertKafkaDataSource(DataSource):
@@ -40,4 +40,5 @@ class UpsertKafkaDataSource(DataSource):
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         # Complete mode passes overwrite: every row is an upsert of its key, which is what it means here.
-        return UpsertKafkaStreamWriter(plan_write(self.options, schema, overwrite=False))
+        plan = plan_write(self.options, schema, overwrite=False, query_id=checkpointed_query_id(self.options))
+        return UpsertKafkaStreamWriter(plan)

@@ -27,42 +27,47 @@ def admin_client(kafka: KafkaSpec) -> AdminClient:
 
 def consumer(kafka: KafkaSpec, reset_to_earliest: bool = False) -> Consumer:
     """A consumer for explicitly assigned ranges: no group membership, no offset commits."""
-    config = kafka.client_config(
-        **{
-            "group.id": "pyspark-upsert-kafka",  # required by librdkafka; never joined or committed
-            "enable.auto.offset.store": False,
-            "isolation.level": "read_committed",
-            "logger": _client_log,
-        }
+    # The range reader depends on every one of these; the user's properties cannot change them. A start
+    # below the log start must fail (data loss), unless the user chose to skip lost offsets.
+    return Consumer(
+        kafka.client_config(
+            **{
+                "group.id": "pyspark-upsert-kafka",  # required by librdkafka; never joined or committed
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "isolation.level": "read_committed",
+                "enable.partition.eof": True,
+                "auto.offset.reset": "earliest" if reset_to_earliest else "error",
+                "logger": _client_log,
+            }
+        )
     )
-    # Not overridable: the range reader depends on them. A start below the log start must fail (data
-    # loss), unless the user chose to skip lost offsets.
-    config |= {
-        "enable.auto.commit": False,
-        "enable.partition.eof": True,
-        "auto.offset.reset": "earliest" if reset_to_earliest else "error",
-    }
-    return Consumer(config)
 
 
-def producer(kafka: KafkaSpec, on_delivery: Any, **settings: Any) -> Producer:
-    """A producer partitioning like the Java client and reporting only failed deliveries. `settings` (the
-    delivery guarantee's) go on top of these defaults; the user's properties on top of both."""
+# Producer settings the user may tune with `properties.*`.
+_PRODUCER_DEFAULTS = {
+    "linger.ms": 20,
+    "batch.num.messages": 10000,
+    "queue.buffering.max.messages": 500000,
+    "message.timeout.ms": 120000,  # as the Java client's delivery.timeout.ms
+}
+
+
+def producer(kafka: KafkaSpec, on_delivery: Any, defaults: dict[str, Any] | None = None, **owned: Any) -> Producer:
+    """A producer partitioning like the Java client and reporting only failed deliveries. `defaults` go on top
+    of ours and may be changed by the user's properties; `owned` (the delivery guarantee's) may not."""
     return Producer(
         kafka.client_config(
+            _PRODUCER_DEFAULTS | (defaults or {}),
             **{
                 "partitioner": "murmur2_random",  # Java's default partitioner for keyed records
                 "enable.idempotence": True,
                 "acks": "all",
-                "linger.ms": 20,
-                "batch.num.messages": 10000,
-                "queue.buffering.max.messages": 500000,
-                "message.timeout.ms": 120000,  # as the Java client's delivery.timeout.ms
                 "delivery.report.only.error": True,
                 "on_delivery": on_delivery,
                 "logger": _client_log,
-                **settings,
-            }
+                **owned,
+            },
         )
     )
 
@@ -114,8 +119,10 @@ def list_offsets(admin: AdminClient, kafka: KafkaSpec, topic: str, partitions: l
 # ---------------------------------------------------------------------------------------------
 # Writes: what the driver asks the brokers once, before any task sends a record.
 
-# Kafka's own default for transaction.max.timeout.ms; a task's transaction may stay open this long.
-_DEFAULT_TRANSACTION_TIMEOUT_MS = 900_000
+# A task's transaction timeout unless 'properties.transaction.timeout.ms' says otherwise (the Java producer's
+# default). It bounds how long a crashed task's open transaction holds back every read_committed reader of
+# the partitions it wrote (its last stable offset), when no later attempt fences it sooner.
+DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000
 
 
 @dataclass(frozen=True)
@@ -133,7 +140,7 @@ def describe_write_target(
 ) -> WriteTarget:
     """Check the target can be written (authentication, topics, auto-creation) and read its limits.
 
-    transaction_timeout_ms: for exactly-once, the user's timeout (None: the brokers' maximum), checked against
+    transaction_timeout_ms: for exactly-once, the user's timeout (None: our default), checked against
     the brokers' transaction.max.timeout.ms; pass 0 for writes without transactions."""
     errors: list[Any] = []
     # Never create a topic by asking about it; collect authentication errors, which metadata calls hide.
@@ -235,11 +242,11 @@ def _max_message_bytes(admin: AdminClient, kafka: KafkaSpec, topics: tuple[str, 
 def _transaction_timeout(broker: dict[str, Any] | None, wanted_ms: int | None) -> int:
     entry = (broker or {}).get("transaction.max.timeout.ms")
     if entry is None:  # not readable: the broker refuses a too-long timeout when a task starts its transaction
-        return wanted_ms or _DEFAULT_TRANSACTION_TIMEOUT_MS
+        return wanted_ms or DEFAULT_TRANSACTION_TIMEOUT_MS
     maximum = int(entry.value)
     if wanted_ms is not None and wanted_ms > maximum:
         raise OptionError(
             f"option 'properties.transaction.timeout.ms' ({wanted_ms} ms) exceeds the brokers' "
             f"transaction.max.timeout.ms ({maximum} ms): lower it, or raise the broker setting"
         )
-    return wanted_ms or maximum
+    return wanted_ms or min(DEFAULT_TRANSACTION_TIMEOUT_MS, maximum)

@@ -239,8 +239,17 @@ WRITE_OPTIONS: tuple[OptionDoc, ...] = (
         "sink.transactional-id-prefix",
         None,
         WRITE,
-        "Exactly-once: the prefix of each task's transactional id (`<prefix>-<partition>`), unique per query or "
-        "job; required by `exactly-once`.",
+        "Exactly-once (required): the prefix of each task's transactional id, "
+        "`<prefix>-<query, write id or job>-<partition>`, so two queries may share a prefix (e.g. one ACL) without "
+        "fencing each other; the marker consumer groups are named like the transactional ids.",
+    ),
+    OptionDoc(
+        "sink.write-id",
+        None,
+        WRITE,
+        "Exactly-once batch writes: a name for this write that stays the same when the job is run again after a "
+        "failure; tasks a failed run committed are then recognised and not written twice (the rerun must split "
+        "its rows into the same tasks, which is checked). Without it every batch write is a new write.",
     ),
 )
 

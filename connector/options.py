@@ -30,11 +30,36 @@ _JAVA_ONLY = {
     "key.deserializer": "key.format",
     "value.deserializer": "value.format",
 }
-# Properties the connector sets itself; letting users override them would break its guarantees.
-_RESERVED_PROPERTIES = {
-    "enable.auto.commit": "offsets are tracked in Spark's checkpoint",
-    "partitioner": "records are partitioned by key like the Java client (murmur2)",
+# Client properties the connector sets itself, because its guarantees depend on them: a user value is refused
+# unless it equals the connector's (then it changes nothing). The README lists them (generated from here).
+@dataclass(frozen=True)
+class ReservedProperty:
+    accepted: tuple[str, ...]  # values that agree with the connector's own (empty: none may be given)
+    reason: str
+
+
+RESERVED_PROPERTIES: dict[str, ReservedProperty] = {
+    "enable.auto.commit": ReservedProperty(("false",), "offsets are tracked in Spark's checkpoint"),
+    "enable.auto.offset.store": ReservedProperty(("false",), "offsets are tracked in Spark's checkpoint"),
+    "isolation.level": ReservedProperty(
+        ("read_committed",), "reads see committed records only: aborted transactions are never data"
+    ),
+    "partitioner": ReservedProperty((), "records are partitioned by key like the Java client (murmur2)"),
+    "transactional.id": ReservedProperty(
+        (), "with sink.delivery-guarantee=exactly-once each task derives its own from 'sink.transactional-id-prefix'"
+    ),
+    "enable.idempotence": ReservedProperty(
+        ("true",), "option 'sink.delivery-guarantee' decides it (at-least-once and exactly-once need it)"
+    ),
+    "acks": ReservedProperty(
+        ("all", "-1"), "option 'sink.delivery-guarantee' decides it (at-least-once and exactly-once need all)"
+    ),
+    "delivery.report.only.error": ReservedProperty(("true",), "the writer counts only failed deliveries"),
 }
+# Reserved only under a delivery guarantee that depends on them (sink.delivery-guarantee=none lets them be).
+GUARANTEE_PROPERTIES = ("enable.idempotence", "acks")
+
+
 _SECRET_WORDS = ("password", "secret", "token", "key.pem", "user.info", "credentials")
 
 
@@ -156,10 +181,12 @@ class KafkaSpec:
         shown = {k: "***" if is_secret(k) else v for k, v in self.properties}
         return f"KafkaSpec({self.bootstrap_servers!r}, properties={shown}, timeout_s={self.timeout_s})"
 
-    def client_config(self, **settings: Any) -> dict[str, Any]:
-        """librdkafka configuration: ours, then the user's pass-through properties on top."""
-        config: dict[str, Any] = {"bootstrap.servers": self.bootstrap_servers, **settings}
+    def client_config(self, defaults: Mapping[str, Any] | None = None, **owned: Any) -> dict[str, Any]:
+        """librdkafka configuration: our tunable defaults, the user's pass-through properties on top, and on top
+        of everything the settings the connector owns (a client's group, transactional id, isolation...)."""
+        config: dict[str, Any] = {"bootstrap.servers": self.bootstrap_servers, **(defaults or {})}
         config.update(self.properties)
+        config.update(owned)
         return config
 
     def describe(self) -> str:
@@ -179,11 +206,20 @@ def parse_kafka_spec(options: Mapping[str, str]) -> KafkaSpec:
                 f"option '{name}' is a Java client setting; this connector uses librdkafka: "
                 f"use {_JAVA_ONLY[prop]} instead"
             )
-        if prop in _RESERVED_PROPERTIES:
-            raise OptionError(f"option '{name}' cannot be set: {_RESERVED_PROPERTIES[prop]}")
+        reserved = RESERVED_PROPERTIES.get(prop)
+        if reserved is not None and prop not in GUARANTEE_PROPERTIES:
+            check_reserved(prop, value)
         properties.append((prop, value))
     timeout = parse_duration(options, "client.timeout", "30 s")
     return KafkaSpec(servers, tuple(properties), timeout)
+
+
+def check_reserved(prop: str, value: str) -> None:
+    """Refuse a user value of a property the connector owns, unless it is the connector's own value."""
+    reserved = RESERVED_PROPERTIES[prop]
+    if value.strip().lower() not in reserved.accepted:
+        allowed = f" (only '{reserved.accepted[0]}' is accepted)" if reserved.accepted else ""
+        raise OptionError(f"option 'properties.{prop}' cannot be set to '{value}'{allowed}: {reserved.reason}")
 
 
 def changelog_column_name(options: Mapping[str, str]) -> str:

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import itertools
 import logging
+import re
 import time
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
 from connector.errors import RecordError, escaped_prefix
-from connector.kafka_clients import WriteTarget, producer
+from connector.kafka_clients import DEFAULT_TRANSACTION_TIMEOUT_MS, WriteTarget, admin_client, producer
 from connector.partitioners import load_partitioner
-from connector.transactions import TaskTransaction, transactional_id
+from connector.transactions import Fingerprint, TaskTransaction, transactional_id
 from connector.write_options import NONE, WriteSpec
 
 log = logging.getLogger("upsert_kafka")
@@ -27,22 +29,26 @@ _UNASSIGNED = -1  # librdkafka: let the partitioner choose
 _POLL_EVERY = 10_000
 
 
-def producer_settings(spec: WriteSpec, target: WriteTarget, txn_id: str | None = None) -> dict[str, Any]:
-    settings: dict[str, Any] = {}
+def producer_settings(
+    spec: WriteSpec, target: WriteTarget, txn_id: str | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(defaults the user's properties may change, settings the delivery guarantee owns)."""
+    defaults: dict[str, Any] = {}
+    owned: dict[str, Any] = {}
     if spec.guarantee == NONE:
-        settings |= {"acks": 1, "enable.idempotence": False}
+        defaults |= {"acks": 1, "enable.idempotence": False}
     if target.max_message_bytes:
         # A batch above the topic's limit is refused whole; keep batches under it so only an oversized
         # record itself fails (librdkafka's batch.size includes the framing).
-        settings["batch.size"] = max(1, min(1_000_000, target.max_message_bytes))
+        defaults["batch.size"] = max(1, min(1_000_000, target.max_message_bytes))
     if txn_id is not None:
-        timeout = target.transaction_timeout_ms or 60_000
-        settings |= {
+        timeout = target.transaction_timeout_ms or DEFAULT_TRANSACTION_TIMEOUT_MS
+        owned |= {
             "transactional.id": txn_id,
             "transaction.timeout.ms": timeout,
             "message.timeout.ms": min(120_000, timeout),  # librdkafka requires it within the transaction's
         }
-    return settings
+    return defaults, owned
 
 
 class Sender:
@@ -55,14 +61,12 @@ class Sender:
         self.failure: tuple[Any, str, bytes | None] | None = None  # (error, topic, key) of the first failure
         self.failures = 0
         self.client_error: Any = None
-        self.client = producer(
-            spec.kafka,
-            self._on_delivery,
-            error_cb=self._on_error,
-            **producer_settings(spec, target, txn_id),
-        )
+        defaults, owned = producer_settings(spec, target, txn_id)
+        self.client = producer(spec.kafka, self._on_delivery, defaults, error_cb=self._on_error, **owned)
         self.transaction = (
-            TaskTransaction(self.client, spec, txn_id, write_id) if txn_id is not None else None
+            TaskTransaction(self.client, spec, txn_id, write_id, owned["transaction.timeout.ms"])
+            if txn_id is not None
+            else None
         )
         self.partitioner = load_partitioner(spec.partitioner) if spec.partitioner else None
         self.partition_counts: dict[str, int] = {}
@@ -70,15 +74,16 @@ class Sender:
 
     # -- lifecycle ----------------------------------------------------------------------------------
 
-    def begin(self) -> bool:
-        """False when exactly-once finds this write already committed by an earlier attempt."""
-        return self.transaction.begin() if self.transaction is not None else True
+    def begin(self) -> str | None:
+        """Exactly-once: the fingerprint of the rows an earlier attempt committed this write with, if one did
+        (then nothing is to be sent); None otherwise."""
+        return self.transaction.begin() if self.transaction is not None else None
 
-    def finish(self) -> None:
-        """Everything acknowledged (and, with exactly-once, committed) or an error."""
+    def finish(self, fingerprint: Fingerprint | None = None) -> None:
+        """Everything acknowledged (and, with exactly-once, committed with the rows' fingerprint) or an error."""
         self.flush()
         if self.transaction is not None:
-            self.transaction.commit(self.first_topic)
+            self.transaction.commit(self.first_topic, fingerprint)
 
     def fail(self) -> None:
         """The task failed: send nothing more (Spark runs it again whole)."""
@@ -215,17 +220,38 @@ def _hint(name: str, max_message_bytes: int | None) -> str:
 
 
 
-def fence(spec: WriteSpec, target: WriteTarget, partition_ids: list[int]) -> None:
+def fence(spec: WriteSpec, target: WriteTarget, scope: str, partition_ids: list[int]) -> None:
     """Driver side, after a failed write: abort what its tasks may have left open. An open transaction holds
     back read_committed readers of its partitions until it times out; initializing a producer with the same
     transactional id aborts it at once."""
     for partition_id in partition_ids:
-        tid = transactional_id(spec, partition_id)
-        client = producer(spec.kafka, _ignore, **producer_settings(spec, target, tid))
+        tid = transactional_id(spec, scope, partition_id)
+        defaults, owned = producer_settings(spec, target, tid)
+        client = producer(spec.kafka, _ignore, defaults, **owned)
         try:
             client.init_transactions(spec.kafka.timeout_s)
         except KafkaException as e:
             log.warning("upsert-kafka: could not abort open transactions of %s: %s", tid, e.args[0].str())
+
+
+def fence_scope(spec: WriteSpec, target: WriteTarget, scope: str) -> None:
+    """Driver side, before a rerun of a write or a restarted query: fence every transactional id of `scope`
+    that ever committed (their marker groups exist), whatever the task count now. An id that never committed
+    is ended by the transaction timeout if no task of this run takes it over first."""
+    pattern = re.compile(re.escape(f"{spec.transactional_id_prefix}-{scope}-") + r"(\d+)")
+    admin = admin_client(spec.kafka)  # kept referenced until the answer is in: a destroyed client answers nothing
+    try:
+        listing = admin.list_consumer_groups(request_timeout=spec.kafka.timeout_s).result()
+    except KafkaException as e:
+        log.warning("upsert-kafka: could not list the exactly-once marker groups: %s", e.args[0].str())
+        return
+    if listing.errors:
+        log.warning("upsert-kafka: could not list every exactly-once marker group: %s", listing.errors[0].str())
+    ids = sorted(int(m.group(1)) for g in listing.valid if (m := pattern.fullmatch(g.group_id)))
+    if ids:
+        log.info("upsert-kafka: fencing %d transactional id(s) of %s", len(ids), transactional_id(spec, scope, 0))
+        with ThreadPoolExecutor(max_workers=min(8, len(ids))) as pool:
+            list(pool.map(lambda i: fence(spec, target, scope, [i]), ids))
 
 
 def _ignore(error: Any, message: Any) -> None:

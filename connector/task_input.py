@@ -7,20 +7,24 @@ would even keep the retry from writing the rest. Spark's protocol tells the two 
 input it sends an end-of-stream code on the worker's socket, after a failure it sends nothing and
 closes it. This module looks at those next bytes (without consuming them) once the input is exhausted.
 
-The socket is not part of the Data Source API: it is found on the stack of PySpark's worker (4.x), and
-when it is not there the answer is "unknown" (None).
+The socket is not part of the Data Source API: it is the local `input_data_stream` of PySpark's worker code
+(4.x), found on the stack by the worker's source file rather than its module name, because a worker started
+without the daemon (`spark.python.use.daemon=false`) runs that file as `__main__`. When it is not there the
+answer is "unknown" (None), and an exactly-once write then refuses to commit (connector.write).
 """
 
 from __future__ import annotations
 
+import os
 import struct
 import sys
 from typing import Any
 
+import pyspark
 from pyspark.serializers import SpecialLengths
 
 _END_OF_STREAM = struct.pack("!i", SpecialLengths.END_OF_STREAM)
-_WORKER_MODULE = "pyspark.worker"
+_WORKER_FILE = os.path.realpath(os.path.join(os.path.dirname(pyspark.__file__), "worker.py"))
 _STREAM_NAME = "input_data_stream"
 
 
@@ -37,8 +41,12 @@ def input_complete() -> bool | None:
 def _input_stream() -> Any:
     frame = sys._getframe(1)
     while frame is not None:
-        if frame.f_globals.get("__name__") == _WORKER_MODULE and _STREAM_NAME in frame.f_locals:
+        if _is_worker_file(frame.f_code.co_filename) and _STREAM_NAME in frame.f_locals:
             stream = frame.f_locals[_STREAM_NAME]
             return stream if hasattr(stream, "peek") else None
         frame = frame.f_back
     return None
+
+
+def _is_worker_file(filename: str) -> bool:
+    return filename == _WORKER_FILE or os.path.realpath(filename) == _WORKER_FILE

@@ -1,24 +1,37 @@
 """Exactly-once: one Kafka transaction per Spark task, and a marker that keeps a replay from writing twice.
 
-A task's transactional id is `<sink.transactional-id-prefix>-<Spark partition id>`, the same for every
-attempt and every micro-batch, so `init_transactions` fences an earlier attempt and aborts whatever it
-left open. Kafka's transactions make a task's records visible all at once or never, but Spark may run a
-task again after it committed (a retried stage, a micro-batch replayed after a restart). So each
-transaction also commits a marker — the write id as the metadata of a consumer-group offset, in the group
-named like the transactional id — through `send_offsets_to_transaction`, atomically with the records. A
-task that finds its write id in the marker (read after `init_transactions`, so nothing is in flight) has
-been written already and writes nothing.
+Identity. A task's transactional id is `<sink.transactional-id-prefix>-<scope>-<Spark partition id>`. The
+scope names what a replay shares: the streaming query (its id survives restarts), a batch write's
+`sink.write-id`, or else the one job. So every attempt and every micro-batch of a query reuse the same ids —
+`init_transactions` fences an earlier attempt and aborts whatever it left open — while two queries or jobs
+given the same prefix never fence each other or read each other's markers.
+
+Markers. Kafka's transactions make a task's records visible all at once or never, but Spark may run a task
+again after it committed (a retried stage, a micro-batch replayed after a restart). So each transaction also
+commits a marker — the write id and a fingerprint of the task's rows, as the metadata of a consumer-group
+offset in the group named like the transactional id — through `send_offsets_to_transaction`, atomically with
+the records. An attempt that finds its write id there (read after `init_transactions`, so nothing is in
+flight) was written already: it reads its rows only to check they are the ones committed, and writes nothing.
+
+Why the fingerprint. Skipping is right only if the replayed task holds the rows that were committed under its
+id. If the rows of a replayed write reach other tasks than the first time (partitioning options changed
+before a restart, a non-deterministic shuffle), skipping would lose some rows and writing would duplicate
+others: the attempt fails instead, with an error that says so. The fingerprint is a multiset digest of the
+rows' encoded keys and change kinds, independent of row order (a shuffle may deliver rows in another order).
 
 Write ids: a micro-batch's is its query id and batch id (Spark sets both as local properties of its tasks,
-also for batch writes inside foreachBatch); a batch write gets a fresh id on the driver. The target
-topics are part of it, so two writes of one micro-batch to different topics do not mistake each other's
-markers.
+also for batch writes inside foreachBatch); a batch write's is its `sink.write-id`, else a fresh id made on
+the driver. The target topics are part of it, so two writes of one micro-batch to different topics do not
+mistake each other's markers.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import time
+import zlib
+from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -28,58 +41,109 @@ from connector.write_options import WriteSpec
 
 log = logging.getLogger("upsert_kafka")
 
-
-def transactional_id(spec: WriteSpec, partition_id: int) -> str:
-    return f"{spec.transactional_id_prefix}-{partition_id}"
+_MASK = (1 << 64) - 1
 
 
-def write_id(spec: WriteSpec, local_properties: dict[str, str | None], fresh_id: str) -> str:
-    """The id a replay of this write shares: the micro-batch's when there is one, else the driver's."""
+def _digest(text: str, length: int) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()[:length]
+
+
+@dataclass(frozen=True)
+class WriteIdentity:
+    """What the attempts and replays of one write share."""
+
+    scope: str  # in every transactional id of the write
+    write_id: str  # in the marker of every task that committed
+
+
+def identify(spec: WriteSpec, local_properties: dict[str, str | None], fresh_id: str) -> WriteIdentity:
+    """The write's identity: a named batch write's, else the micro-batch's when there is one, else the job's."""
     batch, query = local_properties.get("streaming.sql.batchId"), local_properties.get("sql.streaming.queryId")
-    target = hashlib.sha1(spec.topics.describe().encode()).hexdigest()[:12]
-    return f"query {query} batch {batch} to {target}" if batch and query else f"write {fresh_id} to {target}"
+    target = _digest(spec.topics.describe(), 12)
+    if spec.write_id is not None:
+        return WriteIdentity(f"w{_digest(spec.write_id, 10)}", f"write {spec.write_id} to {target}")
+    if batch and query:
+        return WriteIdentity(f"q{_digest(query, 10)}", f"query {query} batch {batch} to {target}")
+    return WriteIdentity(f"j{fresh_id[:10]}", f"write {fresh_id} to {target}")
+
+
+def transactional_id(spec: WriteSpec, scope: str, partition_id: int) -> str:
+    return f"{spec.transactional_id_prefix}-{scope}-{partition_id}"
+
+
+class Fingerprint:
+    """An order-independent digest of a task's rows: their count, deletes and two sums of per-key checksums.
+    `zlib` over the encoded keys runs in C, one call per key (no Python code per row)."""
+
+    def __init__(self) -> None:
+        self.rows = self.deletes = self.crc = self.adler = 0
+
+    def add(self, keys: list[bytes], deletes: int) -> None:
+        self.rows += len(keys)
+        self.deletes += deletes
+        self.crc = (self.crc + sum(map(zlib.crc32, keys))) & _MASK
+        self.adler = (self.adler + sum(map(zlib.adler32, keys))) & _MASK
+
+    def __str__(self) -> str:
+        return f"{self.rows}:{self.deletes}:{self.crc:x}:{self.adler:x}"
+
+
+def rows_of(fingerprint: str) -> str:
+    return fingerprint.split(":", 1)[0]
 
 
 class TaskTransaction:
     """The transaction of one task on `client`, a producer configured with its transactional id."""
 
-    def __init__(self, client: Any, spec: WriteSpec, transactional_id: str, write_id: str) -> None:
+    def __init__(
+        self, client: Any, spec: WriteSpec, transactional_id: str, write_id: str, transaction_timeout_ms: int
+    ) -> None:
         self.client, self.spec, self.id, self.write_id = client, spec, transactional_id, write_id
         self.timeout_s = spec.kafka.timeout_s
+        self.transaction_timeout_ms = transaction_timeout_ms
+        self.started: float | None = None
+        # The connector owns this consumer's group, isolation and commits: the user's properties cannot move them.
         self._group = Consumer(
             spec.kafka.client_config(
                 **{"group.id": transactional_id, "enable.auto.commit": False, "isolation.level": "read_committed"}
             )
         )
 
-    def begin(self) -> bool:
-        """Fence earlier attempts; False when one of them already committed this write."""
+    def begin(self) -> str | None:
+        """Fence earlier attempts. When one of them committed this write already, return the fingerprint it
+        committed (and open no transaction); else open the transaction and return None."""
         self._call("start a transaction", self.client.init_transactions, self.timeout_s)
-        if self._committed():
-            log.info("upsert-kafka: %s already committed write '%s'; not writing it again", self.id, self.write_id)
+        committed = self._committed()
+        if committed is not None:
+            log.info("upsert-kafka: %s already committed write '%s'", self.id, self.write_id)
             self._group.close()
-            return False
+            return committed
         self.client.begin_transaction()
-        return True
+        self.started = time.monotonic()
+        return None
 
-    def _committed(self) -> bool:
+    def _committed(self) -> str | None:
         # Read committed (KIP-447 require_stable): an offset of a transaction still completing is waited for.
         topics = [t for t in self.client.list_topics(timeout=self.timeout_s).topics if self.spec.topics.accepts(t)]
         if not topics:
-            return False
+            return None
         marks = self._call(
             "read the exactly-once markers",
             self._group.committed,
             [TopicPartition(t, 0) for t in sorted(topics)],
             timeout=self.timeout_s,
         )
-        return any(tp.metadata == self.write_id for tp in marks)
+        for mark in marks:
+            write_id, _, fingerprint = (mark.metadata or "").rpartition("|")
+            if write_id == self.write_id:
+                return fingerprint
+        return None
 
-    def commit(self, marker_topic: str | None) -> None:
+    def commit(self, marker_topic: str | None, fingerprint: Fingerprint) -> None:
         """Commit the records and, with them, the marker (on partition 0 of a topic the task wrote)."""
         try:
             if marker_topic is not None:
-                marker = TopicPartition(marker_topic, 0, 0, metadata=self.write_id)
+                marker = TopicPartition(marker_topic, 0, 0, metadata=f"{self.write_id}|{fingerprint}")
                 self._call(
                     "commit the exactly-once marker",
                     self.client.send_offsets_to_transaction,
@@ -106,20 +170,28 @@ class TaskTransaction:
         except KafkaException as e:
             raise RecordError(
                 f"could not {what} for transactional id '{self.id}' at {self.spec.kafka.describe()}: "
-                f"{e.args[0].str()}{_hint(e.args[0])}"
+                f"{e.args[0].str()}{self._hint(e.args[0])}"
             ) from None
 
-
-def _hint(error: Any) -> str:
-    name = error.name()
-    if name == "INVALID_TRANSACTION_TIMEOUT":
-        return " (option 'properties.transaction.timeout.ms' exceeds the brokers' transaction.max.timeout.ms)"
-    if name in ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED"):
-        return (
-            " (exactly-once needs WRITE on the transactional ids and READ on the consumer groups named "
-            "'<sink.transactional-id-prefix>-<partition>', and READ on the target topics)"
-        )
-    if name == "PRODUCER_FENCED" or name == "_FENCED":
-        return " (another writer uses the same 'sink.transactional-id-prefix'; give each query or job its own)"
-    return ""
-
+    def _hint(self, error: Any) -> str:
+        name = error.name()
+        open_ms = (time.monotonic() - self.started) * 1000 if self.started is not None else 0
+        if self.transaction_timeout_ms and open_ms >= self.transaction_timeout_ms:
+            return (
+                f" (the transaction was open for {open_ms / 1000:.0f} s, longer than its timeout of "
+                f"{self.transaction_timeout_ms} ms, so the brokers aborted it: raise option "
+                "'properties.transaction.timeout.ms' or write fewer rows per task)"
+            )
+        if name == "INVALID_TRANSACTION_TIMEOUT":
+            return " (option 'properties.transaction.timeout.ms' exceeds the brokers' transaction.max.timeout.ms)"
+        if name in ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED"):
+            return (
+                " (exactly-once needs WRITE on the transactional ids and READ on the consumer groups whose names "
+                "start with '<sink.transactional-id-prefix>-', and READ on the target topics)"
+            )
+        if name in ("PRODUCER_FENCED", "_FENCED", "INVALID_PRODUCER_EPOCH"):
+            return (
+                " (another attempt of this task took over its transactional id: Spark ran the task twice at once, "
+                "e.g. speculation, or another job uses the same 'sink.transactional-id-prefix' and 'sink.write-id')"
+            )
+        return ""

@@ -23,7 +23,7 @@ from connector.kafka_clients import WriteTarget
 from connector.reducing_buffer import FlushTimer, Pending, ReducingBuffer
 from connector.sender import Sender
 from connector.task_input import input_complete
-from connector.transactions import transactional_id, write_id
+from connector.transactions import Fingerprint, identify, rows_of, transactional_id
 from connector.write_options import EXACTLY_ONCE, WriteSpec
 from formats import Encoder
 
@@ -52,6 +52,7 @@ class WriteResult(WriterCommitMessage):
     skipped_preimages: int
     reduced: int = 0  # rows the reducing buffer replaced by a later row of their key
     replayed: bool = False  # exactly-once: an earlier attempt had committed this task's records
+    scope: str | None = None  # exactly-once: the scope of the task's transactional id (for fencing)
     keys: pa.Array | None = None  # overwrite: the encoded key of every row
     key_topics: pa.Array | None = None  # ... and its topic, when the write has several
 
@@ -65,9 +66,11 @@ class RecordWriter:
         self.key_encoder = layout.key_codec.encoder(layout.key_schema)
         self.value_encoder = layout.value_codec.encoder(layout.value_schema)
         self.meta = {c.kind: c.column for c in layout.metadata}
+        self.partition_id = partition_id
+        self.identity = identify(spec, local_properties, plan.fresh_id)
         exactly_once = spec.guarantee == EXACTLY_ONCE
-        self.txn_id = transactional_id(spec, partition_id) if exactly_once else None
-        self.write_id = write_id(spec, local_properties, plan.fresh_id)
+        self.txn_id = transactional_id(spec, self.identity.scope, partition_id) if exactly_once else None
+        self.fingerprint = Fingerprint()
         self.buffer = ReducingBuffer(spec.buffer.max_rows) if spec.buffer else None
         self.lock = threading.RLock()
         self.records = self.tombstones = self.skipped = self.reduced = 0
@@ -79,12 +82,15 @@ class RecordWriter:
         if first is None:  # no producer, no transaction for an empty task
             return self._result()
         batches = itertools.chain([first], batches)
-        sender = Sender(self.spec, self.plan.target, self.txn_id, self.write_id)
+        sender = Sender(self.spec, self.plan.target, self.txn_id, self.identity.write_id)
         timer = None
         try:
-            if not sender.begin():  # exactly-once: written by an earlier attempt
-                for batch in batches:  # an overwrite still needs its keys
+            committed = sender.begin()
+            if committed is not None:  # exactly-once: an earlier attempt committed this write
+                for batch in batches:  # its rows are read to check they are the ones committed
                     self._pending(batch)
+                self._check_input_complete()
+                self._check_same_rows(committed)
                 return self._result(replayed=True)
             if self.spec.buffer is not None:
                 timer = FlushTimer(self.spec.buffer.interval_s, self.lock, lambda: self._flush_buffer(sender, timer))
@@ -98,7 +104,7 @@ class RecordWriter:
                 timer.stop()
                 timer.check()
                 self._flush_buffer(sender, timer)
-            sender.finish()
+            sender.finish(self.fingerprint)
         except BaseException:
             if timer is not None:
                 timer.stop()
@@ -117,12 +123,35 @@ class RecordWriter:
                 "failing (see the error of the step before the write); nothing of it is committed"
             )
         if complete is None and self.txn_id is not None:
+            # Fail closed: with exactly-once a partial commit would make every retry skip the rest.
+            raise RecordError(
+                f"exactly-once write to {self.spec.topics.describe()}: cannot tell whether Spark handed this task "
+                "its whole input (the PySpark worker's input stream was not found), so nothing of it is committed. "
+                "Run the write in a PySpark 4.3 Python worker, or use sink.delivery-guarantee=at-least-once"
+            )
+        if complete is None:
             log.warning("upsert-kafka: cannot tell whether this task's input is complete (not in a PySpark worker)")
+
+    def _check_same_rows(self, committed: str) -> None:
+        """A replayed task skips what an earlier attempt committed: only right if it holds the same rows."""
+        if str(self.fingerprint) != committed:
+            raise RecordError(
+                f"exactly-once write to {self.spec.topics.describe()}: task {self.partition_id} of write "
+                f"'{self.identity.write_id}' was committed by an earlier attempt with other rows ({rows_of(committed)} "
+                f"then, {self.fingerprint.rows} now). The rows of this replayed write reach the Spark tasks "
+                "differently than the first time, so writing them could duplicate rows and skipping could lose "
+                "some; nothing of this attempt is written. Restart with what split the rows into tasks when the "
+                "write first ran (e.g. options minPartitions / scan.split.max-records, a repartition(), "
+                "spark.sql.shuffle.partitions), or write to a new topic"
+            )
 
     def _result(self, replayed: bool = False) -> WriteResult:
         keys = pa.concat_arrays(self.keys) if self.keys else None
         topics = pa.concat_arrays(self.key_topics) if self.key_topics else None
-        return WriteResult(self.records, self.tombstones, self.skipped, self.reduced, replayed, keys, topics)
+        scope = self.identity.scope if self.txn_id is not None else None
+        return WriteResult(
+            self.records, self.tombstones, self.skipped, self.reduced, replayed, scope, keys, topics
+        )
 
     # -- rows to pending records --------------------------------------------------------------------
 
@@ -134,6 +163,8 @@ class RecordWriter:
         topics = self._row_topics(rows)
         key_columns = rows.select(list(self.layout.key_fields)).rename_columns(list(self.layout.key_record_names))
         keys = self._encode(self.key_encoder, key_columns, rows, "key")
+        if self.txn_id is not None:
+            self.fingerprint.add(keys, pc.sum(deletes).as_py() or 0)
         if self.plan.collect_keys:
             self.keys.append(pa.array(keys, pa.binary()))
             if topics is not None:

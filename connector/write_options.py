@@ -15,7 +15,14 @@ from pyspark.sql.types import StructType
 
 from connector.errors import OptionError
 from connector.layout import Layout, parse_layout
-from connector.options import KafkaSpec, canonical_options, parse_kafka_spec, parse_topic_selection
+from connector.options import (
+    GUARANTEE_PROPERTIES,
+    KafkaSpec,
+    canonical_options,
+    check_reserved,
+    parse_kafka_spec,
+    parse_topic_selection,
+)
 from connector.partitioners import parse_partitioner
 
 NONE, AT_LEAST_ONCE, EXACTLY_ONCE = "none", "at-least-once", "exactly-once"
@@ -63,6 +70,7 @@ class WriteSpec:
     guarantee: str = AT_LEAST_ONCE
     transactional_id_prefix: str | None = None
     transaction_timeout_ms: int | None = None  # properties.transaction.timeout.ms, when given
+    write_id: str | None = None  # sink.write-id: a batch write that a rerun completes exactly once
 
 
 def parse_write_spec(raw: Mapping[str, str], schema: StructType) -> WriteSpec:
@@ -78,7 +86,10 @@ def parse_write_spec(raw: Mapping[str, str], schema: StructType) -> WriteSpec:
             "unique to this query or job (each task's transactional id is the prefix and its partition), "
             'e.g. .option("sink.transactional-id-prefix", "orders-to-kafka")'
         )
-    _reject_client_transactions(options)
+    if guarantee != NONE:
+        for prop in GUARANTEE_PROPERTIES:
+            if f"properties.{prop}" in options:
+                check_reserved(prop, options[f"properties.{prop}"])
     return WriteSpec(
         kafka=kafka,
         topics=WriteTopics(names, pattern, _topic_column(layout, names, pattern)),
@@ -88,6 +99,7 @@ def parse_write_spec(raw: Mapping[str, str], schema: StructType) -> WriteSpec:
         guarantee=guarantee,
         transactional_id_prefix=prefix,
         transaction_timeout_ms=_transaction_timeout(options),
+        write_id=_write_id(options, guarantee),
     )
 
 
@@ -139,12 +151,18 @@ def _parse_buffer(options: Mapping[str, str]) -> BufferSpec | None:
     )
 
 
-def _reject_client_transactions(options: Mapping[str, str]) -> None:
-    if "properties.transactional.id" in options:
+def _write_id(options: Mapping[str, str], guarantee: str) -> str | None:
+    raw = options.get("sink.write-id")
+    if raw is None:
+        return None
+    if guarantee != EXACTLY_ONCE:
         raise OptionError(
-            "option 'properties.transactional.id' cannot be set: with sink.delivery-guarantee=exactly-once each "
-            "task derives its own from 'sink.transactional-id-prefix'"
+            "option 'sink.write-id' makes a rerun of an exactly-once write skip what it already wrote: it needs "
+            "option 'sink.delivery-guarantee' = exactly-once"
         )
+    if not raw.strip() or "|" in raw:
+        raise OptionError(f"option 'sink.write-id' must be a non-empty name without '|', got '{raw}'")
+    return raw.strip()
 
 
 def _transaction_timeout(options: Mapping[str, str]) -> int | None:

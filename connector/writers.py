@@ -4,9 +4,12 @@ overwrite tombstones the keys the DataFrame lacks) or, after a failure, fences o
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlparse
 
 import pyarrow as pa
 from pyspark import TaskContext
@@ -16,7 +19,8 @@ from pyspark.sql.types import StructType
 from connector.errors import OptionError
 from connector.kafka_clients import describe_write_target
 from connector.overwrite import tombstone_missing_keys
-from connector.sender import fence
+from connector.sender import fence, fence_scope
+from connector.transactions import identify
 from connector.write import RecordWriter, WritePlan, WriteResult
 from connector.write_options import EXACTLY_ONCE, WriteSpec, parse_write_spec
 from formats import FormatOptionError
@@ -27,14 +31,33 @@ log = logging.getLogger("upsert_kafka")
 _LOCAL_PROPERTIES = ("streaming.sql.batchId", "sql.streaming.queryId")
 
 
-def plan_write(options: dict, schema: StructType, overwrite: bool) -> WritePlan:
-    """Parse the options and ask the brokers, once on the driver before any task starts."""
+def plan_write(options: dict, schema: StructType, overwrite: bool, query_id: str | None = None) -> WritePlan:
+    """Parse the options and ask the brokers, once on the driver before any task starts. `query_id`: the
+    streaming query's, when the driver can tell it (connector.transactions names its transactional ids)."""
     spec = parse_write_spec(options, schema)
     _check_encoders(spec)
-    # 0: no transactions; None: exactly-once with the brokers' maximum transaction timeout.
+    # 0: no transactions; None: exactly-once with the default transaction timeout.
     timeout = spec.transaction_timeout_ms if spec.guarantee == EXACTLY_ONCE else 0
     target = describe_write_target(spec.kafka, spec.topics.names, spec.topics.pattern, timeout)
-    return WritePlan(spec, target, uuid.uuid4().hex, collect_keys=overwrite)
+    plan = WritePlan(spec, target, uuid.uuid4().hex, collect_keys=overwrite)
+    if spec.guarantee == EXACTLY_ONCE and (spec.write_id is not None or query_id is not None):
+        # A rerun of a named write or a restarted query: abort at once what a crashed run left open.
+        properties = {"sql.streaming.queryId": query_id, "streaming.sql.batchId": "0"}
+        fence_scope(spec, target, identify(spec, properties, plan.fresh_id).scope)
+    return plan
+
+
+def checkpointed_query_id(options: dict) -> str | None:
+    """The streaming query's id from its checkpoint's metadata file, when the checkpoint is on a local file
+    system (Spark hands a stream writer the checkpoint location). Elsewhere None: nothing is fenced at start."""
+    location = options.get("checkpointlocation") or options.get("checkpointLocation")
+    if not location:
+        return None
+    path = urlparse(location).path if location.startswith("file:") else location
+    try:
+        return json.loads(Path(path, "metadata").read_text().splitlines()[0]).get("id")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
 
 
 def _check_encoders(spec: WriteSpec) -> None:
@@ -69,9 +92,15 @@ def _summary(messages: list[WriterCommitMessage | None]) -> str:
 
 def _abort(plan: WritePlan, messages: list[WriterCommitMessage | None]) -> None:
     """Exactly-once: abort at once what failed tasks may have left open (read_committed readers of
-    those partitions would otherwise wait for the transaction timeout)."""
-    if plan.spec.guarantee == EXACTLY_ONCE:
-        fence(plan.spec, plan.target, [i for i, m in enumerate(messages) if m is None])
+    those partitions would otherwise wait for the transaction timeout). The ids' scope is known from the
+    tasks that succeeded; when none did, the transaction timeout ends what is left open."""
+    if plan.spec.guarantee != EXACTLY_ONCE:
+        return
+    scope = next((m.scope for m in messages if isinstance(m, WriteResult) and m.scope), None)
+    if scope is None:
+        log.info("upsert-kafka: no task of the failed write succeeded; open transactions end by their timeout")
+        return
+    fence(plan.spec, plan.target, scope, [i for i, m in enumerate(messages) if m is None])
 
 
 class UpsertKafkaWriter(DataSourceArrowWriter):

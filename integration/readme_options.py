@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from connector.option_table import OPTIONS, OptionDoc
+from connector.options import GUARANTEE_PROPERTIES, RESERVED_PROPERTIES
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 START, END = "<!-- options:start (generated: python -m integration.readme_options) -->", "<!-- options:end -->"
@@ -25,7 +26,22 @@ def _row(doc: OptionDoc) -> str:
 
 def options_table() -> str:
     lines = ["| option | default | read/write | meaning |", "|---|---|---|---|"]
-    return "\n".join(lines + [_row(doc) for doc in OPTIONS])
+    return "\n".join(lines + [_row(doc) for doc in OPTIONS] + ["", reserved_table()])
+
+
+def reserved_table() -> str:
+    """The client properties the connector owns: a `properties.*` value other than the accepted one fails."""
+    lines = [
+        "Client properties the connector sets itself (a different `properties.*` value is refused):",
+        "",
+        "| property | accepted value | why |",
+        "|---|---|---|",
+    ]
+    for name, reserved in RESERVED_PROPERTIES.items():
+        accepted = " or ".join(f"`{v}`" for v in reserved.accepted) or "none"
+        when = " (any value with `sink.delivery-guarantee` = `none`)" if name in GUARANTEE_PROPERTIES else ""
+        lines.append(f"| `properties.{name}` | {accepted}{when} | {reserved.reason} |")
+    return "\n".join(lines)
 
 
 def readme_table(text: str) -> str | None:

@@ -53,9 +53,38 @@ def test_key_fields_match_columns_case_insensitively_and_keep_their_order():
     assert parse_write_spec(BASE | {"key.fields": "b; a"}, schema).layout.key_fields == ("b", "A")
 
 
-def test_connector_owned_client_settings_cannot_be_overridden():
-    with pytest.raises(OptionError, match=r"'properties\.partitioner' cannot be set"):
-        parse_write_spec(BASE | {"properties.partitioner": "random"}, SCHEMA)
+@pytest.mark.parametrize(
+    ("prop", "value", "message"),
+    [
+        ("partitioner", "random", r"'properties\.partitioner' cannot be set to 'random': records are partitioned"),
+        ("transactional.id", "t", r"'properties\.transactional\.id' cannot be set .*sink\.transactional-id-prefix"),
+        ("isolation.level", "read_uncommitted", r"only 'read_committed' is accepted"),
+        ("enable.auto.commit", "true", r"only 'false' is accepted\): offsets are tracked in Spark's checkpoint"),
+        ("acks", "1", r"'properties\.acks' cannot be set to '1' \(only 'all' is accepted\)"),
+        ("enable.idempotence", "false", r"option 'sink\.delivery-guarantee' decides it"),
+    ],
+)
+def test_connector_owned_client_settings_cannot_be_overridden(prop, value, message):
+    with pytest.raises(OptionError, match=message):
+        parse_write_spec(BASE | {f"properties.{prop}": value}, SCHEMA)
+
+
+def test_owned_settings_given_with_the_connectors_own_value_are_accepted():
+    same = {"properties.isolation.level": "read_committed", "properties.acks": "all"}
+    same |= {"properties.enable.auto.commit": "false"}
+    assert parse_write_spec(BASE | same, SCHEMA).kafka.bootstrap_servers == "b:9092"
+
+
+def test_acks_and_idempotence_are_the_users_when_no_delivery_guarantee_is_asked():
+    loose = {"sink.delivery-guarantee": "none", "properties.acks": "0", "properties.enable.idempotence": "false"}
+    assert ("acks", "0") in parse_write_spec(BASE | loose, SCHEMA).kafka.properties
+
+
+def test_connector_owned_settings_are_applied_over_the_users_properties():
+    kafka = parse_write_spec(BASE | {"properties.group.id": "monitoring", "properties.linger.ms": "5"}, SCHEMA).kafka
+    config = kafka.client_config({"linger.ms": 20}, **{"group.id": "marker"})
+    assert config["group.id"] == "marker", "the connector's own group wins"
+    assert config["linger.ms"] == "5", "a tunable default yields to the user"
 
 
 def test_schema_option_gets_the_change_column_unless_table_mode():

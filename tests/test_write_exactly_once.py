@@ -10,8 +10,9 @@ from pathlib import Path
 import orjson
 import pytest
 from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
-from tests.failure_injection import fail_first_attempt
+from tests.failure_injection import fail_first_attempt, open_transaction_has_records
 from tests.kafka_io import consume_all, produce
 from tests.write_helpers import end_offsets, key_counts, write
 
@@ -21,6 +22,21 @@ CHANGES = SCHEMA + ", _change_type STRING"
 
 def exactly_once(prefix: str) -> dict[str, str]:
     return {"sink.delivery-guarantee": "exactly-once", "sink.transactional-id-prefix": prefix}
+
+
+def marker_groups(bootstrap: str, prefix: str, topic: str) -> dict[str, str]:
+    """The exactly-once marker groups of `prefix` and the metadata each committed on `topic` partition 0."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    groups = [g.group_id for g in admin.list_consumer_groups().result().valid if g.group_id.startswith(prefix + "-")]
+    out = {}
+    for name in groups:
+        group = Consumer({"bootstrap.servers": bootstrap, "group.id": name})
+        try:
+            (marker,) = group.committed([TopicPartition(topic, 0)], timeout=10)
+        finally:
+            group.close()
+        out[name] = marker.metadata
+    return out
 
 
 def all_offsets(bootstrap: str, topic: str) -> int:
@@ -66,14 +82,14 @@ def test_each_task_commits_its_records_and_its_marker_in_one_transaction(spark, 
     assert key_counts(bootstrap, topic) == {i: 1 for i in range(20)}
     # Each task's transaction ends with a commit marker in each partition it wrote: offsets beyond the records.
     assert all_offsets(bootstrap, topic) > 20
-    # ... and commits the task's write id, in the consumer group named like its transactional id.
-    for task in (0, 1):
-        group = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-{task}"})
-        try:
-            (marker,) = group.committed([TopicPartition(topic, 0)], timeout=10)
-        finally:
-            group.close()
-        assert marker.metadata.startswith("write "), marker
+    # ... and commits the task's write id and the fingerprint of its rows, in the consumer group named like its
+    # transactional id: <prefix>-<scope of this write>-<task>.
+    markers = marker_groups(bootstrap, topic, topic)
+    assert sorted(int(g.rsplit("-", 1)[1]) for g in markers) == [0, 1]
+    assert len({g.rsplit("-", 1)[0] for g in markers}) == 1, "both tasks share the write's scope"
+    for metadata in markers.values():
+        write_id, fingerprint = metadata.rsplit("|", 1)
+        assert write_id.startswith("write ") and fingerprint.split(":")[0] == "10", metadata
 
 
 def test_failed_write_leaves_no_record_for_read_committed_readers(spark, new_topic, options, bootstrap):
@@ -159,3 +175,178 @@ def test_streaming_write_under_task_failures_restarts_and_a_replayed_batch_write
     counts = key_counts(bootstrap, target)
     assert len(counts) == 4 * per_batch
     assert Counter(counts.values()) == {1: 4 * per_batch}, "some record was written twice"
+
+
+# -- regressions: what silently lost or duplicated rows before --------------------------------------------
+
+
+def fail_tasks(partitions: set[int], flag: str):
+    """A column function: the row's `name`, except that tasks whose partition id is in `partitions` fail on every
+    attempt while the file `flag` exists (a job that fails after its other tasks committed)."""
+    from pyspark.sql import functions as F
+
+    def name(value: str) -> str:
+        import os
+
+        from pyspark import TaskContext
+
+        if TaskContext.get().partitionId() in partitions and os.path.exists(flag):
+            raise RuntimeError("injected failure of a whole task")
+        return value
+
+    return F.udf(name, "string", useArrow=False).asNondeterministic()
+
+
+def test_a_user_group_id_does_not_move_the_exactly_once_markers(spark, new_topic, options, bootstrap):
+    # properties.group.id once replaced every task's marker group: all tasks shared one marker, and each task
+    # after the first found "its" write committed and skipped its rows (125 of 1,000 rows arrived).
+    topic = new_topic(partitions=2)
+    opts = options(topic, exactly_once(topic) | {"properties.group.id": "monitoring"})
+    rows = spark.range(1000).selectExpr("cast(id as int) as id", "'a' as name", "1.0 as price").repartition(8)
+    rows.write.format("upsert-kafka").options(**opts).mode("append").save()
+
+    assert key_counts(bootstrap, topic) == {i: 1 for i in range(1000)}
+
+
+def test_rerun_of_a_named_batch_write_completes_it_exactly_once(spark, new_topic, options, bootstrap, tmp_path):
+    topic = new_topic(partitions=2)
+    flag = tmp_path / "fail"
+    flag.touch()
+    rows = spark.range(0, 4000, 1, numPartitions=4).selectExpr(
+        "cast(id as int) as id", "concat('n', id) as name", "1.0 as price"
+    )
+    failing = rows.withColumn("name", fail_tasks({2, 3}, str(flag))("name"))
+    opts = options(topic, exactly_once(topic) | {"sink.write-id": "nightly-2026-11-23"})
+    with pytest.raises(Exception, match="injected failure of a whole task"):
+        failing.write.format("upsert-kafka").options(**opts).mode("append").save()
+    assert len(key_counts(bootstrap, topic)) == 2000, "tasks 0 and 1 committed before the job failed"
+
+    flag.unlink()
+    failing.write.format("upsert-kafka").options(**opts).mode("append").save()
+
+    counts = key_counts(bootstrap, topic)
+    print(f"rerun of a named write: {sum(counts.values())} records for {len(counts)} keys")
+    assert counts == {i: 1 for i in range(4000)}
+
+
+def test_rerun_whose_rows_reach_other_tasks_fails_before_writing_anything(
+    spark, new_topic, options, bootstrap, tmp_path
+):
+    topic = new_topic(partitions=2)
+    flag = tmp_path / "fail"
+    flag.touch()
+    rows = spark.range(0, 4000, 1, numPartitions=4).selectExpr(
+        "cast(id as int) as id", "concat('n', id) as name", "1.0 as price"
+    )
+    opts = options(topic, exactly_once(topic) | {"sink.write-id": "nightly"})
+    with pytest.raises(Exception, match="injected failure of a whole task"):
+        rows.withColumn("name", fail_tasks({2, 3}, str(flag))("name")).write.format("upsert-kafka").options(
+            **opts
+        ).mode("append").save()
+    flag.unlink()
+
+    # The rerun splits the same rows into 2 tasks: tasks 0 and 1 hold other rows than they committed.
+    with pytest.raises(Exception, match=r"committed by an earlier attempt with other rows \(1000 then, 2000 now\)"):
+        rows.coalesce(2).write.format("upsert-kafka").options(**opts).mode("append").save()
+
+    assert key_counts(bootstrap, topic) == {i: 1 for i in range(2000)}, "nothing written twice, nothing more"
+
+
+def test_two_queries_with_one_prefix_write_at_the_same_time_without_fencing_each_other(
+    spark, new_topic, options, bootstrap, tmp_path
+):
+    # Transactional ids were <prefix>-<task>: the second query's task fenced the first one's open transaction.
+    sources, target = [new_topic(), new_topic()], new_topic(partitions=2)
+    for n, source in enumerate(sources):
+        produce(bootstrap, source, [(orjson.dumps({"id": i}), orjson.dumps({"id": i})) for i in range(n, 600, 2)])
+    barrier, retries = tmp_path / "barrier", tmp_path / "retries"
+    barrier.mkdir()
+    retries.mkdir()
+
+    def meet(seq: int) -> str:
+        """Both queries' tasks hold an open transaction with records when they meet here, at row 300."""
+        import os
+        import time
+
+        from pyspark import TaskContext
+
+        if TaskContext.get().attemptNumber() > 0:  # a task failed (fenced) and runs again
+            open(os.path.join(str(retries), str(seq)), "w").close()
+        if seq in (300, 301):  # one in each source
+            open(os.path.join(str(barrier), str(seq)), "w").close()
+            deadline = time.monotonic() + 60
+            while len(os.listdir(str(barrier))) < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)
+        return f"{seq:<200}"
+
+    from pyspark.sql import functions as F
+
+    slow = F.udf(meet, "string", useArrow=False).asNondeterministic()
+    # Small Arrow batches: rows reach the writers (and their open transactions) while the UDF still runs.
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "50")
+    queries = []
+    for source in sources:
+        stream = spark.readStream.format("upsert-kafka").options(**options(source))
+        stream = stream.schema("id INT, _change_type STRING").load()
+        stream = stream.withColumn("name", slow("id")).withColumn("price", F.lit(1.0))
+        queries.append(
+            stream.select("id", "name", "price", "_change_type")
+            .writeStream.format("upsert-kafka")
+            .options(**options(target, exactly_once(target) | {"sink.buffer-flush.max-rows": "0"}))
+            .option("checkpointLocation", str(tmp_path / source))
+            .trigger(availableNow=True)
+            .start()
+        )
+    try:
+        for query in queries:
+            query.awaitTermination(240)
+            assert query.exception() is None, query.exception()
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+
+    assert len(list(barrier.iterdir())) == 2, "the two transactions were open at the same time"
+    assert not list(retries.iterdir()), "no task was fenced by the other query and run again"
+    assert key_counts(bootstrap, target) == {i: 1 for i in range(600)}
+
+
+def test_exactly_once_transactions_time_out_after_a_minute_unless_configured(new_topic, bootstrap):
+    # A crashed task's open transaction holds back read_committed readers until it times out: the default was the
+    # brokers' maximum (15 minutes); now the Java producer's one minute, and the user's setting when given.
+    from connector.kafka_clients import describe_write_target
+    from connector.options import parse_kafka_spec
+
+    topic = new_topic()
+    kafka = parse_kafka_spec({"properties.bootstrap.servers": bootstrap})
+    assert describe_write_target(kafka, (topic,), None, None).transaction_timeout_ms == 60_000
+    assert describe_write_target(kafka, (topic,), None, 300_000).transaction_timeout_ms == 300_000
+
+
+def test_a_rerun_fences_what_a_crashed_run_left_open(spark, new_topic, options, bootstrap):
+    # A run's task 5 died with its transaction open: every read_committed reader of the partition is held back
+    # until the timeout. The rerun fences every id of the write that ever committed before it writes.
+    from confluent_kafka import Producer
+
+    from connector.transactions import identify
+    from connector.write_options import parse_write_spec
+
+    topic = new_topic()
+    opts = options(topic, exactly_once(topic) | {"sink.write-id": "job"})
+    spec = parse_write_spec(opts, spark.createDataFrame([], SCHEMA).schema)
+    task_5 = f"{topic}-{identify(spec, {}, '').scope}-5"
+    crashed = Producer({"bootstrap.servers": bootstrap, "transactional.id": task_5})
+    crashed.init_transactions(10)
+    group = Consumer({"bootstrap.servers": bootstrap, "group.id": task_5})
+    for value in (b"committed", b"left open"):  # the first transaction commits a marker, the second stays open
+        crashed.begin_transaction()
+        crashed.produce(topic, value, b'{"id":99}')
+        crashed.flush(10)
+        if value == b"committed":
+            marker = TopicPartition(topic, 0, 0, metadata="write other to x|0:0:0:0")
+            crashed.send_offsets_to_transaction([marker], group.consumer_group_metadata(), 10)
+            crashed.commit_transaction(10)
+    group.close()
+    assert open_transaction_has_records(bootstrap, topic)
+
+    write(spark, opts, [(1, "a", 1.0)], SCHEMA)
+
+    assert key_counts(bootstrap, topic) == {99: 1, 1: 1}, "read_committed readers get past the fenced transaction"
