@@ -35,6 +35,12 @@ def plan_write(options: dict, schema: StructType, overwrite: bool, query_id: str
     """Parse the options and ask the brokers, once on the driver before any task starts. `query_id`: the
     streaming query's, when the driver can tell it (connector.transactions names its transactional ids)."""
     spec = parse_write_spec(options, schema)
+    if overwrite and spec.topics.pattern is not None:
+        raise OptionError(
+            "save mode overwrite with option 'topic-pattern' would tombstone the keys of every topic the pattern "
+            "matches, now or later: list the topics with option 'topic' (the DataFrame's rows name theirs in the "
+            "topic column)"
+        )
     _check_encoders(spec)
     # 0: no transactions; None: exactly-once with the default transaction timeout.
     timeout = spec.transaction_timeout_ms if spec.guarantee == EXACTLY_ONCE else 0

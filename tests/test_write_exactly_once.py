@@ -4,6 +4,8 @@ micro-batches."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -350,3 +352,46 @@ def test_a_rerun_fences_what_a_crashed_run_left_open(spark, new_topic, options, 
     write(spark, opts, [(1, "a", 1.0)], SCHEMA)
 
     assert key_counts(bootstrap, topic) == {99: 1, 1: 1}, "read_committed readers get past the fenced transaction"
+
+
+def test_a_write_in_workers_without_the_daemon_still_tells_a_cut_short_input(new_topic, bootstrap, tmp_path):
+    # Without PySpark's daemon the worker code runs as __main__: the truncated-input guard found no worker, only
+    # warned, and committed the first attempts' partial input; the retries then skipped the rest (rows lost).
+    topic = new_topic(partitions=2)
+    failures = tmp_path / "failures"
+    failures.mkdir()
+    n = 40_000
+    child = subprocess.run(
+        [sys.executable, "-m", "tests.write_without_daemon", bootstrap, topic, str(failures), str(n)],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert child.returncode == 0, child.stderr[-3000:]
+
+    counts = key_counts(bootstrap, topic)
+    print(f"daemonless exactly-once write: {len(list(failures.iterdir()))} injected failures, {len(counts)} keys")
+    assert len(list(failures.iterdir())) == 2
+    assert counts == {i: 1 for i in range(n)}
+
+
+def test_an_exactly_once_task_whose_input_cannot_be_checked_commits_nothing(spark, new_topic, options, bootstrap):
+    # Outside a PySpark worker nothing tells a complete input from one cut short: the task fails closed (it used
+    # to warn and commit, and under exactly-once its marker then made the retry skip the rest of its rows).
+    import pyarrow as pa
+
+    from connector.errors import RecordError
+    from connector.write import RecordWriter
+    from connector.writers import plan_write
+
+    topic = new_topic()
+    schema = spark.createDataFrame([], SCHEMA).schema
+    plan = plan_write(options(topic, exactly_once(topic)), schema, overwrite=False)
+    batch = pa.RecordBatch.from_pydict(
+        {"id": pa.array([1, 2], pa.int32()), "name": ["a", "b"], "price": [1.0, 2.0]}
+    )
+    with pytest.raises(RecordError, match="cannot tell whether Spark handed this task its whole input"):
+        RecordWriter(plan, 0, {}).write(iter([batch]))
+
+    assert consume_all(bootstrap, topic) == []

@@ -34,6 +34,19 @@ def test_overwrite_makes_the_topics_table_equal_to_the_dataframe(spark, new_topi
     assert sorted(k["id"] for k, v in after if v is not None) == [2, 5]
 
 
+def test_overwrite_of_a_topic_pattern_is_refused_before_writing(spark, new_topic, options, bootstrap):
+    # It tombstoned the keys of every topic matching the pattern, also of topics the DataFrame has no row for.
+    written, other = new_topic(), new_topic()
+    write(spark, options(other), [(1, "a")], SCHEMA)
+    opts = options(written) | {"topic": "", "topic-pattern": f"({written}|{other})", "metadata.columns": "topic"}
+    rows = spark.createDataFrame([(2, "b", written)], SCHEMA + ", topic STRING")
+    with pytest.raises(Exception, match=r"overwrite with option 'topic-pattern'.*list the topics with option 'topic'"):
+        rows.write.format("upsert-kafka").options(**opts).mode("overwrite").save()
+
+    assert consume_all(bootstrap, written) == []
+    assert len(consume_all(bootstrap, other)) == 1, "no tombstone reached the other topic"
+
+
 def test_append_adds_rows_and_keeps_the_other_keys(spark, new_topic, options):
     opts = options(new_topic())
     write(spark, opts, [(1, "a"), (2, "b")], SCHEMA)
