@@ -1,10 +1,13 @@
 """Offsets as Spark carries them, and the ranges a task reads.
 
 Spark stores the streaming offset as `json.dumps` of what we return and compares offsets AS STRINGS,
-so the dict is always built in one canonical order: topics sorted, partitions in numeric order. The
-form is Spark's own Kafka source's, `{"topic": {"0": 42, "1": 7}}`, each the next offset to read.
-When watermarks are tracked, their per-partition map rides along under the key "@watermarks" ('@'
-cannot occur in a topic name), so it survives restarts in the checkpoint.
+so the dict is always built in one canonical order: our own keys first, sorted ("@plan", "@watermarks";
+'@' cannot occur in a topic name), then topics sorted, partitions in numeric order. The topics' form is
+Spark's own Kafka source's, `{"topic": {"0": 42, "1": 7}}`, each the next offset to read. When watermarks
+are tracked, their per-partition map rides along under "@watermarks", so it survives restarts in the
+checkpoint. A micro-batch's end offset also records under "@plan" how the batch was planned (the split,
+the idle partitions), so that Spark's replay of the batch after a restart (same start and end) gives the
+same Spark partitions and the same rows whatever the options or the wall clock say by then.
 """
 
 from __future__ import annotations
@@ -19,15 +22,44 @@ from pyspark.sql.datasource import InputPartition
 # topic -> partition -> offset (or watermark, epoch ms)
 Offsets = Mapping[str, Mapping[int, int]]
 WATERMARKS = "@watermarks"
+PLAN = "@plan"
 
 
 def _canonical(values: Offsets) -> dict[str, dict[str, int]]:
     return {t: {str(p): int(values[t][p]) for p in sorted(values[t])} for t in sorted(values)}
 
 
-def to_json(offsets: Offsets, watermarks: Offsets | None = None) -> dict:
+@dataclass(frozen=True)
+class BatchPlan:
+    """How one micro-batch's range was planned: the split into Spark tasks (an exactly-once writer keeps
+    a marker per task, so a replay must give each task the same records) and the partitions that were
+    idle for the merged watermark (idleness is wall-clock, a replay must not decide it again)."""
+
+    max_records: int | None = None
+    min_partitions: int | None = None
+    idle: frozenset[tuple[str, int]] = frozenset()
+
+    def to_json(self) -> dict:
+        split = {"max-records": self.max_records, "min-partitions": self.min_partitions}
+        out: dict = {}
+        if self.idle:
+            topics = sorted({t for t, _ in self.idle})
+            out["idle"] = {t: sorted(p for tt, p in self.idle if tt == t) for t in topics}
+        out["split"] = {k: v for k, v in split.items() if v is not None}
+        return out
+
+    @classmethod
+    def from_json(cls, value: Mapping) -> BatchPlan:
+        split = value.get("split", {})
+        idle = frozenset((t, int(p)) for t, ps in value.get("idle", {}).items() for p in ps)
+        return cls(split.get("max-records"), split.get("min-partitions"), idle)
+
+
+def to_json(offsets: Offsets, watermarks: Offsets | None = None, plan: BatchPlan | None = None) -> dict:
     """The canonical JSON-ready form: equal offsets always give equal `json.dumps` text."""
-    out: dict = {WATERMARKS: _canonical(watermarks)} if watermarks else {}
+    out: dict = {PLAN: plan.to_json()} if plan is not None else {}
+    if watermarks:
+        out[WATERMARKS] = _canonical(watermarks)
     return out | _canonical(offsets)
 
 
@@ -37,7 +69,13 @@ def from_json(value: Mapping) -> tuple[dict[str, dict[int, int]], dict[str, dict
     def parse(part: Mapping) -> dict[str, dict[int, int]]:
         return {t: {int(p): int(o) for p, o in parts.items()} for t, parts in part.items()}
 
-    return parse({t: v for t, v in value.items() if t != WATERMARKS}), parse(value.get(WATERMARKS, {}))
+    topics = {t: v for t, v in value.items() if not t.startswith("@")}
+    return parse(topics), parse(value.get(WATERMARKS, {}))
+
+
+def recorded_plan(value: Mapping) -> BatchPlan | None:
+    """The plan an end offset recorded; None for an end offset written before plans were recorded."""
+    return BatchPlan.from_json(value[PLAN]) if PLAN in value else None
 
 
 @dataclass(frozen=True)

@@ -200,7 +200,7 @@ READ_OPTIONS: tuple[OptionDoc, ...] = (
         None,
         READ,
         "Streaming: hold each partition at the merged watermark plus this drift, so that none runs ahead of "
-        "the slowest active one in record time.",
+        "the slowest active one in record time. Whole milliseconds, at least `1 ms`.",
     ),
 )
 

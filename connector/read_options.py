@@ -140,8 +140,7 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
             "'scan.split.max-records' / 'minPartitions' would cut into slices: give one or the other"
         )
     idle = _optional_duration(options, "scan.watermark.idle-timeout")
-    drift = _optional_duration(options, "scan.watermark.alignment.max-drift")
-    drift_ms = None if drift is None else round(drift * 1000)
+    drift_ms = _drift_millis(options)
     watermark_column = any(c.kind == "watermark" for c in layout.metadata)
     return ReadSpec(
         kafka=kafka,
@@ -291,3 +290,19 @@ def _spark_offsets(raw: str, name: str) -> Bound:
 
 def _optional_duration(options: Mapping[str, str], name: str) -> float | None:
     return parse_duration(options, name, "") if name in options else None
+
+
+def _drift_millis(options: Mapping[str, str]) -> int | None:
+    """The alignment drift in whole milliseconds, the unit of record timestamps: a drift that would round
+    (below 1 ms, to 0, holds every partition back for good) is refused rather than changed."""
+    name = "scan.watermark.alignment.max-drift"
+    drift = _optional_duration(options, name)
+    if drift is None:
+        return None
+    millis = drift * 1000
+    if millis < 1 or abs(millis - round(millis)) > 1e-6:
+        raise OptionError(
+            f"option '{name}' must be at least 1 ms, in whole milliseconds (record timestamps are milliseconds), "
+            f"got '{options[name]}'"
+        )
+    return round(millis)

@@ -23,7 +23,7 @@ from connector import offsets
 from connector.decode import RangeDecoder
 from connector.errors import DataLossError
 from connector.fetch import fetch_range
-from connector.offsets import PartitionRange, ranges_between, split_ranges
+from connector.offsets import BatchPlan, PartitionRange, ranges_between, split_ranges
 from connector.planning import Planner, limit_by_backlog
 from connector.read_options import ReadSpec
 from connector.watermarks import WatermarkTracker
@@ -113,29 +113,39 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         }
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        begin, watermarks = offsets.from_json(start)
+        checkpointed, watermarks = offsets.from_json(start)
         parts = self.planner.partitions()
         latest = self.available_now if self.available_now is not None else self.planner.latest(parts)
-        begin = self._with_new_partitions(begin, latest)
+        begin, new = self._with_new_partitions(checkpointed, latest)
+        if new:  # fail (or skip) here, before sizing the batch from offsets that are gone
+            begin = self.planner.check_start(begin, self.planner.earliest(new))
         end = self._within_bound(begin, self._not_before(begin, latest), parts)
         if self.spec.alignment_max_drift_ms is not None:
             end = self.tracker.align(begin, end, watermarks)
         if isinstance(limit, ReadMaxRows):
             end = limit_by_backlog(begin, end, limit.max_rows)
+        if offsets.to_json(end) == offsets.to_json(checkpointed):
+            # Nothing to read: the start as it came, so that neither other options nor the wall clock (both
+            # recorded in the plan) make Spark, which compares offsets as text, run an empty micro-batch.
+            return start
+        idle: frozenset = frozenset()
         if self.spec.tracks_watermarks:
             watermarks = self.tracker.advance(begin, end, watermarks)
-            log.info("upsert-kafka: merged watermark %s ms", self.tracker.merged(watermarks))
-        return offsets.to_json(end, watermarks if self.spec.tracks_watermarks else None)
+            idle = self.tracker.idle(watermarks)  # after advance: a partition with records in this batch is active
+            log.info("upsert-kafka: merged watermark %s ms", self.tracker.merged(watermarks, idle))
+        plan = BatchPlan(self.spec.split_max_records, self.spec.min_partitions, idle)
+        return offsets.to_json(end, watermarks if self.spec.tracks_watermarks else None, plan)
 
-    def _with_new_partitions(self, begin: dict, end: dict) -> dict:
-        """Partitions that appeared since `begin` was planned start at their earliest offset."""
+    def _with_new_partitions(self, begin: dict, end: dict) -> tuple[dict, dict[str, list[int]]]:
+        """Partitions that appeared since `begin` was planned start at offset 0, as in Spark's Kafka source:
+        a new partition's records deleted before the query saw them are data loss (see check_start).
+        Returns the completed start and the new partitions."""
         new = {t: [p for p in ps if p not in begin.get(t, {})] for t, ps in end.items()}
         new = {t: ps for t, ps in new.items() if ps}
         if not new:
-            return begin
-        log.info("upsert-kafka: reading new partitions %s from their earliest offsets", new)
-        earliest = self.planner.earliest(new)
-        return {t: {**earliest.get(t, {}), **begin.get(t, {})} for t in end}
+            return begin, new
+        log.info("upsert-kafka: reading new partitions %s from offset 0", new)
+        return {t: {**dict.fromkeys(new.get(t, []), 0), **begin.get(t, {})} for t in end}, new
 
     def _not_before(self, begin: dict, end: dict) -> dict:
         """An end below the start means the log was truncated or the topic recreated: data loss."""
@@ -151,14 +161,22 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         return end
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        """The batch's ranges, split and watermarked as its end offset's plan says (a replay after a restart
+        gets the same tasks and rows even if the options changed); by the current options for an end offset
+        from a checkpoint older than recorded plans."""
         begin, watermarks = offsets.from_json(start)
         stop, _ = offsets.from_json(end)
-        begin = self._with_new_partitions(begin, stop)
+        plan = offsets.recorded_plan(end)
+        begin, _ = self._with_new_partitions(begin, stop)
         begin = self._still_in_kafka(begin, stop)
         begin = {t: {p: min(o, stop[t][p]) for p, o in ps.items() if p in stop.get(t, {})} for t, ps in begin.items()}
-        merged = self.tracker.merged(watermarks) if self.spec.tracks_watermarks else None
+        merged = None
+        if self.spec.tracks_watermarks:
+            merged = self.tracker.merged(watermarks, None if plan is None else plan.idle)
         ranges = ranges_between(begin, stop, merged)
-        return list(split_ranges(ranges, self.spec.split_max_records, self.spec.min_partitions))
+        if plan is None:
+            plan = BatchPlan(self.spec.split_max_records, self.spec.min_partitions)
+        return list(split_ranges(ranges, plan.max_records, plan.min_partitions))
 
     def _still_in_kafka(self, begin: dict, stop: dict) -> dict:
         """A checkpointed start that retention has since deleted is data loss: fail naming the missing range

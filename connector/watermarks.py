@@ -53,14 +53,24 @@ class WatermarkTracker:
             out.setdefault(t, {})[p] = max(ts, out.get(t, {}).get(p, ts))
         return out
 
-    def merged(self, watermarks: Offsets) -> int | None:
-        """The minimum over partitions that are not idle (all of them when every one is idle)."""
-        now, idle = time.monotonic(), self.spec.watermark_idle_timeout_s
-        known = {(t, p): w for t, ps in watermarks.items() for p, w in ps.items()}
+    def idle(self, watermarks: Offsets) -> frozenset[TP]:
+        """The partitions with no new record for the idle timeout, by this process's wall clock (none without
+        a timeout). Decided when a micro-batch is planned and recorded with its offsets: a replay reuses it."""
+        timeout = self.spec.watermark_idle_timeout_s
+        if timeout is None:
+            return frozenset()
+        now = time.monotonic()
+        known = [(t, p) for t, ps in watermarks.items() for p in ps]
         for tp in known:
             self._last_advance.setdefault(tp, now)
-        active = [w for tp, w in known.items() if idle is None or now - self._last_advance[tp] < idle]
-        values = active or list(known.values())
+        return frozenset(tp for tp in known if now - self._last_advance[tp] >= timeout)
+
+    def merged(self, watermarks: Offsets, idle: frozenset[TP] | None = None) -> int | None:
+        """The minimum over partitions that are not idle (all of them when every one is idle); `idle` as a
+        batch's plan recorded it, else decided now."""
+        idle = self.idle(watermarks) if idle is None else idle
+        known = {(t, p): w for t, ps in watermarks.items() for p, w in ps.items()}
+        values = [w for tp, w in known.items() if tp not in idle] or list(known.values())
         return min(values) if values else None
 
     # -- alignment -------------------------------------------------------------------------------

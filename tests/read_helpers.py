@@ -3,15 +3,31 @@ timestamps, batch and streaming reads, and a foreachBatch collector."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterable
+from pathlib import Path
 
 import orjson
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from tests.test_streaming import Collector, wait_for
 
-__all__ = ["Collector", "load", "rec", "recent_minute", "rows_of", "run_available_now", "send", "stream", "wait_for"]
+__all__ = [
+    "Collector",
+    "as_checkpointed",
+    "fail_tasks_from",
+    "load",
+    "rec",
+    "recent_minute",
+    "rows_of",
+    "run_available_now",
+    "send",
+    "stream",
+    "stream_reader",
+    "uncommit_last_batch",
+    "wait_for",
+]
 
 CHANGES = "id INT, name STRING, _change_type STRING"
 
@@ -78,3 +94,59 @@ def run_available_now(df, checkpoint: str) -> Collector:
 def recent_minute() -> int:
     """Epoch ms of a whole minute an hour ago: record timestamps in the past, yet within retention."""
     return (int(time.time()) // 60 - 60) * 60_000
+
+
+def stream_reader(spark, opts: dict, schema: str = CHANGES):
+    """The connector's stream reader as Spark's driver builds it: to call initialOffset/latestOffset/partitions
+    directly (a new reader for the same options is what a restarted query gets)."""
+    from pyspark.sql.types import _parse_datatype_string
+
+    from connector import UpsertKafkaDataSource
+
+    return UpsertKafkaDataSource({k.lower(): v for k, v in opts.items()}).streamReader(_parse_datatype_string(schema))
+
+
+def as_checkpointed(offset: dict) -> dict:
+    """An offset as Spark hands it back: the JSON text it stored, parsed again."""
+    return json.loads(json.dumps(offset))
+
+
+def uncommit_last_batch(checkpoint: str) -> int:
+    """A crash after the sink wrote the last micro-batch but before Spark logged it as committed: the next
+    run replays that batch with the same offsets. Returns its id."""
+    last = max(int(p.name) for p in Path(checkpoint, "offsets").iterdir() if p.name.isdigit())
+    for name in (str(last), f".{last}.crc"):
+        Path(checkpoint, "commits", name).unlink(missing_ok=True)
+    return last
+
+
+def _marker_committed(bootstrap: str, group: str, topic: str) -> bool:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "isolation.level": "read_committed"})
+    try:
+        (marker,) = consumer.committed([TopicPartition(topic, 0)], timeout=10)
+        return bool(marker.metadata)
+    finally:
+        consumer.close()
+
+
+def fail_tasks_from(bootstrap: str, target: str, prefix: str, first: int, flag: str, patience_s: float = 60):
+    """A column function for `withColumn` (the value unchanged, as text): while the file `flag` exists, every
+    attempt of the Spark tasks numbered `first` and above fails, once the exactly-once transactions of the
+    tasks below `first` (transactional ids `<prefix>-<task>`) have committed to `target`; so a query dies in
+    the middle of a micro-batch, some of its tasks written and the others not."""
+    from pyspark.sql import functions as F
+
+    def text(value: str) -> str:
+        from pyspark import TaskContext
+
+        task = TaskContext.get().partitionId()
+        if task >= first and Path(flag).exists():
+            deadline = time.monotonic() + patience_s
+            while time.monotonic() < deadline and not all(
+                _marker_committed(bootstrap, f"{prefix}-{t}", target) for t in range(first)
+            ):
+                time.sleep(0.2)
+            raise RuntimeError(f"injected failure in task {task}")
+        return value
+
+    return F.udf(text, "string", useArrow=False).asNondeterministic()

@@ -77,6 +77,15 @@ SPECIFIC_FORM = r"'partition:0,offset:42;partition:1,offset:300'"
             {"scan.watermark.alignment.max-drift": "0 s"},
             r"option 'scan\.watermark\.alignment\.max-drift' must be positive",
         ),
+        (
+            {"scan.watermark.alignment.max-drift": "0.4 ms"},
+            r"option 'scan\.watermark\.alignment\.max-drift' must be at least 1 ms, in whole milliseconds .*"
+            r"got '0\.4 ms'",
+        ),
+        (
+            {"scan.watermark.alignment.max-drift": "2.5 ms"},
+            r"option 'scan\.watermark\.alignment\.max-drift' must be at least 1 ms, in whole milliseconds",
+        ),
         ({"scan.startup.mode": "group-offsets"}, r"group-offsets needs option 'properties\.group\.id'"),
         (
             {

@@ -3,11 +3,12 @@ deleted from the log before they were read (data loss: an error, or skipped when
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
 from confluent_kafka import Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, NewPartitions
 
 from tests.read_helpers import rec, rows_of, run_available_now, send, stream
 
@@ -27,9 +28,21 @@ def _transactions(bootstrap: str, topic: str, batches: list[tuple[list[int], boo
         (producer.commit_transaction if commit else producer.abort_transaction)(30)
 
 
-def _delete_before(bootstrap: str, topic: str, offset: int) -> None:
+def _delete_before(bootstrap: str, topic: str, offset: int, partition: int = 0) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.delete_records([TopicPartition(topic, 0, offset)])[TopicPartition(topic, 0, offset)].result(30)
+    where = TopicPartition(topic, partition, offset)
+    admin.delete_records([where])[where].result(30)
+
+
+def _add_partition(bootstrap: str, topic: str) -> None:
+    """Grow the topic by one partition and wait until its metadata shows it."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    count = len(admin.list_topics(topic, timeout=10).topics[topic].partitions)
+    admin.create_partitions([NewPartitions(topic, count + 1)])[topic].result(30)
+    deadline = time.monotonic() + 30
+    while len(admin.list_topics(topic, timeout=10).topics[topic].partitions) <= count:
+        assert time.monotonic() < deadline, "the new partition did not appear"
+        time.sleep(0.1)
 
 
 def _opts(options, topic: str, more: dict | None = None) -> dict:
@@ -99,3 +112,31 @@ def test_stream_resuming_below_the_log_start_fails_naming_the_missing_range(
         run_available_now(stream(spark, _opts(options, topic), ROWS), checkpoint)
     resumed = run_available_now(stream(spark, _opts(options, topic, {"failOnDataLoss": "false"}), ROWS), checkpoint)
     assert [(r[0], r[2]) for r in resumed.rows] == [(4, 4), (5, 5)]
+
+
+def test_a_new_partition_whose_first_records_were_deleted_is_data_loss(spark, new_topic, options, bootstrap, tmp_path):
+    """A partition added while the query runs is read from offset 0 (as Spark's Kafka source does): records
+    deleted before the query saw them are data loss, not a silent start further on."""
+    topic = new_topic()
+    send(bootstrap, topic, [rec(i) for i in range(2)])
+    checkpoint = str(tmp_path / "cp")
+    assert len(run_available_now(stream(spark, _opts(options, topic), ROWS), checkpoint).rows) == 2
+    _add_partition(bootstrap, topic)
+    send(bootstrap, topic, [rec(i, partition=1) for i in range(10, 15)])
+    _delete_before(bootstrap, topic, 3, partition=1)
+
+    with pytest.raises(Exception, match=rf"offsets \[0, 3\) of topic '{topic}' partition 1 are no longer in Kafka"):
+        run_available_now(stream(spark, _opts(options, topic), ROWS), checkpoint)
+    resumed = run_available_now(stream(spark, _opts(options, topic, {"failOnDataLoss": "false"}), ROWS), checkpoint)
+    assert [(r[0], r[2]) for r in resumed.rows] == [(13, 3), (14, 4)]
+
+
+def test_a_new_partition_is_read_from_offset_0(spark, new_topic, options, bootstrap, tmp_path):
+    topic = new_topic()
+    send(bootstrap, topic, [rec(1)])
+    checkpoint = str(tmp_path / "cp")
+    assert len(run_available_now(stream(spark, _opts(options, topic), ROWS), checkpoint).rows) == 1
+    _add_partition(bootstrap, topic)
+    send(bootstrap, topic, [rec(i, partition=1) for i in range(10, 13)] + [rec(2, partition=0)])
+    resumed = run_available_now(stream(spark, _opts(options, topic), ROWS), checkpoint)
+    assert sorted((r[0], r[2]) for r in resumed.rows) == [(2, 1), (10, 0), (11, 1), (12, 2)]

@@ -21,6 +21,7 @@ from tests.read_helpers import (
     send,
     start_collecting,
     stream,
+    uncommit_last_batch,
     wait_for,
 )
 
@@ -139,6 +140,32 @@ def test_an_idle_partition_stops_holding_back_the_merged_watermark(spark, new_to
     later = [r for r in sink.rows if r[0] == 3]
     # Partition 1 (ten minutes behind) is idle: the merged watermark is partition 0's alone.
     assert [_ms(r[4]) for r in later] == [T0]
+
+
+def test_a_replayed_batch_gets_the_same_watermark_column_though_idleness_is_wall_clock(
+    spark, new_topic, options, bootstrap, tmp_path
+):
+    """Idleness is decided when a batch is planned and recorded with its offsets: a restart (which forgets
+    when each partition last moved) replays the batch with the same merged watermark."""
+    topic = new_topic(partitions=2)
+    send(bootstrap, topic, [rec(1, partition=0, ts=T0), rec(2, partition=1, ts=T0 - 600_000)])
+    opts = options(topic, {"metadata.columns": WM_META, "scan.watermark.idle-timeout": "1 s"})
+    checkpoint = str(tmp_path / "cp")
+    first = Collector()
+    query = start_collecting(stream(spark, opts, WM_ROWS), checkpoint, first)
+    try:
+        wait_for(lambda: len(first.rows) >= 2, "the first records")
+        time.sleep(1.5)  # partition 1 gets nothing new for longer than the idle timeout
+        send(bootstrap, topic, [rec(3, partition=0, ts=T0 + 1000)])
+        wait_for(lambda: len(first.rows) >= 3, "the next record")
+    finally:
+        query.stop()
+    replayed = uncommit_last_batch(checkpoint)
+    assert [(r[0], _ms(r[4])) for r in first.by_batch[replayed]] == [(3, T0)], "partition 1 was idle"
+
+    second = run_available_now(stream(spark, opts, WM_ROWS), checkpoint)
+    assert second.batches == [replayed]
+    assert second.by_batch[replayed] == first.by_batch[replayed]
 
 
 def test_watermark_of_a_transactional_partition_skips_the_commit_markers(

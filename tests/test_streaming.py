@@ -83,12 +83,14 @@ def test_stream_reads_across_micro_batches_and_resumes_after_restart_exactly_onc
     new_rows = [row for b in second.batches if b not in first.by_batch for row in second.by_batch[b]]
     assert sorted(r[0] for r in new_rows) == list(range(20, 25)), "the restart must resume, not re-read"
 
-    # The checkpointed offset is Spark's Kafka form, canonical, with the next offset per partition.
+    # The checkpointed offset is Spark's Kafka form, canonical, with the next offset per partition, after
+    # the way the batch was planned (connector/offsets.py).
     offsets_dir = Path(checkpoint) / "offsets"
     last = max(offsets_dir.iterdir(), key=lambda p: int(p.name) if p.name.isdigit() else -1)
     stored = last.read_text().strip().splitlines()[-1]
     parsed = json.loads(stored)
-    assert list(parsed) == [topic] and list(parsed[topic]) == ["0", "1"]
+    assert list(parsed) == ["@plan", topic] and list(parsed[topic]) == ["0", "1"]
+    assert parsed["@plan"] == {"split": {}}
     assert sum(parsed[topic].values()) == 26
     assert stored == json.dumps(parsed)  # key order as we emit it; Spark compares the text
 
