@@ -1,22 +1,39 @@
 """upsert-kafka for Apache Spark: a Kafka topic read as a keyed changelog, DataFrames written back as
-upserts and tombstones."""
+upserts and tombstones.
 
-from connector.datasource import UpsertKafkaDataSource
-from connector.errors import (
+Spark imports every installed top-level `pyspark_*` package that defines `DefaultSource` and registers it:
+installing this package is all it takes for `format("upsert-kafka")` to work.
+"""
+
+from .datasource import UpsertKafkaDataSource
+from .errors import (
+    DataLossError,
     KafkaUnavailableError,
     OptionError,
     RecordError,
     TopicError,
     UpsertKafkaError,
 )
-from connector.foreach_batch import upsert_writer
+from .foreach_batch import upsert_writer
+from .formats import Codec, CodecContext, Decoded, Decoder, Encoder, FormatOptionError, register_codec
+
+DefaultSource = UpsertKafkaDataSource
 
 __all__ = [
+    "Codec",
+    "CodecContext",
+    "DataLossError",
+    "Decoded",
+    "Decoder",
+    "DefaultSource",
+    "Encoder",
+    "FormatOptionError",
     "KafkaUnavailableError",
     "OptionError",
     "RecordError",
     "TopicError",
     "UpsertKafkaDataSource",
     "UpsertKafkaError",
+    "register_codec",
     "upsert_writer",
 ]

@@ -12,10 +12,10 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from connector.layout import schema_ddl
-from connector.read_options import parse_read_spec
-from connector.readers import UpsertKafkaBatchReader, UpsertKafkaStreamReader
-from connector.writers import UpsertKafkaStreamWriter, UpsertKafkaWriter, checkpointed_query_id, plan_write
+from .options.layout import schema_ddl
+from .read.source import UpsertKafkaBatchReader, UpsertKafkaStreamReader
+from .read.spec import parse_read_spec
+from .write.sink import UpsertKafkaStreamWriter, UpsertKafkaWriter, checkpointed_query_id, plan_write
 
 
 class UpsertKafkaDataSource(DataSource):

@@ -1,7 +1,7 @@
 """Key/value formats (codecs) for upsert-kafka: bytes <-> Arrow, per batch."""
 
-from formats.codec import Codec, CodecContext, Decoded, Decoder, Encoder, FormatOptionError
-from formats.registry import available_formats, codec_class, make_codec, register_codec
+from .codec import Codec, CodecContext, Decoded, Decoder, Encoder, FormatOptionError
+from .registry import available_formats, codec_class, make_codec, register_codec
 
 __all__ = [
     "Codec",

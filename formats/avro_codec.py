@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 
-from formats.avro_schema import AvroType, arrow_schema, avro_schema, reader_schema
-from formats.codec import (
+from .avro_schema import AvroType, arrow_schema, avro_schema, reader_schema
+from .codec import (
     Codec,
     CodecContext,
     Decoded,
@@ -28,7 +28,7 @@ from formats.codec import (
     batch_from_records,
     option_flag,
 )
-from formats.schema_registry import RegistryError
+from .schema_registry import RegistryError
 
 
 class AvroCodec(Codec):

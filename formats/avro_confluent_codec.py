@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
-from formats.avro_codec import AvroBodyReader, AvroEncoder, load_schema_option, records_to_batch
-from formats.avro_schema import arrow_schema, avro_schema
-from formats.codec import (
+from .avro_codec import AvroBodyReader, AvroEncoder, load_schema_option, records_to_batch
+from .avro_schema import arrow_schema, avro_schema
+from .codec import (
     Codec,
     CodecContext,
     Decoded,
@@ -26,7 +26,7 @@ from formats.codec import (
     option_choice,
     option_flag,
 )
-from formats.schema_registry import (
+from .schema_registry import (
     RegistrySettings,
     SchemaRegistry,
     basic_authorization,

@@ -25,7 +25,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from formats.codec import FormatOptionError
+from .codec import FormatOptionError
 
 AvroType = Any  # an Avro schema in its JSON form: a name, a list (union) or a dict
 

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
-from formats.codec import (
+from .codec import (
     Codec,
     CodecContext,
     Decoded,
@@ -30,7 +30,7 @@ from formats.codec import (
     empty_batch,
     option_flag,
 )
-from formats.csv_text import ColumnReader, column_reader, column_text, native_csv_type
+from .csv_text import ColumnReader, column_reader, column_text, native_csv_type
 
 
 class CsvCodec(Codec):

@@ -14,8 +14,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from formats.codec import CodecContext
-from formats.json_codec import JsonCodec, arrow_to_json, json_loads_for, json_to_arrow
+from .codec import CodecContext
+from .json_codec import JsonCodec, arrow_to_json, json_loads_for, json_to_arrow
 
 # (converted column, [(row, reason)]) from a column of text.
 ColumnReader = Callable[[pa.Array], tuple[pa.Array, list[tuple[int, str]]]]

@@ -24,8 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from formats import json_vector
-from formats.codec import (
+from . import json_vector
+from .codec import (
     Codec,
     CodecContext,
     Decoded,

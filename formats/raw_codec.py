@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
-from formats.codec import (
+from .codec import (
     Codec,
     CodecContext,
     Decoded,

@@ -6,12 +6,12 @@ import importlib
 from collections.abc import Mapping
 from importlib.metadata import entry_points
 
-from formats.avro_codec import AvroCodec
-from formats.avro_confluent_codec import AvroConfluentCodec
-from formats.codec import Codec, CodecContext, FormatOptionError
-from formats.csv_codec import CsvCodec
-from formats.json_codec import JsonCodec
-from formats.raw_codec import RawCodec
+from .avro_codec import AvroCodec
+from .avro_confluent_codec import AvroConfluentCodec
+from .codec import Codec, CodecContext, FormatOptionError
+from .csv_codec import CsvCodec
+from .json_codec import JsonCodec
+from .raw_codec import RawCodec
 
 ENTRY_POINT_GROUP = "pyspark_upsert_kafka.formats"
 

@@ -27,8 +27,8 @@ from collections.abc import Callable, Sequence
 import orjson
 import pyarrow as pa
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
+from pyspark_upsert_kafka.formats import CodecContext, make_codec
 
-from formats import CodecContext, make_codec
 from integration.bench_kafka import AVRO_VALUE_SCHEMA, row
 
 CHUNK = 10_000  # records per decode / encode call (connector.fetch.CHUNK_RECORDS)

@@ -273,8 +273,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from pyspark.sql import SparkSession
+    from pyspark_upsert_kafka import UpsertKafkaDataSource
 
-    from connector import UpsertKafkaDataSource
     from integration.bench_report import report
 
     with ExitStack() as stack:

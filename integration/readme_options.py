@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from connector.option_table import OPTIONS, OptionDoc
-from connector.options import GUARANTEE_PROPERTIES, RESERVED_PROPERTIES
+from pyspark_upsert_kafka.options.catalog import OPTIONS, OptionDoc
+from pyspark_upsert_kafka.options.common import GUARANTEE_PROPERTIES, RESERVED_PROPERTIES
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 START, END = "<!-- options:start (generated: python -m integration.readme_options) -->", "<!-- options:end -->"

@@ -47,8 +47,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int) -> None:
 @pytest.fixture(scope="session")
 def spark():
     from pyspark.sql import SparkSession
-
-    from connector import UpsertKafkaDataSource
+    from pyspark_upsert_kafka import UpsertKafkaDataSource
 
     # local[2,2]: two cores, and a failed task is retried once (as on a cluster), which the exactly-once
     # tests need; plain local[N] never retries.

@@ -15,9 +15,9 @@ import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+from pyspark_upsert_kafka.formats import CodecContext, FormatOptionError, make_codec
+from pyspark_upsert_kafka.formats.schema_registry import RegistryError
 
-from formats import CodecContext, FormatOptionError, make_codec
-from formats.schema_registry import RegistryError
 from tests.kafka_io import consume_all, produce
 
 UTC = dt.timezone.utc

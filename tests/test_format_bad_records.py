@@ -10,12 +10,12 @@ import re
 import pyarrow as pa
 import pytest
 from pyspark.sql.types import StructType
+from pyspark_upsert_kafka.formats import CodecContext, make_codec
+from pyspark_upsert_kafka.read.decode import RangeDecoder
+from pyspark_upsert_kafka.read.fetch import Records
+from pyspark_upsert_kafka.read.offsets import PartitionRange
+from pyspark_upsert_kafka.read.spec import parse_read_spec
 
-from connector.decode import RangeDecoder
-from connector.fetch import Records
-from connector.offsets import PartitionRange
-from connector.read_options import parse_read_spec
-from formats import CodecContext, make_codec
 from tests.kafka_io import produce
 
 SCHEMA = "id INT, name STRING"

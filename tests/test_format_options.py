@@ -11,8 +11,8 @@ import struct
 import pyarrow as pa
 import pytest
 from fastavro import parse_schema, schemaless_writer
+from pyspark_upsert_kafka.formats import CodecContext, FormatOptionError, make_codec
 
-from formats import CodecContext, FormatOptionError, make_codec
 from tests.kafka_io import consume_all
 
 VALUE = CodecContext(role="value", topics=("t",))

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 from pyspark.sql.types import StructType
+from pyspark_upsert_kafka.errors import OptionError
+from pyspark_upsert_kafka.formats import CodecContext, FormatOptionError, available_formats, make_codec
+from pyspark_upsert_kafka.formats.registry import ENTRY_POINT_GROUP
+from pyspark_upsert_kafka.read.spec import parse_read_spec
 
-from connector.errors import OptionError
-from connector.read_options import parse_read_spec
-from formats import CodecContext, FormatOptionError, available_formats, make_codec
-from formats.registry import ENTRY_POINT_GROUP
 from tests.kafka_io import consume_all, produce
 from tests.tsv_codec import TsvCodec
 

@@ -10,8 +10,7 @@ import uuid
 import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from formats import CodecContext, make_codec
+from pyspark_upsert_kafka.formats import CodecContext, make_codec
 
 FLOAT32 = st.floats(width=32, allow_nan=False, allow_infinity=True)
 PRIMITIVES = {

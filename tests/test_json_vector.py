@@ -9,8 +9,7 @@ import orjson
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from formats.json_vector import encode_objects, supports
+from pyspark_upsert_kafka.formats.json_vector import encode_objects, supports
 
 FLAT = {
     pa.bool_(): st.booleans(),

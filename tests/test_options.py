@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
-
-from connector.errors import OptionError
-from connector.layout import schema_ddl
-from connector.options import canonical_options, parse_duration
-from connector.read_options import parse_read_spec
-from connector.write_options import parse_write_spec
+from pyspark_upsert_kafka.errors import OptionError
+from pyspark_upsert_kafka.options.common import canonical_options, parse_duration
+from pyspark_upsert_kafka.options.layout import schema_ddl
+from pyspark_upsert_kafka.read.spec import parse_read_spec
+from pyspark_upsert_kafka.write.spec import parse_write_spec
 
 SCHEMA = StructType([StructField("id", IntegerType()), StructField("name", StringType())])
 BASE = {"topic": "t", "properties.bootstrap.servers": "b:9092", "key.fields": "id"}

@@ -9,8 +9,8 @@ import json
 
 import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable
+from pyspark_upsert_kafka.read.offsets import PartitionRange
 
-from connector.offsets import PartitionRange
 from tests.read_helpers import (
     as_checkpointed,
     fail_tasks_from,

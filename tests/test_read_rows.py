@@ -9,11 +9,11 @@ import logging
 import orjson
 import pytest
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+from pyspark_upsert_kafka.read.decode import RangeDecoder
+from pyspark_upsert_kafka.read.fetch import Records
+from pyspark_upsert_kafka.read.offsets import PartitionRange
+from pyspark_upsert_kafka.read.spec import parse_read_spec
 
-from connector.decode import RangeDecoder
-from connector.fetch import Records
-from connector.offsets import PartitionRange
-from connector.read_options import parse_read_spec
 from tests.read_helpers import rec, recent_minute, rows_of, run_available_now, send, stream
 
 T0 = recent_minute()  # recent: the broker's retention would delete records years old

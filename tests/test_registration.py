@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -9,7 +10,7 @@ import sysconfig
 import textwrap
 from pathlib import Path
 
-from connector import UpsertKafkaDataSource
+from pyspark_upsert_kafka import UpsertKafkaDataSource
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,23 +45,37 @@ def test_installed_wheel_registers_the_format_with_no_user_code(bootstrap, new_t
         ).strip()
     )
     (venv_site / "zz-deps.pth").write_text(f"{site}\n{sysconfig.get_paths()['purelib']}\n")
-    script = textwrap.dedent(
-        f"""
-        import connector, pyspark_upsert_kafka
-        assert "{ROOT}" not in connector.__file__, connector.__file__
-        from pyspark.sql import SparkSession
-        spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
-        opts = {{"topic": "{new_topic()}", "properties.bootstrap.servers": "{bootstrap}", "key.fields": "id"}}
-        spark.createDataFrame([(1, "wheel")], "id INT, name STRING").write.format("upsert-kafka") \\
-            .options(**opts).mode("append").save()
-        df = spark.read.format("upsert-kafka").options(**opts).schema("id INT, name STRING").load()
-        print(df.collect())
-        """
-    )
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env |= {"PYSPARK_PYTHON": str(python), "PYSPARK_DRIVER_PYTHON": str(python)}
-    result = subprocess.run(
-        [python, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    out = _format_used_without_registering(python, env, tmp_path, bootstrap, new_topic())
+    assert out["module"].startswith(str(site)), "the installed wheel, not the source tree"
+
+
+def test_editable_install_registers_the_format_outside_the_repository(bootstrap, new_topic, tmp_path):
+    """integration/dev's editable install, used from a directory outside the repository."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = _format_used_without_registering(Path(sys.executable), env, tmp_path, bootstrap, new_topic())
+    assert out["module"].startswith(str(ROOT)), "the editable install: the sources of this tree"
+
+
+def _format_used_without_registering(python: Path, env: dict, cwd: Path, bootstrap: str, topic: str) -> dict:
+    """In a fresh interpreter: neither `connector` nor `formats` is importable, and format("upsert-kafka") writes
+    and reads without any user code registering it. Returns where pyspark_upsert_kafka was imported from."""
+    script = textwrap.dedent(
+        f"""
+        import importlib.util, json, pyspark_upsert_kafka
+        assert importlib.util.find_spec("connector") is None and importlib.util.find_spec("formats") is None
+        from pyspark.sql import SparkSession
+        spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+        opts = {{"topic": "{topic}", "properties.bootstrap.servers": "{bootstrap}", "key.fields": "id"}}
+        spark.createDataFrame([(1, "auto")], "id INT, name STRING").write.format("upsert-kafka") \\
+            .options(**opts).mode("append").save()
+        rows = spark.read.format("upsert-kafka").options(**opts).schema("id INT, name STRING").load().collect()
+        print(json.dumps({{"rows": [list(r) for r in rows], "module": pyspark_upsert_kafka.__file__}}))
+        """
     )
+    result = subprocess.run([python, "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "[Row(id=1, name='wheel')]" in result.stdout
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["rows"] == [[1, "auto"]]
+    return out

@@ -7,10 +7,10 @@ import uuid
 
 import pytest
 from confluent_kafka.admin import AdminClient
+from pyspark_upsert_kafka.errors import TopicError
+from pyspark_upsert_kafka.kafka import check_missing_topics, describe_write_target
+from pyspark_upsert_kafka.options.common import KafkaSpec
 
-from connector.errors import TopicError
-from connector.kafka_clients import check_missing_topics, describe_write_target
-from connector.options import KafkaSpec
 from tests.kafka_io import consume_all
 from tests.write_helpers import write
 

@@ -314,8 +314,8 @@ def test_two_queries_with_one_prefix_write_at_the_same_time_without_fencing_each
 def test_exactly_once_transactions_time_out_after_a_minute_unless_configured(new_topic, bootstrap):
     # A crashed task's open transaction holds back read_committed readers until it times out: the default was the
     # brokers' maximum (15 minutes); now the Java producer's one minute, and the user's setting when given.
-    from connector.kafka_clients import describe_write_target
-    from connector.options import parse_kafka_spec
+    from pyspark_upsert_kafka.kafka import describe_write_target
+    from pyspark_upsert_kafka.options.common import parse_kafka_spec
 
     topic = new_topic()
     kafka = parse_kafka_spec({"properties.bootstrap.servers": bootstrap})
@@ -327,9 +327,8 @@ def test_a_rerun_fences_what_a_crashed_run_left_open(spark, new_topic, options, 
     # A run's task 5 died with its transaction open: every read_committed reader of the partition is held back
     # until the timeout. The rerun fences every id of the write that ever committed before it writes.
     from confluent_kafka import Producer
-
-    from connector.transactions import identify
-    from connector.write_options import parse_write_spec
+    from pyspark_upsert_kafka.write.spec import parse_write_spec
+    from pyspark_upsert_kafka.write.transactions import identify
 
     topic = new_topic()
     opts = options(topic, exactly_once(topic) | {"sink.write-id": "job"})
@@ -380,10 +379,9 @@ def test_an_exactly_once_task_whose_input_cannot_be_checked_commits_nothing(spar
     # Outside a PySpark worker nothing tells a complete input from one cut short: the task fails closed (it used
     # to warn and commit, and under exactly-once its marker then made the retry skip the rest of its rows).
     import pyarrow as pa
-
-    from connector.errors import RecordError
-    from connector.write import RecordWriter
-    from connector.writers import plan_write
+    from pyspark_upsert_kafka.errors import RecordError
+    from pyspark_upsert_kafka.write.sink import plan_write
+    from pyspark_upsert_kafka.write.task import RecordWriter
 
     topic = new_topic()
     schema = spark.createDataFrame([], SCHEMA).schema

@@ -8,8 +8,8 @@ from pathlib import Path
 import orjson
 import pytest
 from pyspark.sql import functions as F
+from pyspark_upsert_kafka import upsert_writer
 
-from connector import upsert_writer
 from tests.kafka_io import consume_all, produce
 from tests.write_helpers import records, table, write
 

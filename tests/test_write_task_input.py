@@ -8,9 +8,8 @@ import io
 import struct
 
 import pytest
-
-from connector import task_input
-from connector.task_input import input_complete
+from pyspark_upsert_kafka.write import task_input
+from pyspark_upsert_kafka.write.task_input import input_complete
 
 _WORKER_CODE = """
 def process(input_data_stream, check):

@@ -8,8 +8,7 @@ from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from formats import Codec, CodecContext, Decoded, Decoder, Encoder, FormatOptionError
+from pyspark_upsert_kafka.formats import Codec, CodecContext, Decoded, Decoder, Encoder, FormatOptionError
 
 
 class TsvCodec(Codec):

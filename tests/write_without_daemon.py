@@ -10,8 +10,8 @@ from __future__ import annotations
 import sys
 
 from pyspark.sql import SparkSession
+from pyspark_upsert_kafka import UpsertKafkaDataSource
 
-from connector import UpsertKafkaDataSource
 from tests.failure_injection import fail_first_attempt
 
 

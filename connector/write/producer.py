@@ -17,11 +17,11 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
-from connector.errors import RecordError, escaped_prefix
-from connector.kafka_clients import DEFAULT_TRANSACTION_TIMEOUT_MS, WriteTarget, admin_client, producer
-from connector.partitioners import load_partitioner
-from connector.transactions import Fingerprint, TaskTransaction, transactional_id
-from connector.write_options import NONE, WriteSpec
+from ..errors import RecordError, escaped_prefix
+from ..kafka import DEFAULT_TRANSACTION_TIMEOUT_MS, WriteTarget, admin_client, producer
+from .partitioners import load_partitioner
+from .spec import NONE, WriteSpec
+from .transactions import Fingerprint, TaskTransaction, transactional_id
 
 log = logging.getLogger("upsert_kafka")
 

@@ -19,14 +19,14 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from connector import offsets
-from connector.decode import RangeDecoder
-from connector.errors import DataLossError
-from connector.fetch import fetch_range
-from connector.offsets import BatchPlan, PartitionRange, ranges_between, split_ranges
-from connector.planning import Planner, limit_by_backlog
-from connector.read_options import ReadSpec
-from connector.watermarks import WatermarkTracker
+from . import offsets
+from ..errors import DataLossError
+from .decode import RangeDecoder
+from .fetch import fetch_range
+from .offsets import BatchPlan, PartitionRange, ranges_between, split_ranges
+from .planner import Planner, limit_by_backlog
+from .spec import ReadSpec
+from .watermarks import WatermarkTracker
 
 log = logging.getLogger("upsert_kafka")
 

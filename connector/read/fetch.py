@@ -14,10 +14,10 @@ from typing import Any
 
 from confluent_kafka import KafkaError, TopicPartition
 
-from connector.errors import DataLossError, KafkaUnavailableError
-from connector.kafka_clients import consumer
-from connector.offsets import PartitionRange
-from connector.options import KafkaSpec
+from ..errors import DataLossError, KafkaUnavailableError
+from ..kafka import consumer
+from ..options.common import KafkaSpec
+from .offsets import PartitionRange
 
 CHUNK_RECORDS = 10_000
 _TIMESTAMP_TYPES = {0: "NoTimestampType", 1: "CreateTime", 2: "LogAppendTime"}

@@ -25,9 +25,9 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from connector.errors import OptionError
-from connector.options import FORMAT_OPTION, canonical_options, changelog_column_name, require
-from formats import Codec, CodecContext, FormatOptionError, codec_class, make_codec
+from ..errors import OptionError
+from ..formats import Codec, CodecContext, FormatOptionError, codec_class, make_codec
+from .common import FORMAT_OPTION, canonical_options, changelog_column_name, require
 
 # Flink's kafka connector metadata keys and their types in Spark.
 METADATA_TYPES: dict[str, DataType] = {

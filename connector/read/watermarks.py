@@ -20,9 +20,9 @@ from dataclasses import replace
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
-from connector.kafka_clients import consumer
-from connector.offsets import Offsets
-from connector.planning import Planner
+from ..kafka import consumer
+from .offsets import Offsets
+from .planner import Planner
 
 log = logging.getLogger("upsert_kafka")
 

@@ -36,8 +36,8 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from connector.errors import RecordError
-from connector.write_options import WriteSpec
+from ..errors import RecordError
+from .spec import WriteSpec
 
 log = logging.getLogger("upsert_kafka")
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import itertools
 
-from connector.fetch import fetch_range
-from connector.kafka_clients import admin_client, list_offsets, topic_partitions
-from connector.offsets import PartitionRange
-from connector.options import KafkaSpec
-from connector.sender import Sender
-from connector.write import WritePlan, WriteResult
+from ..kafka import admin_client, list_offsets, topic_partitions
+from ..options.common import KafkaSpec
+from ..read.fetch import fetch_range
+from ..read.offsets import PartitionRange
+from .producer import Sender
+from .task import WritePlan, WriteResult
 
 
 def tombstone_missing_keys(plan: WritePlan, results: list[WriteResult]) -> int:

@@ -14,11 +14,11 @@ from collections.abc import Iterable, Iterator, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from connector.errors import RecordError, escaped_prefix
-from connector.fetch import CHUNK_RECORDS, Records
-from connector.offsets import PartitionRange
-from connector.read_options import ReadSpec
-from formats import Codec, Decoder
+from ..errors import RecordError, escaped_prefix
+from ..formats import Codec, Decoder
+from .fetch import CHUNK_RECORDS, Records
+from .offsets import PartitionRange
+from .spec import ReadSpec
 
 log = logging.getLogger("upsert_kafka")
 

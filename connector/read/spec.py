@@ -14,9 +14,8 @@ from dataclasses import dataclass
 
 from pyspark.sql.types import StructType
 
-from connector.errors import OptionError
-from connector.layout import Layout, parse_layout, parse_metadata_columns
-from connector.options import (
+from ..errors import OptionError
+from ..options.common import (
     KafkaSpec,
     canonical_options,
     changelog_column_name,
@@ -26,6 +25,7 @@ from connector.options import (
     parse_positive_int,
     parse_topic_selection,
 )
+from ..options.layout import Layout, parse_layout, parse_metadata_columns
 
 # Spark's JSON offsets use these for "earliest" and "latest".
 EARLIEST, LATEST = -2, -1

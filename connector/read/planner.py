@@ -15,10 +15,10 @@ from collections.abc import Callable
 from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from connector.errors import DataLossError, OptionError, TopicError
-from connector.kafka_clients import _unavailable, admin_client
-from connector.offsets import Offsets
-from connector.read_options import EARLIEST, LATEST, Bound, ReadSpec
+from ..errors import DataLossError, OptionError, TopicError
+from ..kafka import _unavailable, admin_client
+from .offsets import Offsets
+from .spec import EARLIEST, LATEST, Bound, ReadSpec
 
 log = logging.getLogger("upsert_kafka")
 

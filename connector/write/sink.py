@@ -16,14 +16,14 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from connector.errors import OptionError
-from connector.kafka_clients import describe_write_target
-from connector.overwrite import tombstone_missing_keys
-from connector.sender import fence, fence_scope
-from connector.transactions import identify
-from connector.write import RecordWriter, WritePlan, WriteResult
-from connector.write_options import EXACTLY_ONCE, WriteSpec, parse_write_spec
-from formats import FormatOptionError
+from ..errors import OptionError
+from ..formats import FormatOptionError
+from ..kafka import describe_write_target
+from .overwrite import tombstone_missing_keys
+from .producer import fence, fence_scope
+from .spec import EXACTLY_ONCE, WriteSpec, parse_write_spec
+from .task import RecordWriter, WritePlan, WriteResult
+from .transactions import identify
 
 log = logging.getLogger("upsert_kafka")
 

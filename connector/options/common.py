@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from connector.errors import OptionError
-from connector.option_table import OPTIONS, PASS_THROUGH_PREFIXES
+from ..errors import OptionError
+from .catalog import OPTIONS, PASS_THROUGH_PREFIXES
 
 DEFAULT_CHANGELOG_COLUMN = "_change_type"
 

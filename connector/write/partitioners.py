@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
-from connector.errors import OptionError
+from ..errors import OptionError
 
 Partitioner = Callable[[bytes, int], int]
 

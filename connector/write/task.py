@@ -18,14 +18,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.datasource import WriterCommitMessage
 
-from connector.errors import RecordError
-from connector.kafka_clients import WriteTarget
-from connector.reducing_buffer import FlushTimer, Pending, ReducingBuffer
-from connector.sender import Sender
-from connector.task_input import input_complete
-from connector.transactions import Fingerprint, identify, rows_of, transactional_id
-from connector.write_options import EXACTLY_ONCE, WriteSpec
-from formats import Encoder
+from ..errors import RecordError
+from ..formats import Encoder
+from ..kafka import WriteTarget
+from .buffer import FlushTimer, Pending, ReducingBuffer
+from .producer import Sender
+from .spec import EXACTLY_ONCE, WriteSpec
+from .task_input import input_complete
+from .transactions import Fingerprint, identify, rows_of, transactional_id
 
 log = logging.getLogger("upsert_kafka")
 

@@ -14,8 +14,8 @@ from typing import Any
 from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, ResourceType
 
-from connector.errors import KafkaUnavailableError, OptionError, TopicError
-from connector.options import KafkaSpec
+from .errors import KafkaUnavailableError, OptionError, TopicError
+from .options.common import KafkaSpec
 
 log = logging.getLogger("upsert_kafka")
 _client_log = logging.getLogger("upsert_kafka.librdkafka")

@@ -13,9 +13,8 @@ from dataclasses import dataclass
 
 from pyspark.sql.types import StructType
 
-from connector.errors import OptionError
-from connector.layout import Layout, parse_layout
-from connector.options import (
+from ..errors import OptionError
+from ..options.common import (
     GUARANTEE_PROPERTIES,
     KafkaSpec,
     canonical_options,
@@ -23,7 +22,8 @@ from connector.options import (
     parse_kafka_spec,
     parse_topic_selection,
 )
-from connector.partitioners import parse_partitioner
+from ..options.layout import Layout, parse_layout
+from .partitioners import parse_partitioner
 
 NONE, AT_LEAST_ONCE, EXACTLY_ONCE = "none", "at-least-once", "exactly-once"
 GUARANTEES = (NONE, AT_LEAST_ONCE, EXACTLY_ONCE)

@@ -1,0 +1,1 @@
+"""Options: the catalog of every option, parsing shared by reads and writes, the key/value layout."""
