@@ -19,8 +19,8 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from . import offsets
 from ..errors import DataLossError
+from . import offsets
 from .decode import RangeDecoder
 from .fetch import fetch_range
 from .offsets import BatchPlan, PartitionRange, ranges_between, split_ranges
