@@ -21,6 +21,20 @@ def test_durations_read_like_flinks(text, seconds):
     assert parse_duration({"x": text}, "x", "1 s") == seconds
 
 
+@pytest.mark.parametrize("text", ["1 mins", "1 minute", "60000", "60 s", "1min"])
+def test_one_duration_grammar_for_every_option(text):
+    # sink.buffer-flush.interval had a grammar of its own, which refused '1 mins' that client.timeout took.
+    buffered = parse_write_spec(BASE | {"sink.buffer-flush.max-rows": "10", "sink.buffer-flush.interval": text}, SCHEMA)
+    assert buffered.buffer.interval_s == 60
+    assert parse_duration({"client.timeout": text}, "client.timeout", "30 s") == 60
+
+
+@pytest.mark.parametrize(("text", "message"), [("1 fortnight", "must be a duration"), ("-1 s", "must be a duration")])
+def test_a_malformed_duration_names_the_option(text, message):
+    with pytest.raises(OptionError, match=rf"option 'client.timeout' {message} such as '30 s'"):
+        parse_duration({"client.timeout": text}, "client.timeout", "30 s")
+
+
 def test_spark_spellings_fold_onto_flink_names():
     assert canonical_options({"subscribe": "t", "kafka.bootstrap.servers": "b", "format": "json"}) == {
         "topic": "t",

@@ -130,20 +130,28 @@ def require(options: Mapping[str, str], name: str, example: str) -> str:
     return value
 
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|milli|millis|s|sec|secs|min|mins|h|hour|hours)?\s*$")
-_UNIT_SECONDS = {"ms": 1e-3, "milli": 1e-3, "millis": 1e-3, "s": 1, "sec": 1, "secs": 1}
-_UNIT_SECONDS |= {"min": 60, "mins": 60, "h": 3600, "hour": 3600, "hours": 3600}
+# Flink's duration grammar (TimeUtils.parseDuration): a number and an optional unit; a bare number is ms.
+_UNIT_SECONDS = {
+    **dict.fromkeys(("ns", "nano", "nanos", "nanosecond", "nanoseconds"), 1e-9),
+    **dict.fromkeys(("us", "µs", "micro", "micros", "microsecond", "microseconds"), 1e-6),
+    **dict.fromkeys(("ms", "milli", "millis", "millisecond", "milliseconds"), 1e-3),
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1.0),
+    **dict.fromkeys(("min", "mins", "minute", "minutes"), 60.0),
+    **dict.fromkeys(("h", "hour", "hours"), 3600.0),
+    **dict.fromkeys(("d", "day", "days"), 86400.0),
+}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zµ]*)\s*$")
 
 
-def parse_duration(options: Mapping[str, str], name: str, default: str) -> float:
+def parse_duration(options: Mapping[str, str], name: str, default: str, allow_zero: bool = False) -> float:
     """A Flink-style duration ('30 s', '500 ms', '2 min'; a bare number is milliseconds), in seconds."""
     raw = options.get(name, default)
     match = _DURATION.match(raw.lower())
-    if not match:
-        raise OptionError(f"option '{name}' must be a duration such as '30 s' or '500 ms', got '{raw}'")
+    if not match or (match.group(2) and match.group(2) not in _UNIT_SECONDS):
+        raise OptionError(f"option '{name}' must be a duration such as '30 s', '500 ms' or '2 min', got '{raw}'")
     seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2) or "ms"]
-    if seconds <= 0:
-        raise OptionError(f"option '{name}' must be positive, got '{raw}'")
+    if seconds < 0 or (seconds == 0 and not allow_zero):
+        raise OptionError(f"option '{name}' must be {'zero or ' if allow_zero else ''}positive, got '{raw}'")
     return seconds
 
 

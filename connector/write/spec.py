@@ -19,6 +19,7 @@ from ..options.common import (
     KafkaSpec,
     canonical_options,
     check_reserved,
+    parse_duration,
     parse_kafka_spec,
     parse_topic_selection,
 )
@@ -126,8 +127,6 @@ def _parse_guarantee(options: Mapping[str, str]) -> str:
 
 
 _MAX_ROWS, _INTERVAL = "sink.buffer-flush.max-rows", "sink.buffer-flush.interval"
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|min|h)?\s*$")
-_UNIT_SECONDS = {"ms": 1e-3, "s": 1.0, "sec": 1.0, "min": 60.0, "h": 3600.0}
 
 
 def _parse_buffer(options: Mapping[str, str]) -> BufferSpec | None:
@@ -135,12 +134,7 @@ def _parse_buffer(options: Mapping[str, str]) -> BufferSpec | None:
     if not raw_rows.isdigit():
         raise OptionError(f"option '{_MAX_ROWS}' must be a whole number of rows (0: no buffer), got '{raw_rows}'")
     rows = int(raw_rows)
-    # 0 disables, as in Flink; options.parse_duration insists on a positive value.
-    raw_interval = options.get(_INTERVAL, "0")
-    match = _DURATION.match(raw_interval.lower())
-    if not match:
-        raise OptionError(f"option '{_INTERVAL}' must be a duration such as '1 s' or '500 ms', got '{raw_interval}'")
-    interval = float(match.group(1)) * _UNIT_SECONDS[match.group(2) or "ms"]
+    interval = parse_duration(options, _INTERVAL, "0", allow_zero=True)  # 0 disables, as in Flink
     if rows > 0 and interval > 0:
         return BufferSpec(rows, interval)
     if rows == 0 and interval == 0:
