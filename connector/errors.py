@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 
 class UpsertKafkaError(Exception):
     """Base class of every error the connector raises on purpose."""
@@ -34,3 +37,9 @@ def escaped_prefix(payload: bytes | None, limit: int = 64) -> str:
 
 class DataLossError(UpsertKafkaError):
     """Records the query needs are no longer in Kafka."""
+
+
+def did_you_mean(given: str, candidates: Iterable[str], cutoff: float = 0.6) -> str:
+    """' Did you mean 'x'?' for the closest candidate, or '' when none is close."""
+    close = difflib.get_close_matches(given, list(candidates), n=1, cutoff=cutoff)
+    return f" Did you mean '{close[0]}'?" if close else ""

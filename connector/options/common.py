@@ -7,13 +7,12 @@ checked and typed. Nothing downstream reads the raw dict.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import OptionError
+from ..errors import OptionError, did_you_mean
 from .catalog import OPTIONS, PASS_THROUGH_PREFIXES
 
 DEFAULT_CHANGELOG_COLUMN = "_change_type"
@@ -114,9 +113,7 @@ def canonical_options(raw: Mapping[str, str]) -> dict[str, str]:
 
 
 def _unknown_option_message(key: str) -> str:
-    candidates = sorted(_KNOWN | set(_ALIASES))
-    close = difflib.get_close_matches(key.lower(), candidates, n=1, cutoff=0.6)
-    hint = f" Did you mean '{close[0]}'?" if close else ""
+    hint = did_you_mean(key.lower(), sorted(_KNOWN | set(_ALIASES)))
     return (
         f"unknown option '{key}'.{hint} Kafka client settings go under 'properties.' (or 'kafka.'); "
         f"known options: {', '.join(sorted(_KNOWN))}"

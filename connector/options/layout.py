@@ -8,7 +8,6 @@ timestamp, ...), which live in the record's envelope rather than its key or valu
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -25,7 +24,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from ..errors import OptionError
+from ..errors import OptionError, did_you_mean
 from ..formats import Codec, CodecContext, FormatOptionError, codec_class, make_codec
 from .common import FORMAT_OPTION, canonical_options, changelog_column_name, require
 
@@ -91,8 +90,7 @@ def parse_metadata_columns(options: Mapping[str, str]) -> tuple[MetadataColumn, 
         column, _, kind = entry.rpartition("=")
         column, kind = (column.strip() or kind.strip()), kind.strip().lower()
         if kind not in METADATA_TYPES:
-            close = difflib.get_close_matches(kind, METADATA_TYPES, n=1)
-            hint = f" Did you mean '{close[0]}'?" if close else ""
+            hint = did_you_mean(kind, METADATA_TYPES)
             raise OptionError(
                 f"option 'metadata.columns': unknown metadata '{kind}'.{hint} Available: {', '.join(METADATA_TYPES)}"
             )
@@ -177,10 +175,9 @@ def _parse_key_fields(options: Mapping[str, str], columns: list[str], meta_names
             raise OptionError(f"option 'key.fields': column '{name}' is a metadata column, not a data column")
         column = name if name in columns else by_lower.get(name.lower())
         if column is None:
-            close = difflib.get_close_matches(name, columns, n=1)
-            hint = f" Did you mean '{close[0]}'?" if close else ""
             raise OptionError(
-                f"option 'key.fields': column '{name}' is not in the schema ({', '.join(columns)}).{hint}"
+                f"option 'key.fields': column '{name}' is not in the schema ({', '.join(columns)})."
+                + did_you_mean(name, columns)
             )
         if column in fields:
             raise OptionError(f"option 'key.fields' lists column '{column}' twice")
