@@ -137,9 +137,14 @@ class CsvDecoder(Decoder):
             parsed = []
             for i in kept:
                 try:
-                    parsed.append(self._parse(lines[i]))
+                    table = self._parse(lines[i])
                 except (pa.ArrowException, ValueError) as e:
                     failures[i] = _arrow_reason(e)
+                    continue
+                if table.num_rows == 1:
+                    parsed.append(table)
+                else:  # e.g. a line break outside quotes
+                    failures[i] = f"expected one CSV row, got {table.num_rows}"
             kept = [i for i in kept if i not in failures]
             table = pa.concat_tables(parsed) if parsed else None
         if table is None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime, timezone
 from decimal import Context, Decimal, InvalidOperation
@@ -110,6 +111,9 @@ def _arrow_readable(t: pa.DataType) -> bool:
     )
 
 
+_STARTS_WITH_OBJECT = re.compile(rb"[ \t\r\n]*\{")
+
+
 class JsonDecoder(Decoder):
     def __init__(self, schema: pa.Schema, fail_on_missing_field: bool) -> None:
         self.schema = schema
@@ -133,6 +137,12 @@ class JsonDecoder(Decoder):
         joined = b"\n".join(payloads)
         if joined.count(b"\n") != len(payloads) - 1:
             return None  # some payload spans lines: only the per-record path keeps rows aligned
+        if not _STARTS_WITH_OBJECT.match(joined):
+            return None  # Arrow's reader crashes the process on input that starts with `null` (apache/arrow#47409)
+        try:
+            joined.decode()  # Arrow skips the UTF-8 check in fields it ignores; the per-record path does not
+        except UnicodeDecodeError:
+            return None
         try:
             table = pa_json.read_json(
                 io.BytesIO(joined),

@@ -4,6 +4,9 @@ and how bad records are reported."""
 from __future__ import annotations
 
 import datetime as dt
+import subprocess
+import sys
+import textwrap
 from decimal import Decimal
 
 import orjson
@@ -284,3 +287,22 @@ def test_ignore_parse_errors_marks_the_codec_to_skip_bad_records():
     assert codec().ignore_parse_errors is False
     with pytest.raises(FormatOptionError, match=r"'value\.json\.ignore-parse-errors' must be true or false"):
         codec(**{"ignore-parse-errors": "yes"})
+
+
+def test_records_that_start_with_a_json_null_are_bad_records_not_a_crash():
+    """Arrow's JSON reader dies with a segmentation fault on input starting with `null` (apache/arrow#47409):
+    decoded in a child process, so a crash fails this test instead of the test run."""
+    script = textwrap.dedent(
+        """
+        import pyarrow as pa
+        from formats import CodecContext, make_codec
+        schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
+        decoder = make_codec("json", "key.format", {}, CodecContext("key", ("t",))).decoder(schema)
+        for batch in ([b"null"], [b" null", b'{"id":1}'], [b"", b"null", b'{"id":2}']):
+            decoded = decoder.decode(batch)
+            print(decoded.batch.column(0).to_pylist(), [i for i, _ in decoded.failures])
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[:3] == ["[] [0]", "[1] [0]", "[2] [0, 1]"]
