@@ -27,7 +27,9 @@ from .codec import (
     option_flag,
 )
 from .schema_registry import (
+    RegistryError,
     RegistrySettings,
+    SchemaNotUsable,
     SchemaRegistry,
     basic_authorization,
     registry_client,
@@ -109,10 +111,21 @@ class AvroConfluentCodec(Codec):
         return AvroEncoder(schema, writer, derived=self.given_schema is None, prefix=header)
 
     def inferred_schema(self) -> pa.Schema | None:
-        """The subject's latest registered schema as columns (the table's schema when none is given)."""
+        """The subjects' latest registered schema as columns (the table's schema when none is given); the
+        subjects of a topic list must agree on it."""
         if self.given_schema is not None:
             return arrow_schema(self.given_schema)
-        return arrow_schema(self.registry.latest(self.subjects()[0])[1])  # a topic list shares one schema
+        latest = {subject: arrow_schema(self.registry.latest(subject)[1]) for subject in self.subjects()}
+        columns = next(iter(latest.values()))
+        differ = [s for s, c in latest.items() if c != columns]
+        if differ:
+            raise FormatOptionError(
+                f"the subjects {', '.join(latest)} hold different latest schemas ({differ[0]}: "
+                f"{', '.join(latest[differ[0]].names)}; {next(iter(latest))}: {', '.join(columns.names)}), so "
+                f"the table's columns are ambiguous: give them with .schema(...) or option 'schema', or set "
+                f"'{self.prefix}subject' to read them from one subject"
+            )
+        return columns
 
 
 def _settings(options: Mapping[str, str], prefix: str) -> RegistrySettings:
@@ -188,7 +201,8 @@ class ConfluentDecoder(Decoder):
     def __init__(self, registry: SchemaRegistry, schema: pa.Schema) -> None:
         self.registry = registry
         self.schema = schema
-        self.readers: dict[int, AvroBodyReader] = {}
+        # Per schema id: its reader, or why no record with that id can be read (asked once per task).
+        self.readers: dict[int, AvroBodyReader | str] = {}
 
     def decode(self, payloads: Sequence[bytes]) -> Decoded:
         records: list[dict | None] = [None] * len(payloads)
@@ -204,7 +218,10 @@ class ConfluentDecoder(Decoder):
         for schema_id, indices in by_id.items():  # usually one id per batch
             reader = self.readers.get(schema_id)
             if reader is None:
-                reader = self.readers[schema_id] = AvroBodyReader(self.registry.schema(schema_id), self.schema)
+                reader = self.readers[schema_id] = self._reader(schema_id)
+            if isinstance(reader, str):
+                failures.update(dict.fromkeys(indices, reader))
+                continue
             if len(indices) == len(payloads):
                 reader.read_all(payloads, HEADER, records, failures)
                 continue
@@ -216,3 +233,15 @@ class ConfluentDecoder(Decoder):
                 if j in part_failures:
                     failures[i] = part_failures[j]
         return records_to_batch(records, failures, self.schema)
+
+    def _reader(self, schema_id: int) -> AvroBodyReader | str:
+        """The reader of records written with this schema id, or the reason none can be read. A registry that
+        cannot be reached or refuses us fails the task (RegistryError): that is no record's fault."""
+        try:
+            return AvroBodyReader(self.registry.schema(schema_id), self.schema)
+        except SchemaNotUsable as e:
+            return f"the record's writer schema (id {schema_id}) cannot be had: {e}"
+        except RegistryError:
+            raise
+        except Exception as e:  # fastavro's schema errors are of several types
+            return f"the record's writer schema (id {schema_id}) cannot be read into the table's columns: {e}"

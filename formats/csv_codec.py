@@ -27,6 +27,7 @@ from .codec import (
     Decoder,
     Encoder,
     FormatOptionError,
+    decimal_overflow,
     empty_batch,
     option_flag,
 )
@@ -136,9 +137,14 @@ class CsvDecoder(Decoder):
             parsed = []
             for i in kept:
                 try:
-                    parsed.append(self._parse(lines[i]))
+                    table = self._parse(lines[i])
                 except (pa.ArrowException, ValueError) as e:
                     failures[i] = _arrow_reason(e)
+                    continue
+                if table.num_rows == 1:
+                    parsed.append(table)
+                else:  # e.g. a line break outside quotes
+                    failures[i] = f"expected one CSV row, got {table.num_rows}"
             kept = [i for i in kept if i not in failures]
             table = pa.concat_tables(parsed) if parsed else None
         if table is None:
@@ -170,15 +176,25 @@ class CsvDecoder(Decoder):
             column = table.column(name).combine_chunks() if table.num_rows else table.column(name)
             if reader is not None:
                 column, bad = reader(column)
-                for row, reason in bad:
-                    bad_rows.add(row)
-                    failures.setdefault(kept[row], f"column '{name}': {reason}")
+            elif pa.types.is_decimal(column.type):  # Arrow fills DECIMAL(5,2) with 1000.00 without a word
+                over = decimal_overflow(column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column)
+                bad = [] if over is None else [(r, _too_wide(column, r)) for r in pc.indices_nonzero(over).to_pylist()]
+            else:
+                bad = []
+            for row, reason in bad:
+                bad_rows.add(row)
+                failures.setdefault(kept[row], f"column '{name}': {reason}")
             columns.append(column)
         columns = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in columns]
         batch = pa.RecordBatch.from_arrays(columns, schema=self.schema)
         if bad_rows:
             batch = batch.filter(pa.array([r not in bad_rows for r in range(batch.num_rows)]))
         return Decoded(batch, tuple(sorted(failures.items())))
+
+
+def _too_wide(column: pa.Array, row: int) -> str:
+    t = column.type
+    return f"{column[row].as_py()} does not fit DECIMAL({t.precision},{t.scale})"
 
 
 def _without_comments(payload: bytes) -> bytes | None:

@@ -15,11 +15,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .codec import CodecContext
-from .json_codec import JsonCodec, arrow_to_json, json_loads_for, json_to_arrow
+from .java_numbers import float_texts
+from .json_codec import (
+    RECORD_ERRORS,
+    JsonCodec,
+    arrow_to_json,
+    json_loads_for,
+    json_reason,
+    json_to_arrow,
+    json_values,
+)
 
 # (converted column, [(row, reason)]) from a column of text.
 ColumnReader = Callable[[pa.Array], tuple[pa.Array, list[tuple[int, str]]]]
-_ERRORS = (pa.ArrowException, ValueError, TypeError, OverflowError)
+_ERRORS = (pa.ArrowException, *RECORD_ERRORS)
 # Nested values inside a CSV field are JSON written with the json format's defaults.
 _JSON_DEFAULTS = JsonCodec({}, CodecContext(role="value"))
 
@@ -51,9 +60,8 @@ def column_text(column: pa.Array, delimiter: str, null_text: str) -> pa.Array:
         return column
     if pa.types.is_binary(t):
         return pa.array([None if v is None else base64.b64encode(v).decode() for v in column.to_pylist()], pa.string())
-    if pa.types.is_floating(t):
-        text = pc.cast(column, pa.string())
-        return pc.replace_substring(pc.replace_substring(text, "nan", "NaN"), "inf", "Infinity")
+    if pa.types.is_floating(t):  # as Flink's csv format (Jackson) writes them: 1.0, 1.0E7, NaN, Infinity
+        return float_texts(column, quote_non_finite=False)
     if _flat(t):
         return pc.cast(column, pa.string())
     if pa.types.is_list(t) and _delimited(t):
@@ -64,10 +72,7 @@ def column_text(column: pa.Array, delimiter: str, null_text: str) -> pa.Array:
         fields = [pc.fill_null(column_text(f, delimiter, null_text), null_text) for f in column.flatten()]
         joined = pc.binary_join_element_wise(*fields, delimiter)
         return pc.if_else(column.is_valid(), joined, pa.scalar(None, pa.string()))
-    convert = arrow_to_json(t, _JSON_DEFAULTS)
-    values = column.to_pylist()
-    if convert is not None:
-        values = [None if v is None else convert(v) for v in values]
+    values = json_values(column, arrow_to_json(t, _JSON_DEFAULTS))
     return pa.array([None if v is None else orjson.dumps(v).decode() for v in values], pa.string())
 
 
@@ -158,8 +163,17 @@ def _json_reader(t: pa.DataType) -> ColumnReader:
             try:
                 values.append(None if v is None else convert(loads(v)))
             except _ERRORS as e:  # JSON errors are ValueErrors
-                bad.append((row, f"not JSON of type {t}: {e}"))
+                bad.append((row, f"not JSON of type {t}: {json_reason(e)}"))
                 values.append(None)
-        return pa.array(values, t), bad
+        try:
+            return pa.array(values, t), bad
+        except _ERRORS:  # never seen: the converters check what Arrow refuses; find the rows all the same
+            for row, v in enumerate(values):
+                try:
+                    pa.array([v], t)
+                except _ERRORS as e:
+                    bad.append((row, f"not JSON of type {t}: {e}"))
+                    values[row] = None
+            return pa.array(values, t), sorted(bad)
 
     return read

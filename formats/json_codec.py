@@ -12,16 +12,15 @@ from __future__ import annotations
 import base64
 import io
 import json
-import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime, timezone
-from decimal import Decimal, InvalidOperation
+from decimal import Context, Decimal, InvalidOperation
 from functools import partial
 from typing import Any
 
 import orjson
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
 from . import json_vector
@@ -32,10 +31,15 @@ from .codec import (
     Decoder,
     Encoder,
     FormatOptionError,
+    decimals_fit,
     empty_batch,
     option_choice,
     option_flag,
 )
+from .java_numbers import decimal_text, float_texts
+
+# What can go wrong converting one record (json.loads recurses on nesting: RecursionError).
+RECORD_ERRORS = (ValueError, TypeError, OverflowError, ArithmeticError, RecursionError, orjson.JSONDecodeError)
 
 Convert = Callable[[Any], Any]
 
@@ -107,6 +111,9 @@ def _arrow_readable(t: pa.DataType) -> bool:
     )
 
 
+_STARTS_WITH_OBJECT = re.compile(rb"[ \t\r\n]*\{")
+
+
 class JsonDecoder(Decoder):
     def __init__(self, schema: pa.Schema, fail_on_missing_field: bool) -> None:
         self.schema = schema
@@ -114,6 +121,7 @@ class JsonDecoder(Decoder):
         self.fast = not fail_on_missing_field and all(_arrow_readable(f.type) for f in schema)
         self._parse_options = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
         self._converters = [(f.name, json_to_arrow(f.type)) for f in schema]
+        self._decimals = [i for i, f in enumerate(schema) if _has_decimal(f.type)]
         self._loads = json_loads_for(pa.struct(list(schema)))
 
     def decode(self, payloads: Sequence[bytes]) -> Decoded:
@@ -129,31 +137,40 @@ class JsonDecoder(Decoder):
         joined = b"\n".join(payloads)
         if joined.count(b"\n") != len(payloads) - 1:
             return None  # some payload spans lines: only the per-record path keeps rows aligned
+        if not _STARTS_WITH_OBJECT.match(joined):
+            return None  # Arrow's reader crashes the process on input that starts with `null` (apache/arrow#47409)
+        try:
+            joined.decode()  # Arrow skips the UTF-8 check in fields it ignores; the per-record path does not
+        except UnicodeDecodeError:
+            return None
         try:
             table = pa_json.read_json(
                 io.BytesIO(joined),
                 read_options=pa_json.ReadOptions(block_size=max(1 << 20, len(joined) + 1)),
                 parse_options=self._parse_options,
             )
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        except pa.ArrowException:
             return None
         if table.num_rows != len(payloads):
             return None  # an empty payload or two objects in one payload
-        return table.combine_chunks().to_batches(max_chunksize=len(payloads))[0]
+        batch = table.combine_chunks().to_batches(max_chunksize=len(payloads))[0]
+        if self._decimals and not all(decimals_fit(batch.column(i)) for i in self._decimals):
+            return None  # a number too wide for its DECIMAL: the per-record path names the record
+        return batch
 
     def _decode_each(self, payloads: Sequence[bytes]) -> Decoded:
-        columns: list[list[Any]] = [[] for _ in self._converters]
+        rows: list[list[Any]] = []
         failures: list[tuple[int, str]] = []
         for i, payload in enumerate(payloads):
             try:
-                row = self._convert_record(payload)
-            except (ValueError, TypeError, OverflowError, InvalidOperation, orjson.JSONDecodeError) as e:
-                failures.append((i, str(e) or type(e).__name__))
-                continue
-            for column, value in zip(columns, row):
-                column.append(value)
-        arrays = [pa.array(col, type=f.type) for col, f in zip(columns, self.schema)]
-        return Decoded(pa.RecordBatch.from_arrays(arrays, schema=self.schema), tuple(failures))
+                rows.append(self._convert_record(payload))
+            except RECORD_ERRORS as e:
+                failures.append((i, json_reason(e)))
+        batch, unfit = rows_to_batch(rows, self.schema)
+        if unfit:  # never seen: the converters check what Arrow would refuse; name the records all the same
+            good = [i for i in range(len(payloads)) if i not in dict(failures)]
+            failures = sorted([*failures, *((good[j], reason) for j, reason in unfit)])
+        return Decoded(batch, tuple(failures))
 
     def _convert_record(self, payload: bytes) -> list[Any]:
         obj = self._loads(payload)
@@ -169,9 +186,36 @@ class JsonDecoder(Decoder):
             else:
                 try:
                     row.append(convert(value))
-                except (ValueError, TypeError, OverflowError, InvalidOperation) as e:
-                    raise ValueError(f"field '{name}': {e}") from None
+                except RECORD_ERRORS as e:
+                    raise ValueError(f"field '{name}': {json_reason(e)}") from None
         return row
+
+
+def json_reason(e: BaseException) -> str:
+    if isinstance(e, RecursionError):
+        return "the JSON is nested too deeply"
+    if isinstance(e, InvalidOperation):
+        return "not a decimal number"
+    return str(e) or type(e).__name__
+
+
+def rows_to_batch(rows: list[list[Any]], schema: pa.Schema) -> tuple[pa.RecordBatch, list[tuple[int, str]]]:
+    """Rows of converted values as a batch, one Arrow conversion per column; when a value does not fit its
+    column after all, the rows that do not (index into `rows`, reason) are left out instead."""
+    try:
+        arrays = [pa.array(list(column), type=f.type) for column, f in zip(zip(*rows), schema)] if rows else None
+        return (empty_batch(schema) if arrays is None else pa.RecordBatch.from_arrays(arrays, schema=schema)), []
+    except (pa.ArrowException, *RECORD_ERRORS):
+        pass
+    kept, unfit = [], []
+    for j, row in enumerate(rows):
+        try:
+            for value, f in zip(row, schema):
+                pa.array([value], type=f.type)
+            kept.append(row)
+        except (pa.ArrowException, *RECORD_ERRORS) as e:
+            unfit.append((j, f"a value does not fit the column types: {e}"))
+    return rows_to_batch(kept, schema)[0], unfit
 
 
 def json_to_arrow(t: pa.DataType) -> Convert:
@@ -192,7 +236,7 @@ def json_to_arrow(t: pa.DataType) -> Convert:
     if pa.types.is_floating(t):
         return _to_float
     if pa.types.is_decimal(t):
-        return _to_decimal
+        return partial(_to_decimal, t=t, quantum=Decimal(1).scaleb(-t.scale))
     if pa.types.is_string(t):
         # Like Flink: a non-string JSON value read into a STRING column keeps its JSON text.
         return lambda v: v if isinstance(v, str) else orjson.dumps(v, default=_exact_number).decode()
@@ -226,6 +270,16 @@ def json_loads_for(t: pa.DataType) -> Callable[[bytes | str], Any]:
 
 
 _exact_loads = partial(json.loads, parse_float=Decimal)
+
+
+def _has_decimal(t: pa.DataType) -> bool:
+    if pa.types.is_decimal(t):
+        return True
+    if pa.types.is_map(t):
+        return _has_decimal(t.key_type) or _has_decimal(t.item_type)
+    if pa.types.is_list(t):
+        return _has_decimal(t.value_type)
+    return pa.types.is_struct(t) and any(_has_decimal(f.type) for f in t)
 
 
 def _has_wide_decimal(t: pa.DataType) -> bool:
@@ -264,10 +318,29 @@ def _to_float(v: Any) -> float:
     return float(v)  # also "NaN" / "Infinity", as Flink writes them
 
 
-def _to_decimal(v: Any) -> Decimal:
+def _to_decimal(v: Any, t: pa.Decimal128Type, quantum: Decimal) -> Decimal:
+    """The value exactly, at the column's scale: a value that would need rounding or more digits than the
+    column has is the record's error (Flink would round it, or make it null)."""
     if isinstance(v, bool) or not isinstance(v, (int, float, str, Decimal)):
         raise TypeError(f"expected a decimal number, got {_show(v)}")
-    return Decimal(str(v))
+    d = Decimal(str(v))
+    if not d.is_finite():
+        raise ValueError(f"{_show(v)} is not a finite number")
+    if d and d.adjusted() >= t.precision - t.scale:
+        raise ValueError(
+            f"{_show(v)} does not fit {_sql(t)}: more than {t.precision - t.scale} digit(s) before the point"
+        )
+    exact = d.quantize(quantum, context=_DECIMALS)
+    if exact != d:
+        raise ValueError(f"{_show(v)} does not fit {_sql(t)}: more than {t.scale} digit(s) after the point")
+    return exact
+
+
+_DECIMALS = Context(prec=80)  # wider than any DECIMAL(38, s) quantized: the check above bounds the digits
+
+
+def _sql(t: pa.Decimal128Type) -> str:
+    return f"DECIMAL({t.precision},{t.scale})"
 
 
 def _parse_timestamp_ntz(v: Any) -> datetime:
@@ -305,30 +378,60 @@ class JsonEncoder(Encoder):
             encoded = json_vector.encode_objects(batch)
             if encoded is not None:
                 return encoded
-        columns = []
-        for column, convert in zip(batch.columns, self.converters):
-            values = column.to_pylist()
-            if convert is _float_to_json and pc.all(pc.is_finite(column), min_count=0).as_py() is not False:
-                convert = None  # only NaN and infinities need converting
-            if convert is not None:
-                values = [None if v is None else convert(v) for v in values]
-            columns.append(values)
+        columns = [json_values(column, convert) for column, convert in zip(batch.columns, self.converters)]
         names, dumps = self.names, orjson.dumps
         if self.codec.ignore_null_fields:
-            return [dumps({n: v for n, v in zip(names, row) if v is not None}) for row in zip(*columns)]
-        return [dumps(dict(zip(names, row))) for row in zip(*columns)]
+            payloads = [dumps({n: v for n, v in zip(names, row) if v is not None}) for row in zip(*columns)]
+        else:
+            payloads = [dumps(dict(zip(names, row))) for row in zip(*columns)]
+        return json_vector.jackson_escapes(payloads)
+
+
+def json_values(column: pa.Array, convert: Convert | None) -> list[Any]:
+    """The column's values as orjson takes them (`convert`: from arrow_to_json). Floats, at any depth, are
+    turned into Java's text for the whole column at once first (formats/java_numbers.py)."""
+    values = _floats_as_text(column).to_pylist()
+    return values if convert is None else [None if v is None else convert(v) for v in values]
+
+
+def _floats_as_text(array: pa.Array, quote: bool = True) -> pa.Array:
+    """`array` with every float (also inside lists, maps and structs) replaced by its JSON text."""
+    t = array.type
+    if pa.types.is_floating(t):
+        return float_texts(array, quote_non_finite=quote)
+    if not _has_float(t):
+        return array
+    mask = array.is_null()
+    if pa.types.is_list(t):  # offsets and values both unsliced: they stay aligned
+        return pa.ListArray.from_arrays(array.offsets, _floats_as_text(array.values), mask=mask)
+    if pa.types.is_map(t):  # a float map key is text in the object, not a JSON string: unquoted
+        keys, items = _floats_as_text(array.keys, quote=False), _floats_as_text(array.items)
+        return pa.MapArray.from_arrays(array.offsets, keys, items, mask=mask)
+    fields = [_floats_as_text(child) for child in array.flatten()]  # struct: children sliced like it
+    return pa.StructArray.from_arrays(fields, names=[f.name for f in t], mask=mask)
+
+
+def _has_float(t: pa.DataType) -> bool:
+    if pa.types.is_floating(t):
+        return True
+    if pa.types.is_list(t):
+        return _has_float(t.value_type)
+    if pa.types.is_map(t):
+        return _has_float(t.key_type) or _has_float(t.item_type)
+    return pa.types.is_struct(t) and any(_has_float(f.type) for f in t)
 
 
 def arrow_to_json(t: pa.DataType, codec: JsonCodec) -> Convert | None:
-    """A function from a Python value of Arrow type `t` to what orjson writes; None when as-is."""
+    """A function from a Python value of Arrow type `t` to what orjson writes; None when as-is. The values
+    come from json_values: a float is already its JSON text. Numbers are written as Flink's json format
+    (Jackson) writes them."""
     if pa.types.is_decimal(t):
-        if codec.decimal_plain:
-            return lambda d: orjson.Fragment(format(d, "f"))
-        return lambda d: orjson.Fragment(str(d))
+        plain = codec.decimal_plain
+        return lambda d: orjson.Fragment(decimal_text(d, plain))
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
         return lambda b: base64.b64encode(b).decode()
     if pa.types.is_floating(t):
-        return _float_to_json
+        return orjson.Fragment
     if pa.types.is_timestamp(t):
         sep, zone = ("T" if codec.iso8601 else " "), ("Z" if t.tz else "")
         return lambda ts: _format_timestamp(ts, sep, zone)
@@ -336,7 +439,8 @@ def arrow_to_json(t: pa.DataType, codec: JsonCodec) -> Convert | None:
         item = arrow_to_json(t.value_type, codec)
         return None if item is None else (lambda xs: [None if x is None else item(x) for x in xs])
     if pa.types.is_map(t):
-        key, item = arrow_to_json(t.key_type, codec), arrow_to_json(t.item_type, codec)
+        key = None if pa.types.is_floating(t.key_type) else arrow_to_json(t.key_type, codec)
+        item = arrow_to_json(t.item_type, codec)
         return lambda pairs: _map_to_json(pairs, key, item, codec)
     if pa.types.is_struct(t):
         fields = [(f.name, arrow_to_json(f.type, codec)) for f in t]
@@ -344,13 +448,6 @@ def arrow_to_json(t: pa.DataType, codec: JsonCodec) -> Convert | None:
             return None
         return lambda d: {n: (d[n] if c is None or d[n] is None else c(d[n])) for n, c in fields}
     return None
-
-
-def _float_to_json(f: float) -> float | str:
-    """JSON has no NaN or infinity: write them as strings, as Flink's json format (Jackson) does."""
-    if math.isfinite(f):
-        return f
-    return "NaN" if f != f else ("Infinity" if f > 0 else "-Infinity")
 
 
 def _format_timestamp(ts: datetime, sep: str, zone: str) -> str:

@@ -4,18 +4,27 @@ The text of every column is made at once (numbers and booleans cast to strings, 
 quoted, nulls as `null`), then one element-wise join lays the objects out: `{"id":1,"name":"a"}`. For a
 row of six fields this runs several times faster than building a dict per row for orjson.
 
-Only what has one JSON spelling takes this path: booleans, integers, finite floats, and strings without
-control characters (the only characters, besides `"` and `\\`, that JSON requires escaped). Anything else
-(NaN, dates, decimals, nested types, ignore-null-fields) returns None and the caller encodes row by row.
+Only what has one JSON spelling takes this path: booleans, integers, floats (in Java's spelling, as Flink
+writes them: formats/java_numbers.py), and strings without control characters (the only characters, besides
+`"` and `\\`, that JSON requires escaped). Anything else (dates, decimals, nested types, ignore-null-fields)
+returns None and the caller encodes row by row, to the same bytes: a record's bytes never depend on the rest
+of its batch.
 """
 
 from __future__ import annotations
+
+import re
 
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .java_numbers import float_texts
+
 _CONTROL = "[\\x00-\\x1f]"
+# orjson escapes control characters as \u001a, Jackson as \u001A: the escapes (a backslash not itself
+# escaped, then u00xx), hex digits in upper case.
+_LOWER_HEX_ESCAPE = re.compile(rb"(?<!\\)((?:\\\\)*)\\u00([0-9a-f]{2})")
 
 
 def _plain(t: pa.DataType) -> bool:
@@ -36,9 +45,7 @@ def _text(column: pa.Array) -> pa.Array | None:
         escaped = pc.replace_substring(pc.replace_substring(column, "\\", "\\\\"), '"', '\\"')
         text = pc.binary_join_element_wise('"', escaped, '"', "")
     elif pa.types.is_floating(t):
-        if pc.any(pc.invert(pc.is_finite(column))).as_py():
-            return None  # NaN and infinities have no JSON number: the row path decides how to write them
-        text = pc.cast(column, pa.string())
+        text = float_texts(column, quote_non_finite=True)
     else:
         text = pc.cast(column, pa.string())
     return pc.fill_null(text, "null")
@@ -51,6 +58,15 @@ def encode_objects(batch: pa.RecordBatch) -> list[bytes] | None:
         text = _text(column)
         if text is None:
             return None
-        parts += [("{" if i == 0 else ",") + orjson.dumps(name).decode() + ":", text]
+        parts += [("{" if i == 0 else ",") + jackson_escapes([orjson.dumps(name)])[0].decode() + ":", text]
     joined = pc.binary_join_element_wise(*parts, "}", "")
     return joined.cast(pa.binary()).to_pylist()
+
+
+def jackson_escapes(payloads: list[bytes]) -> list[bytes]:
+    """orjson's output with control-character escapes spelled as Jackson (Flink) spells them."""
+    return [p if b"\\u00" not in p else _LOWER_HEX_ESCAPE.sub(_upper_hex, p) for p in payloads]
+
+
+def _upper_hex(m: re.Match[bytes]) -> bytes:
+    return m.group(1) + b"\\u00" + m.group(2).upper()

@@ -46,9 +46,12 @@ class RawCodec(Codec):
         prefix = f"{context.role}.{self.name}."
         self.charset = options.get("charset", "UTF-8").strip()
         try:
-            self.utf8 = codecs.lookup(self.charset).name == "utf-8"
+            info = codecs.lookup(self.charset)
         except LookupError:
             raise FormatOptionError(f"option '{prefix}charset': unknown charset '{self.charset}'") from None
+        if not info._is_text_encoding:  # e.g. base64 or zlib: bytes to bytes, no text
+            raise FormatOptionError(f"option '{prefix}charset': '{self.charset}' is not a text charset")
+        self.utf8 = info.name == "utf-8"
         endianness = option_choice(options, "endianness", prefix, ("big-endian", "little-endian"), "big-endian")
         self.swap = (endianness == "big-endian") == (array.array("H", [1]).tobytes() == b"\x01\x00")
         self.ignore_parse_errors = option_flag(options, "ignore-parse-errors", prefix)
@@ -117,8 +120,9 @@ class RawDecoder(Decoder):
         for i, payload in enumerate(payloads):
             try:
                 values.append(payload.decode(self.codec.charset))
-            except UnicodeDecodeError as e:
-                failures.append((i, f"not valid {self.codec.charset}: {e.reason} at byte {e.start}"))
+            except UnicodeError as e:  # some codecs (idna) raise the base class, without a position
+                where = f" at byte {e.start}" if isinstance(e, UnicodeDecodeError) else ""
+                failures.append((i, f"not valid {self.codec.charset}: {getattr(e, 'reason', e)}{where}"))
         return pa.array(values, pa.string()), failures
 
 

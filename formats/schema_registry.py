@@ -24,6 +24,10 @@ class RegistryError(RuntimeError):
     """The registry refused a request or could not be reached; the message names the registry."""
 
 
+class SchemaNotUsable(RegistryError):
+    """The registry answered, but has no Avro schema under the id a record names: the record's fault."""
+
+
 @dataclass(frozen=True)
 class RegistrySettings:
     url: str  # without credentials
@@ -77,9 +81,12 @@ class SchemaRegistry:
     def schema(self, schema_id: int) -> Any:
         """The schema with this id (what a record's header names)."""
         if schema_id not in self._schemas:
-            answer = self._call("GET", f"/schemas/ids/{schema_id}")
-            _check_avro(answer, f"schema id {schema_id}")
-            self._schemas[schema_id] = json.loads(answer["schema"])
+            answer = self._call("GET", f"/schemas/ids/{schema_id}", missing=SchemaNotUsable)
+            _check_avro(answer, f"schema id {schema_id}", SchemaNotUsable)
+            try:
+                self._schemas[schema_id] = json.loads(answer["schema"])
+            except (KeyError, TypeError, ValueError):
+                raise SchemaNotUsable(f"schema id {schema_id}: the registry's answer holds no schema") from None
         return self._schemas[schema_id]
 
     def latest(self, subject: str) -> tuple[int, Any]:
@@ -90,7 +97,11 @@ class SchemaRegistry:
         self._schemas.setdefault(int(answer["id"]), schema)
         return int(answer["id"]), schema
 
-    def _call(self, method: str, path: str, body: Any = None, subject: str | None = None) -> Any:
+    def _call(
+        self, method: str, path: str, body: Any = None, subject: str | None = None, missing: type = RegistryError
+    ) -> Any:
+        """The registry's JSON answer; the registry saying it has no such thing raises `missing`, any other
+        failure RegistryError."""
         url = self.settings.url + path
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(url, data=data, method=method)
@@ -104,7 +115,10 @@ class SchemaRegistry:
             with urllib.request.urlopen(request, timeout=self.settings.timeout_s, context=self._context) as r:
                 return json.loads(r.read() or b"null")
         except urllib.error.HTTPError as e:
-            raise RegistryError(f"{where} failed: {_http_reason(e, subject)}") from None
+            code, reason = _http_reason(e, subject)
+            # Only the registry's own "not found" (40403, ...): a 404 from a wrong URL path is no record's fault.
+            error = missing if e.code == 404 and code != e.code else RegistryError
+            raise error(f"{where} failed: {reason}") from None
         except (urllib.error.URLError, OSError) as e:
             reason = getattr(e, "reason", e)
             raise RegistryError(f"cannot reach the {where} ({reason}); check the format's 'url' option") from None
@@ -114,17 +128,18 @@ def _quote(subject: str) -> str:
     return urllib.parse.quote(subject, safe="")
 
 
-def _check_avro(answer: Any, what: str) -> None:
-    kind = (answer.get("schemaType") or "AVRO").upper()
+def _check_avro(answer: Any, what: str, error: type = RegistryError) -> None:
+    kind = (answer.get("schemaType") or "AVRO").upper() if isinstance(answer, dict) else "no"
     if kind != "AVRO":
-        raise RegistryError(f"{what} holds a {kind} schema; the avro-confluent format reads Avro only")
+        raise error(f"{what} holds a {kind} schema; the avro-confluent format reads Avro only")
 
 
-def _http_reason(e: urllib.error.HTTPError, subject: str | None) -> str:
+def _http_reason(e: urllib.error.HTTPError, subject: str | None) -> tuple[int, str]:
+    """The registry's error code (the HTTP status when the body has none) and a reason that says what to do."""
     try:
         detail = json.loads(e.read() or b"{}")
-        message, code = detail.get("message", ""), detail.get("error_code", e.code)
-    except (ValueError, AttributeError):
+        message, code = detail.get("message", ""), int(detail.get("error_code", e.code))
+    except (ValueError, AttributeError, TypeError):
         message, code = "", e.code
     hint = ""
     if e.code in (401, 403):
@@ -135,7 +150,7 @@ def _http_reason(e: urllib.error.HTTPError, subject: str | None) -> str:
         hint = " (the schema is not registered under this subject; set auto.register.schemas=true)"
     elif e.code == 409:
         hint = " (the registry's compatibility rules reject this schema for the subject)"
-    return f"HTTP {e.code} {message or e.reason}{hint}"
+    return code, f"HTTP {e.code} {message or e.reason}{hint}"
 
 
 def _ssl_context(settings: RegistrySettings) -> ssl.SSLContext:

@@ -10,13 +10,15 @@ from pathlib import Path
 
 import orjson
 from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from tests.test_streaming import Collector, wait_for
 
 __all__ = [
     "Collector",
     "as_checkpointed",
-    "fail_tasks_from",
+    "delete_before",
+    "fail_tasks",
     "load",
     "rec",
     "recent_minute",
@@ -110,6 +112,13 @@ def as_checkpointed(offset: dict) -> dict:
     return json.loads(json.dumps(offset))
 
 
+def delete_before(bootstrap: str, topic: str, offset: int, partition: int = 0) -> None:
+    """Delete a partition's records below `offset`, as retention does."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    where = TopicPartition(topic, partition, offset)
+    admin.delete_records([where])[where].result(30)
+
+
 def uncommit_last_batch(checkpoint: str) -> int:
     """A crash after the sink wrote the last micro-batch but before Spark logged it as committed: the next
     run replays that batch with the same offsets. Returns its id."""
@@ -119,7 +128,19 @@ def uncommit_last_batch(checkpoint: str) -> int:
     return last
 
 
-def _marker_committed(bootstrap: str, group: str, topic: str) -> bool:
+def _markers_committed(bootstrap: str, prefix: str, topic: str, tasks: Iterable[int]) -> bool:
+    """Whether each of `tasks` committed its exactly-once marker on `topic`: the marker group is named like the
+    task's transactional id, `<prefix>-<scope>-<task>` (connector/transactions.py)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    groups = [g.group_id for g in admin.list_consumer_groups().result(10).valid if g.group_id.startswith(prefix + "-")]
+    for task in tasks:
+        named = [g for g in groups if g.endswith(f"-{task}")]
+        if not any(_has_marker(bootstrap, g, topic) for g in named):
+            return False
+    return True
+
+
+def _has_marker(bootstrap: str, group: str, topic: str) -> bool:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "isolation.level": "read_committed"})
     try:
         (marker,) = consumer.committed([TopicPartition(topic, 0)], timeout=10)
@@ -128,22 +149,25 @@ def _marker_committed(bootstrap: str, group: str, topic: str) -> bool:
         consumer.close()
 
 
-def fail_tasks_from(bootstrap: str, target: str, prefix: str, first: int, flag: str, patience_s: float = 60):
+def fail_tasks(
+    bootstrap: str, target: str, prefix: str, failing: Iterable[int], after: Iterable[int], flag: str, patience_s=60
+):
     """A column function for `withColumn` (the value unchanged, as text): while the file `flag` exists, every
-    attempt of the Spark tasks numbered `first` and above fails, once the exactly-once transactions of the
-    tasks below `first` (transactional ids `<prefix>-<task>`) have committed to `target`; so a query dies in
-    the middle of a micro-batch, some of its tasks written and the others not."""
+    attempt of the Spark tasks numbered in `failing` fails, once the exactly-once transactions of the tasks in
+    `after` (transactional-id prefix `prefix`) have committed to `target`; so a query dies in the middle of a
+    micro-batch, some of its tasks written and the others not. Spark starts tasks in order and a waiting task
+    holds a core: let the failing tasks come after those they wait for."""
     from pyspark.sql import functions as F
+
+    failing, after = frozenset(failing), tuple(after)
 
     def text(value: str) -> str:
         from pyspark import TaskContext
 
         task = TaskContext.get().partitionId()
-        if task >= first and Path(flag).exists():
+        if task in failing and Path(flag).exists():
             deadline = time.monotonic() + patience_s
-            while time.monotonic() < deadline and not all(
-                _marker_committed(bootstrap, f"{prefix}-{t}", target) for t in range(first)
-            ):
+            while time.monotonic() < deadline and not _markers_committed(bootstrap, prefix, target, after):
                 time.sleep(0.2)
             raise RuntimeError(f"injected failure in task {task}")
         return value

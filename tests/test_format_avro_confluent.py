@@ -12,11 +12,14 @@ from decimal import Decimal
 
 import pyarrow as pa
 import pytest
-from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+from pyspark_upsert_kafka.errors import OptionError
 from pyspark_upsert_kafka.formats import CodecContext, FormatOptionError, make_codec
+from pyspark_upsert_kafka.formats.avro_confluent_codec import HEADER
 from pyspark_upsert_kafka.formats.schema_registry import RegistryError
+from pyspark_upsert_kafka.options.layout import schema_ddl
 
 from tests.kafka_io import consume_all, produce
 
@@ -167,6 +170,79 @@ def test_write_to_a_topic_list_registers_the_schema_under_each_topics_subject(
         assert len(consume_all(bootstrap, topic)) == 1
     read = spark.read.format("upsert-kafka").options(**avro_options(options(first), registry_url))
     assert [tuple(r) for r in read.schema("id INT, name STRING").load().collect()] == [(1, "a")]
+
+
+def test_read_of_a_topic_list_takes_its_columns_from_each_topics_own_subject(
+    spark, new_topic, options, bootstrap, registry_url
+):
+    first, second = new_topic(), new_topic()
+    opts = avro_options(options(f"{first};{second}", {"metadata.columns": "topic"}), registry_url)
+    df = spark.createDataFrame([(1, "a", first), (2, "b", second)], "id INT, name STRING, topic STRING")
+    df.write.format("upsert-kafka").options(**opts).mode("append").save()
+
+    # No .schema(...): the columns come from <topic>-key / <topic>-value of each topic (never '<a;b>-value').
+    read = spark.read.format("upsert-kafka").options(**{**opts, "read.mode": "table"}).load()
+
+    assert read.schema.simpleString() == "struct<id:int,name:string,topic:string>"
+    assert sorted(tuple(r) for r in read.collect()) == [(1, "a", first), (2, "b", second)]
+
+
+def test_topic_list_whose_subjects_disagree_fails_naming_the_subject_option(new_topic, options, registry_url):
+    first, second = new_topic(), new_topic()
+    client = confluent_client(registry_url)
+    for topic, fields in ((first, [("id", "int")]), (second, [("id", "int"), ("name", "string")])):
+        record = {"type": "record", "name": "R", "fields": [{"name": n, "type": t} for n, t in fields]}
+        client.register_schema(f"{topic}-value", Schema(json.dumps(record), "AVRO"))
+    opts = avro_options(options(f"{first};{second}"), registry_url, roles=("value",))
+
+    with pytest.raises(OptionError, match=r"different latest schemas.*'value\.avro-confluent\.subject'"):
+        schema_ddl(opts)
+    one = schema_ddl({**opts, "value.avro-confluent.subject": f"{second}-value"})
+    assert one.startswith("`id` int NOT NULL, `name` string NOT NULL")
+
+
+def test_a_record_naming_a_schema_id_the_registry_does_not_have_is_a_bad_record(registry_url):
+    written = codec(registry_url)
+    good = written.encoder(SCHEMA).encode(BATCH)
+    unknown = b"\x00" + (2**31 - 7).to_bytes(4, "big") + good[0][HEADER:]
+    decoder = make_codec("avro-confluent", "value.format", {"url": registry_url}, VALUE_CTX).decoder(SCHEMA)
+
+    decoded = decoder.decode([good[0], unknown, good[1], unknown])
+
+    assert decoded.batch.to_pylist() == BATCH.to_pylist()
+    assert [i for i, _ in decoded.failures] == [1, 3]
+    assert "id 2147483641" in decoded.failures[0][1] and "HTTP 404" in decoded.failures[0][1]
+
+
+def test_a_registry_url_that_is_not_the_registry_api_fails_the_task_not_the_records(registry_url):
+    base = registry_url.partition("/apis/")[0]
+    written = codec(registry_url).encoder(SCHEMA).encode(BATCH)
+    decoder = make_codec("avro-confluent", "value.format", {"url": base + "/nothing-here"}, VALUE_CTX)
+    with pytest.raises(RegistryError, match="HTTP 404"):
+        decoder.decoder(SCHEMA).decode(written)
+
+
+def test_unknown_schema_id_fails_the_read_naming_the_record_and_is_skipped_on_request(
+    spark, new_topic, options, bootstrap, registry_url
+):
+    topic = new_topic()
+    opts = avro_options(options(topic, {"read.mode": "table"}), registry_url, roles=("value",))
+    values = codec(registry_url).encoder(SCHEMA).encode(BATCH)
+    unknown = b"\x00" + (2**31 - 5).to_bytes(4, "big") + values[0][HEADER:]
+    produce(bootstrap, topic, [(b'{"id":1}', values[0]), (b'{"id":9}', unknown), (b'{"id":2}', values[1])])
+
+    def read(more: dict) -> list[tuple]:
+        df = spark.read.format("upsert-kafka").options(**opts, **more).schema("id INT, name STRING").load()
+        return sorted(tuple(r) for r in df.collect())
+
+    with pytest.raises(Exception) as err:
+        read({})
+    message = str(err.value)
+    where = f"record at topic '{topic}' partition 0 offset 1 with format 'avro-confluent'"
+    assert f"cannot decode the value of the {where}" in message
+    assert "id 2147483643" in message
+    assert "set 'value.avro-confluent.ignore-parse-errors' to true" in message
+    assert read({"value.avro-confluent.ignore-parse-errors": "true"}) == [(1, "a"), (2, None)]
 
 
 def test_write_with_a_topic_pattern_and_no_subject_names_the_subject_option():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import re
+from decimal import Decimal
 
 import pyarrow as pa
 import pytest
@@ -79,6 +80,35 @@ def test_undecodable_value_fails_naming_where_it_is_and_is_skipped_on_request(
     skipping = {**opts, f"value.{fmt}.ignore-parse-errors": "true"}
     expected = [(1, 1), (3, 3)] if fmt == "raw" else [(1, "a"), (3, "c")]
     assert read(spark, skipping, schema) == expected
+
+
+@pytest.mark.parametrize(
+    ("fmt", "good", "bad"),
+    [
+        ("json", (b'{"price":1.5}', b'{"price":-999.99}'), b'{"price":12345678901234567890}'),
+        ("json", (b'{"price":1.5}', b'{"price":-999.99}'), b'{"price":1.234}'),
+        ("csv", (b"1.5", b"-999.99"), b"1000"),
+    ],
+)
+def test_a_number_too_wide_for_its_decimal_column_is_skipped_on_request_or_named(
+    spark, new_topic, options, bootstrap, fmt, good, bad
+):
+    """A table read of a DECIMAL(5,2) column once died with a bare ArrowInvalid on one 20-digit value, even
+    with ignore-parse-errors (and csv let 1000.00 into DECIMAL(5,2))."""
+    topic = new_topic()
+    produce(bootstrap, topic, [(b'{"id":1}', good[0]), (b'{"id":2}', bad), (b'{"id":3}', good[1])])
+    opts = options(topic, {"value.format": fmt, "value.fields-include": "EXCEPT_KEY", "read.mode": "table"})
+    schema = "id INT, price DECIMAL(5,2)"
+
+    skipping = {**opts, f"value.{fmt}.ignore-parse-errors": "true"}
+    assert read(spark, skipping, schema) == [(1, Decimal("1.50")), (3, Decimal("-999.99"))]
+    with pytest.raises(Exception) as err:
+        read(spark, opts, schema)
+    message = str(err.value)
+    assert f"cannot decode the value of the record at topic '{topic}' partition 0 offset 1 with format '{fmt}'" in (
+        message
+    )
+    assert "does not fit DECIMAL(5,2)" in message
 
 
 def test_undecodable_key_names_the_key_and_its_bytes(spark, new_topic, options, bootstrap):

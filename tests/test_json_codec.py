@@ -4,6 +4,9 @@ and how bad records are reported."""
 from __future__ import annotations
 
 import datetime as dt
+import subprocess
+import sys
+import textwrap
 from decimal import Decimal
 
 import orjson
@@ -194,10 +197,52 @@ def test_invalid_enum_option_lists_the_choices():
 def test_decimals_are_written_plain_on_request_instead_of_in_exponent_notation():
     schema = pa.schema([("d", pa.decimal128(10, 7))])
     batch = pa.RecordBatch.from_pylist([{"d": Decimal("0.0000001")}, {"d": Decimal("0E-7")}], schema=schema)
-    assert codec().encoder(schema).encode(batch) == [b'{"d":1E-7}', b'{"d":0E-7}']
+    assert codec().encoder(schema).encode(batch) == [b'{"d":1E-7}', b'{"d":0}']
     plain = codec(**{"encode.decimal-as-plain-number": "true"}).encoder(schema).encode(batch)
-    assert plain == [b'{"d":0.0000001}', b'{"d":0.0000000}']
+    assert plain == [b'{"d":0.0000001}', b'{"d":0}']
     assert codec().decoder(schema).decode(plain).batch.to_pylist() == batch.to_pylist()
+
+
+def test_decimals_lose_trailing_zeros_as_in_flinks_json_format_and_read_back_exactly():
+    """Flink's json format writes a DECIMAL through Jackson's node factory, which strips trailing zeros."""
+    schema = pa.schema([("d", pa.decimal128(5, 2)), ("w", pa.decimal128(20, 0))])
+    rows = [
+        {"d": Decimal("1.50"), "w": Decimal("454621864049246170")},
+        {"d": Decimal("100.00"), "w": Decimal("0")},
+    ]
+    batch = pa.RecordBatch.from_pylist(rows, schema=schema)
+    payloads = codec().encoder(schema).encode(batch)
+    assert payloads == [b'{"d":1.5,"w":4.5462186404924617E+17}', b'{"d":1E+2,"w":0}']
+    assert codec().decoder(schema).decode(payloads).batch.to_pylist() == rows
+
+
+@pytest.mark.parametrize(
+    ("payload", "reason"),
+    [
+        (b'{"d":12345678901234567890}', "does not fit decimal(5,2)"),
+        (b'{"d":1000}', "does not fit decimal(5,2)"),
+        (b'{"d":1.234}', "does not fit decimal(5,2)"),
+        (b'{"d":"999.995"}', "does not fit decimal(5,2)"),
+        (b'{"d":"NaN"}', "not a finite number"),
+        (b'{"d":"Infinity"}', "not a finite number"),
+        (b'{"d":"1.5.1"}', "field 'd'"),
+    ],
+)
+def test_a_decimal_that_does_not_fit_its_column_is_a_bad_record(payload, reason):
+    schema = pa.schema([("id", pa.int32()), ("d", pa.decimal128(5, 2))])
+    decoded = codec().decoder(schema).decode([b'{"id":1,"d":1.5}', payload, b'{"id":2,"d":"-999.99"}'])
+    assert decoded.batch.to_pylist() == [{"id": 1, "d": Decimal("1.50")}, {"id": 2, "d": Decimal("-999.99")}]
+    assert [i for i, _ in decoded.failures] == [1]
+    assert reason in decoded.failures[0][1].lower()
+
+
+@pytest.mark.parametrize("t", [pa.decimal128(30, 2), pa.list_(pa.int32()), pa.string()])
+def test_json_nested_too_deeply_is_a_bad_record(t):
+    schema = pa.schema([("v", t)])
+    deep = b'{"v":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    decoded = codec().decoder(schema).decode([deep, b'{"v":null}'])
+    assert decoded.batch.num_rows == 1
+    assert [i for i, _ in decoded.failures] == [0]
 
 
 # Spark and Arrow maps cannot hold a null key, so these options (kept for Flink's spelling) only matter to
@@ -241,3 +286,22 @@ def test_ignore_parse_errors_marks_the_codec_to_skip_bad_records():
     assert codec().ignore_parse_errors is False
     with pytest.raises(FormatOptionError, match=r"'value\.json\.ignore-parse-errors' must be true or false"):
         codec(**{"ignore-parse-errors": "yes"})
+
+
+def test_records_that_start_with_a_json_null_are_bad_records_not_a_crash():
+    """Arrow's JSON reader dies with a segmentation fault on input starting with `null` (apache/arrow#47409):
+    decoded in a child process, so a crash fails this test instead of the test run."""
+    script = textwrap.dedent(
+        """
+        import pyarrow as pa
+        from pyspark_upsert_kafka.formats import CodecContext, make_codec
+        schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
+        decoder = make_codec("json", "key.format", {}, CodecContext("key", ("t",))).decoder(schema)
+        for batch in ([b"null"], [b" null", b'{"id":1}'], [b"", b"null", b'{"id":2}']):
+            decoded = decoder.decode(batch)
+            print(decoded.batch.column(0).to_pylist(), [i for i, _ in decoded.failures])
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[:3] == ["[] [0]", "[1] [0]", "[2] [0, 1]"]

@@ -3,14 +3,28 @@ deleted from the log before they were read (data loss: an error, or skipped when
 
 from __future__ import annotations
 
+import logging
+import re
 import time
 import uuid
 
+import pyarrow as pa
 import pytest
-from confluent_kafka import Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewPartitions
+from confluent_kafka import KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+from pyspark.sql.streaming.datasource import ReadAllAvailable
 
-from tests.read_helpers import rec, rows_of, run_available_now, send, stream
+from tests.read_helpers import (
+    as_checkpointed,
+    delete_before,
+    rec,
+    rows_of,
+    run_available_now,
+    send,
+    stream,
+    stream_reader,
+    uncommit_last_batch,
+)
 
 ROWS = "id INT, name STRING, off BIGINT, _change_type STRING"
 
@@ -26,12 +40,6 @@ def _transactions(bootstrap: str, topic: str, batches: list[tuple[list[int], boo
             producer.produce(topic, value, key, partition=0)
         producer.flush(30)
         (producer.commit_transaction if commit else producer.abort_transaction)(30)
-
-
-def _delete_before(bootstrap: str, topic: str, offset: int, partition: int = 0) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    where = TopicPartition(topic, partition, offset)
-    admin.delete_records([where])[where].result(30)
 
 
 def _add_partition(bootstrap: str, topic: str) -> None:
@@ -78,7 +86,7 @@ def test_start_below_the_log_start_fails_naming_topic_partition_and_missing_rang
 ):
     topic = new_topic()
     send(bootstrap, topic, [rec(i) for i in range(5)])
-    _delete_before(bootstrap, topic, 3)
+    delete_before(bootstrap, topic, 3)
     opts = _opts(options, topic, {k: v.replace("TOPIC", f'"{topic}"') for k, v in start.items()})
     with pytest.raises(
         Exception,
@@ -92,7 +100,7 @@ def test_start_below_the_log_start_fails_naming_topic_partition_and_missing_rang
 def test_fail_on_data_loss_false_skips_the_deleted_offsets(spark, new_topic, options, bootstrap, flag):
     topic = new_topic()
     send(bootstrap, topic, [rec(i) for i in range(5)])
-    _delete_before(bootstrap, topic, 3)
+    delete_before(bootstrap, topic, 3)
     more = {"scan.startup.mode": "specific-offsets", "scan.startup.specific-offsets": "partition:0,offset:0"}
     rows = rows_of(spark, _opts(options, topic, more | {flag: "false"}), ROWS)
     assert [(r[0], r[2]) for r in rows] == [(3, 3), (4, 4)]
@@ -106,7 +114,7 @@ def test_stream_resuming_below_the_log_start_fails_naming_the_missing_range(
     checkpoint = str(tmp_path / "cp")
     assert len(run_available_now(stream(spark, _opts(options, topic), ROWS), checkpoint).rows) == 2
     send(bootstrap, topic, [rec(i) for i in range(2, 6)])
-    _delete_before(bootstrap, topic, 4)  # the checkpoint stands at offset 2
+    delete_before(bootstrap, topic, 4)  # the checkpoint stands at offset 2
 
     with pytest.raises(Exception, match=rf"offsets \[2, 4\) of topic '{topic}' partition 0 are no longer in Kafka"):
         run_available_now(stream(spark, _opts(options, topic), ROWS), checkpoint)
@@ -123,7 +131,7 @@ def test_a_new_partition_whose_first_records_were_deleted_is_data_loss(spark, ne
     assert len(run_available_now(stream(spark, _opts(options, topic), ROWS), checkpoint).rows) == 2
     _add_partition(bootstrap, topic)
     send(bootstrap, topic, [rec(i, partition=1) for i in range(10, 15)])
-    _delete_before(bootstrap, topic, 3, partition=1)
+    delete_before(bootstrap, topic, 3, partition=1)
 
     with pytest.raises(Exception, match=rf"offsets \[0, 3\) of topic '{topic}' partition 1 are no longer in Kafka"):
         run_available_now(stream(spark, _opts(options, topic), ROWS), checkpoint)
@@ -140,3 +148,120 @@ def test_a_new_partition_is_read_from_offset_0(spark, new_topic, options, bootst
     send(bootstrap, topic, [rec(i, partition=1) for i in range(10, 13)] + [rec(2, partition=0)])
     resumed = run_available_now(stream(spark, _opts(options, topic), ROWS), checkpoint)
     assert sorted((r[0], r[2]) for r in resumed.rows) == [(2, 1), (10, 0), (11, 1), (12, 2)]
+
+
+def test_a_replayed_batch_0_whose_records_were_deleted_is_data_loss(spark, new_topic, options, bootstrap, tmp_path):
+    """Batch 0 read offsets [0, 6) and was not committed; retention then deleted [0, 3). Its replay starts where
+    the batch was planned (not at the new earliest offset): data loss, or the documented skip."""
+    topic = new_topic()
+    send(bootstrap, topic, [rec(i) for i in range(6)])
+    checkpoint = str(tmp_path / "cp")
+    first = run_available_now(stream(spark, _opts(options, topic), ROWS), checkpoint)
+    assert first.batches == [0] and len(first.rows) == 6
+    assert uncommit_last_batch(checkpoint) == 0
+    delete_before(bootstrap, topic, 3)
+
+    with pytest.raises(Exception, match=rf"offsets \[0, 3\) of topic '{topic}' partition 0 are no longer in Kafka"):
+        run_available_now(stream(spark, _opts(options, topic), ROWS), checkpoint)
+    resumed = run_available_now(stream(spark, _opts(options, topic, {"failOnDataLoss": "false"}), ROWS), checkpoint)
+    assert resumed.batches == [0]
+    assert [(r[0], r[2]) for r in resumed.rows] == [(3, 3), (4, 4), (5, 5)]
+
+
+# -- the log moving under a planned range (between planning and reading) ---------------------------
+
+
+def _recreate(bootstrap: str, topic: str) -> None:
+    """Delete the topic and create it again, empty (deletion completes in the background: retry the creation)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.delete_topics([topic])[topic].result(30)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+            break
+        except KafkaException:  # still being deleted
+            assert time.monotonic() < deadline, f"topic {topic} could not be created again"
+            time.sleep(0.2)
+    while (found := admin.list_topics(timeout=10).topics.get(topic)) is None or found.error is not None:
+        assert time.monotonic() < deadline, f"topic {topic} did not appear again"
+        time.sleep(0.1)
+
+
+def _planned(spark, opts: dict) -> tuple:
+    """A stream reader and the ranges of its first micro-batch, as the driver plans them."""
+    reader = stream_reader(spark, opts, ROWS)
+    start = as_checkpointed(reader.initialOffset())
+    end = as_checkpointed(reader.latestOffset(start, ReadAllAvailable()))
+    return reader, reader.partitions(start, end)
+
+
+def _read(reader, rng) -> list[tuple]:
+    """What the task of one range reads (read() as an executor runs it)."""
+    batches = list(reader.read(rng))
+    return [(r["id"], r["off"]) for b in batches for r in pa.Table.from_batches([b]).to_pylist()]
+
+
+@pytest.mark.parametrize("fail", [True, False])
+def test_a_task_whose_topic_was_recreated_after_planning_reads_nothing_outside_its_range(
+    spark, new_topic, options, bootstrap, caplog, fail
+):
+    topic = new_topic()
+    send(bootstrap, topic, [rec(i) for i in range(20)])
+    opts = _opts(options, topic, {"scan.split.max-records": "10", "failOnDataLoss": str(fail).lower()})
+    reader, ranges = _planned(spark, opts)
+    assert [(r.start, r.end) for r in ranges] == [(0, 10), (10, 20)]
+    _recreate(bootstrap, topic)
+    send(bootstrap, topic, [rec(100 + i) for i in range(5)])  # the new log: offsets [0, 5)
+
+    lost = rf"offsets \[10, 20\) of topic '{topic}' partition 0 are no longer in Kafka"
+    if fail:
+        with pytest.raises(Exception, match=lost):
+            _read(reader, ranges[1])
+        return
+    with caplog.at_level(logging.WARNING, logger="upsert_kafka"):
+        assert _read(reader, ranges[1]) == [], "records of the new log below the range's start"
+    assert any(re.search(lost, r.getMessage()) and "skipped" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("fail", [True, False])
+def test_a_task_whose_records_were_deleted_after_planning_fails_or_skips_them_with_a_warning(
+    spark, new_topic, options, bootstrap, caplog, fail
+):
+    topic = new_topic()
+    send(bootstrap, topic, [rec(i) for i in range(10)])
+    reader, ranges = _planned(spark, _opts(options, topic, {"failOnDataLoss": str(fail).lower()}))
+    assert [(r.start, r.end) for r in ranges] == [(0, 10)]
+    delete_before(bootstrap, topic, 4)
+
+    lost = rf"offsets \[0, 4\) of topic '{topic}' partition 0 are no longer in Kafka"
+    if fail:
+        with pytest.raises(Exception, match=lost):
+            _read(reader, ranges[0])
+        return
+    with caplog.at_level(logging.WARNING, logger="upsert_kafka"):
+        assert _read(reader, ranges[0]) == [(i, i) for i in range(4, 10)]
+    assert any(re.search(lost, r.getMessage()) and "skipped" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("fail", [True, False])
+def test_a_task_whose_log_now_ends_before_its_range_end_applies_the_data_loss_rule(
+    spark, new_topic, options, bootstrap, caplog, fail
+):
+    """The topic was recreated and refilled up to offset 15 only: the range [10, 20) cannot be read to its end.
+    Once nothing arrives for client.timeout, the log's end says why: data loss, not unreachable brokers."""
+    topic = new_topic()
+    send(bootstrap, topic, [rec(i) for i in range(20)])
+    more = {"scan.split.max-records": "10", "failOnDataLoss": str(fail).lower(), "client.timeout": "2 s"}
+    reader, ranges = _planned(spark, _opts(options, topic, more))
+    _recreate(bootstrap, topic)
+    send(bootstrap, topic, [rec(100 + i) for i in range(15)])
+
+    lost = rf"offsets \[15, 20\) of topic '{topic}' partition 0 are no longer in Kafka \(the topic was recreated"
+    if fail:
+        with pytest.raises(Exception, match=lost):
+            _read(reader, ranges[1])
+        return
+    with caplog.at_level(logging.WARNING, logger="upsert_kafka"):
+        assert _read(reader, ranges[1]) == [(100 + i, i) for i in range(10, 15)], "what the log holds in the range"
+    assert any(re.search(lost, r.getMessage()) and "skipped" in r.getMessage() for r in caplog.records)

@@ -26,7 +26,13 @@ from pyspark.sql.types import (
 
 from ..errors import OptionError, did_you_mean
 from ..formats import Codec, CodecContext, FormatOptionError, codec_class, make_codec
-from .common import FORMAT_OPTION, canonical_options, changelog_column_name, require
+from .common import (
+    FORMAT_OPTION,
+    canonical_options,
+    changelog_column_name,
+    parse_topic_selection,
+    require,
+)
 
 # Flink's kafka connector metadata keys and their types in Spark.
 METADATA_TYPES: dict[str, DataType] = {
@@ -202,10 +208,10 @@ def _codec(options: Mapping[str, str], role: str, topics: tuple[str, ...]) -> Co
 def _inferred_ddl(options: Mapping[str, str]) -> str:
     """The data columns from the formats' own schemas (e.g. a registry subject's latest): the key's columns
     (with the key.fields-prefix) that the value lacks, then the value's; '' when the value format has none."""
-    topic = options.get("topic", "").strip()
+    topics, _ = parse_topic_selection(options)  # a pattern: no topic names, so no default subject
     try:
-        key = _codec(options, "key", (topic,) if topic else ()).inferred_schema()
-        value = _codec(options, "value", (topic,) if topic else ()).inferred_schema()
+        key = _codec(options, "key", topics).inferred_schema()
+        value = _codec(options, "value", topics).inferred_schema()
     except FormatOptionError as e:
         raise OptionError(str(e)) from None
     if value is None:

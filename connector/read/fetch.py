@@ -1,8 +1,11 @@
 """Executor side: fetch the records of one partition range from Kafka, in chunks.
 
-Deterministic for a given range (a replayed micro-batch reads the same records): it stops at the
-range's end, and offset gaps (compaction, transaction markers, aborted records under read_committed)
-are skipped, never waited for. Record metadata is collected only for the kinds the table asks for.
+Deterministic for a given range (a replayed micro-batch reads the same records): it never yields a record
+outside [start, end), and offset gaps (compaction, transaction markers, aborted records under
+read_committed) are skipped, never waited for. When the log moved under the range after it was planned
+(records deleted, the topic recreated or truncated), the consumer is not left to reset itself: the data-loss
+rule applies (an error naming the missing offsets, or with scan.fail-on-data-loss=false a warning and the
+rest of the range from the log's first offset). Record metadata is collected only for the kinds asked for.
 """
 
 from __future__ import annotations
@@ -12,12 +15,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import KafkaError, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from ..errors import DataLossError, KafkaUnavailableError
+from ..errors import KafkaUnavailableError
 from ..kafka import consumer
 from ..options.common import KafkaSpec
-from .offsets import PartitionRange
+from .offsets import PartitionRange, lost
 
 CHUNK_RECORDS = 10_000
 _TIMESTAMP_TYPES = {0: "NoTimestampType", 1: "CreateTime", 2: "LogAppendTime"}
@@ -62,16 +65,18 @@ def fetch_range(
 ) -> Iterator[Records]:
     if rng.end <= rng.start:
         return
-    client = consumer(kafka, reset_to_earliest=not fail_on_data_loss)
+    client = consumer(kafka)  # auto.offset.reset=error: offsets gone under the range are reported, not followed
     try:
         client.assign([TopicPartition(rng.topic, rng.partition, rng.start)])
         readers = [(kind, _META_READERS[kind]) for kind in meta_kinds if kind in _META_READERS]
-        yield from _chunks(client, kafka, rng, readers, chunk_records)
+        yield from _chunks(client, kafka, rng, readers, chunk_records, fail_on_data_loss)
     finally:
         client.close()
 
 
-def _chunks(client: Any, kafka: KafkaSpec, rng: PartitionRange, readers: list, chunk_records: int) -> Iterator[Records]:
+def _chunks(
+    client: Any, kafka: KafkaSpec, rng: PartitionRange, readers: list, chunk_records: int, fail_on_data_loss: bool
+) -> Iterator[Records]:
     position, last_progress = rng.start, time.monotonic()
     while position < rng.end:
         messages = client.consume(num_messages=min(chunk_records, rng.end - position), timeout=1.0)
@@ -85,8 +90,15 @@ def _chunks(client: Any, kafka: KafkaSpec, rng: PartitionRange, readers: list, c
                     if m.offset() >= rng.end:
                         position = rng.end
                     continue
-                raise _fetch_error(client, kafka, rng, position, error)
+                if error.code() not in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
+                    raise KafkaUnavailableError(
+                        f"reading {rng} from {kafka.describe()} failed at offset {position}: {error.str()}"
+                    )
+                position, last_progress = _past_lost(client, kafka, rng, position, fail_on_data_loss), time.monotonic()
+                break  # what this call returned after the error predates the new position
             offset = m.offset()
+            if offset < position:  # below the range (or read already): never the planned records
+                continue
             if offset >= rng.end:
                 position = rng.end
                 break
@@ -100,23 +112,44 @@ def _chunks(client: Any, kafka: KafkaSpec, rng: PartitionRange, readers: list, c
             last_progress = time.monotonic()
             yield records
         elif position < rng.end and time.monotonic() - last_progress > kafka.timeout_s:
+            first, end = _log_bounds(client, kafka, rng, position)
+            if end < rng.end:  # planned up to rng.end, the log now ends before it: truncated or recreated
+                lost(rng.topic, rng.partition, position, rng.end, fail_on_data_loss, _shrunk(first, end))
+                return
             raise KafkaUnavailableError(
                 f"no record arrived for {kafka.timeout_s:g} s while reading {rng} at offset {position} "
                 f"from {kafka.describe()}; check the brokers, or raise option 'client.timeout'"
             )
 
 
-def _fetch_error(client: Any, kafka: KafkaSpec, rng: PartitionRange, position: int, error: KafkaError) -> Exception:
-    if error.code() in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
-        # Deleted after the range was planned: name the missing range when the broker still answers.
-        try:
-            first, _ = client.get_watermark_offsets(TopicPartition(rng.topic, rng.partition), timeout=kafka.timeout_s)
-            missing = f"offsets [{position}, {first})" if first > position else f"offsets from {position}"
-        except Exception:  # the error below is the one to report
-            missing = f"offsets from {position}"
-        return DataLossError(
-            f"data loss: {missing} of topic '{rng.topic}' partition {rng.partition} are no "
-            f"longer in Kafka (deleted by retention, or the topic was recreated) while reading {rng}: "
-            f"{error.str()}; set 'scan.fail-on-data-loss' to false to skip them"
+def _past_lost(client: Any, kafka: KafkaSpec, rng: PartitionRange, position: int, fail_on_data_loss: bool) -> int:
+    """The log no longer holds `position` (out of range): apply the data-loss rule to what is missing, and
+    return where reading goes on (the log's first offset, or the range's end when nothing of it is left)."""
+    first, end = _log_bounds(client, kafka, rng, position)
+    if first > position:  # deleted from the log's start: retention, delete-records
+        resume = min(first, rng.end)
+        lost(rng.topic, rng.partition, position, resume, fail_on_data_loss)
+    else:  # the log ends before `position`: the topic was recreated or truncated
+        resume = rng.end
+        lost(rng.topic, rng.partition, position, rng.end, fail_on_data_loss, _shrunk(first, end))
+    if resume < rng.end:
+        client.assign([TopicPartition(rng.topic, rng.partition, resume)])
+    return resume
+
+
+def _shrunk(first: int, end: int) -> str:
+    return f"the topic was recreated or truncated: its log now holds offsets [{first}, {end})"
+
+
+def _log_bounds(client: Any, kafka: KafkaSpec, rng: PartitionRange, position: int) -> tuple[int, int]:
+    """The partition's first offset and end (high watermark), from the broker."""
+    try:
+        return client.get_watermark_offsets(
+            TopicPartition(rng.topic, rng.partition), timeout=kafka.timeout_s, cached=False
         )
-    return KafkaUnavailableError(f"reading {rng} from {kafka.describe()} failed at offset {position}: {error.str()}")
+    except KafkaException as e:
+        raise KafkaUnavailableError(
+            f"reading {rng} from {kafka.describe()} stalled at offset {position}, and the partition's first and "
+            f"last offsets could not be read within {kafka.timeout_s:g} s ({e}); check the brokers, or raise "
+            "option 'client.timeout'"
+        ) from None

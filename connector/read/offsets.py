@@ -8,21 +8,34 @@ are tracked, their per-partition map rides along under "@watermarks", so it surv
 checkpoint. A micro-batch's end offset also records under "@plan" how the batch was planned (the split,
 the idle partitions), so that Spark's replay of the batch after a restart (same start and end) gives the
 same Spark partitions and the same rows whatever the options or the wall clock say by then.
+
+Batch 0 has no stored start: Spark calls initialOffset() again when it runs the batch and when it replays
+it after a restart, and by then `latest`, a group's offsets or the log start may have moved. So the initial
+offset is marked ("@initial"), and the end offset of the batch planned from it records that start under
+"@plan" too, as does the end offset of a batch planned from elsewhere than its stored start (past deleted
+records with failOnDataLoss=false, new partitions from offset 0): a batch's range is a function of its
+stored offsets. Records deleted after planning are skipped by clipping the planned slices (clip_starts).
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from pyspark.sql.datasource import InputPartition
+
+from ..errors import DataLossError
+
+log = logging.getLogger("upsert_kafka")
 
 # topic -> partition -> offset (or watermark, epoch ms)
 Offsets = Mapping[str, Mapping[int, int]]
 WATERMARKS = "@watermarks"
 PLAN = "@plan"
+INITIAL = "@initial"
 
 
 def _canonical(values: Offsets) -> dict[str, dict[str, int]]:
@@ -38,6 +51,9 @@ class BatchPlan:
     max_records: int | None = None
     min_partitions: int | None = None
     idle: frozenset[tuple[str, int]] = frozenset()
+    # Where the batch was planned from, when that is not the start Spark will hand back: batch 0's (Spark keeps
+    # none and asks initialOffset() again), a start moved past deleted records, new partitions' offset 0.
+    start: Offsets | None = field(default=None, hash=False)
 
     def to_json(self) -> dict:
         split = {"max-records": self.max_records, "min-partitions": self.min_partitions}
@@ -46,31 +62,43 @@ class BatchPlan:
             topics = sorted({t for t, _ in self.idle})
             out["idle"] = {t: sorted(p for tt, p in self.idle if tt == t) for t in topics}
         out["split"] = {k: v for k, v in split.items() if v is not None}
+        if self.start is not None:
+            out["start"] = _canonical(self.start)
         return out
 
     @classmethod
     def from_json(cls, value: Mapping) -> BatchPlan:
         split = value.get("split", {})
         idle = frozenset((t, int(p)) for t, ps in value.get("idle", {}).items() for p in ps)
-        return cls(split.get("max-records"), split.get("min-partitions"), idle)
+        start = _parse(value["start"]) if "start" in value else None
+        return cls(split.get("max-records"), split.get("min-partitions"), idle, start)
 
 
-def to_json(offsets: Offsets, watermarks: Offsets | None = None, plan: BatchPlan | None = None) -> dict:
+def to_json(
+    offsets: Offsets, watermarks: Offsets | None = None, plan: BatchPlan | None = None, initial: bool = False
+) -> dict:
     """The canonical JSON-ready form: equal offsets always give equal `json.dumps` text."""
-    out: dict = {PLAN: plan.to_json()} if plan is not None else {}
+    out: dict = {INITIAL: True} if initial else {}
+    if plan is not None:
+        out[PLAN] = plan.to_json()
     if watermarks:
         out[WATERMARKS] = _canonical(watermarks)
     return out | _canonical(offsets)
 
 
+def is_initial(value: Mapping) -> bool:
+    """Whether an offset is what initialOffset() returned (Spark never stores that one)."""
+    return value.get(INITIAL) is True
+
+
+def _parse(part: Mapping) -> dict[str, dict[int, int]]:
+    return {t: {int(p): int(o) for p, o in parts.items()} for t, parts in part.items()}
+
+
 def from_json(value: Mapping) -> tuple[dict[str, dict[int, int]], dict[str, dict[int, int]]]:
     """(offsets, watermarks) from what to_json made."""
-
-    def parse(part: Mapping) -> dict[str, dict[int, int]]:
-        return {t: {int(p): int(o) for p, o in parts.items()} for t, parts in part.items()}
-
     topics = {t: v for t, v in value.items() if not t.startswith("@")}
-    return parse(topics), parse(value.get(WATERMARKS, {}))
+    return _parse(topics), _parse(value.get(WATERMARKS, {}))
 
 
 def recorded_plan(value: Mapping) -> BatchPlan | None:
@@ -128,3 +156,23 @@ def split_ranges(
         total = sum(r.size for r in ranges)
         ranges = [s for r in ranges for s in r.slices(max(1, round(min_partitions * r.size / total)))]
     return ranges
+
+
+def clip_starts(ranges: list[PartitionRange], first: Offsets) -> list[PartitionRange]:
+    """Each slice from its partition's first offset still in Kafka on. A slice wholly deleted stays, empty, so
+    that every other slice keeps its place: a range is split before it is clipped, so the records that
+    survive a deletion stay in the Spark task that had them when the batch was planned."""
+    return [replace(r, start=min(max(r.start, first[r.topic][r.partition]), r.end)) for r in ranges]
+
+
+RETENTION = "deleted by retention or the topic was recreated"
+
+
+def lost(topic: str, partition: int, start: int, stop: int, fail: bool, why: str = RETENTION) -> None:
+    """The data-loss rule, driver and executor alike: offsets [start, stop) are gone. Fail naming them and the
+    option, or (scan.fail-on-data-loss=false) log a warning and let the caller skip them."""
+    where = f"offsets [{start}, {stop}) of topic '{topic}' partition {partition}"
+    message = f"data loss: {where} are no longer in Kafka ({why})"
+    if fail:
+        raise DataLossError(message + "; set 'scan.fail-on-data-loss' to false to skip them")
+    log.warning("upsert-kafka: %s; skipped", message)

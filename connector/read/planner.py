@@ -17,7 +17,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from ..errors import DataLossError, OptionError, TopicError
 from ..kafka import _unavailable, admin_client
-from .offsets import Offsets
+from .offsets import Offsets, lost
 from .spec import EARLIEST, LATEST, Bound, ReadSpec
 
 log = logging.getLogger("upsert_kafka")
@@ -178,13 +178,7 @@ class Planner:
             for p, offset in ps.items():
                 first = earliest.get(t, {}).get(p)
                 if first is not None and offset < first:
-                    message = (
-                        f"data loss: offsets [{offset}, {first}) of topic '{t}' partition {p} are no longer in "
-                        "Kafka (deleted by retention or the topic was recreated)"
-                    )
-                    if self.spec.fail_on_data_loss:
-                        raise DataLossError(message + "; set 'scan.fail-on-data-loss' to false to skip them")
-                    log.warning("upsert-kafka: %s; skipped", message)
+                    lost(t, p, offset, first, self.spec.fail_on_data_loss)
                     out[t][p] = first
         return out
 

@@ -23,7 +23,7 @@ from ..errors import DataLossError
 from . import offsets
 from .decode import RangeDecoder
 from .fetch import fetch_range
-from .offsets import BatchPlan, PartitionRange, ranges_between, split_ranges
+from .offsets import BatchPlan, PartitionRange, clip_starts, ranges_between, split_ranges
 from .planner import Planner, limit_by_backlog
 from .spec import ReadSpec
 from .watermarks import WatermarkTracker
@@ -83,12 +83,17 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self.tracker = WatermarkTracker(self.planner)
         self.bound: dict | None = None  # the end of a bounded stream, resolved once
         self.available_now: dict | None = None  # Trigger.AvailableNow's fixed target
+        self.initial: dict | None = None
 
     def initialOffset(self) -> dict:
-        parts = self.planner.partitions(refresh=True)
-        start = self.planner.resolve(self.spec.start, parts, "earliest")
-        start = self.planner.check_start(start, self.planner.earliest(parts))
-        return offsets.to_json(start, self._initial_watermarks(start))
+        """The start of batch 0, marked as such. Spark asks again when it runs batch 0 (and when it replays it
+        after a restart): the answer is kept for this process, and batch 0's end offset records it."""
+        if self.initial is None:
+            parts = self.planner.partitions(refresh=True)
+            start = self.planner.resolve(self.spec.start, parts, "earliest")
+            start = self.planner.check_start(start, self.planner.earliest(parts))
+            self.initial = offsets.to_json(start, self._initial_watermarks(start), initial=True)
+        return self.initial
 
     def _initial_watermarks(self, start: dict) -> dict | None:
         return {t: {} for t in start} if self.spec.tracks_watermarks else None
@@ -114,26 +119,31 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         checkpointed, watermarks = offsets.from_json(start)
+        initial = offsets.is_initial(start)
         parts = self.planner.partitions()
         latest = self.available_now if self.available_now is not None else self.planner.latest(parts)
-        begin, new = self._with_new_partitions(checkpointed, latest)
-        if new:  # fail (or skip) here, before sizing the batch from offsets that are gone
-            begin = self.planner.check_start(begin, self.planner.earliest(new))
+        begin, _ = self._with_new_partitions(checkpointed, latest)
+        # Records deleted below the start: fail (or skip them) here, before sizing the batch from offsets that are
+        # gone; a start moved past them is recorded in the plan (as is batch 0's, which Spark keeps nowhere).
+        clipped = self._still_in_kafka(begin, latest)
+        begin = {t: {p: min(o, latest[t].get(p, o)) for p, o in ps.items()} for t, ps in clipped.items()}
         end = self._within_bound(begin, self._not_before(begin, latest), parts)
         if self.spec.alignment_max_drift_ms is not None:
             end = self.tracker.align(begin, end, watermarks)
         if isinstance(limit, ReadMaxRows):
             end = limit_by_backlog(begin, end, limit.max_rows)
-        if offsets.to_json(end) == offsets.to_json(checkpointed):
+        if not initial and offsets.to_json(end) == offsets.to_json(checkpointed):
             # Nothing to read: the start as it came, so that neither other options nor the wall clock (both
             # recorded in the plan) make Spark, which compares offsets as text, run an empty micro-batch.
+            # (Batch 0 runs whatever its offsets: its end offset always records its start.)
             return start
         idle: frozenset = frozenset()
         if self.spec.tracks_watermarks:
             watermarks = self.tracker.advance(begin, end, watermarks)
             idle = self.tracker.idle(watermarks)  # after advance: a partition with records in this batch is active
             log.info("upsert-kafka: merged watermark %s ms", self.tracker.merged(watermarks, idle))
-        plan = BatchPlan(self.spec.split_max_records, self.spec.min_partitions, idle)
+        planned_from = begin if initial or offsets.to_json(begin) != offsets.to_json(checkpointed) else None
+        plan = BatchPlan(self.spec.split_max_records, self.spec.min_partitions, idle, planned_from)
         return offsets.to_json(end, watermarks if self.spec.tracks_watermarks else None, plan)
 
     def _with_new_partitions(self, begin: dict, end: dict) -> tuple[dict, dict[str, list[int]]]:
@@ -161,26 +171,30 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         return end
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
-        """The batch's ranges, split and watermarked as its end offset's plan says (a replay after a restart
-        gets the same tasks and rows even if the options changed); by the current options for an end offset
-        from a checkpoint older than recorded plans."""
+        """The batch's ranges, from the start and split and watermarked as its end offset's plan says (a replay
+        after a restart gets the same tasks and rows even if the options changed or batch 0's initial offset
+        moved); by the current options for an end offset from a checkpoint older than recorded plans."""
         begin, watermarks = offsets.from_json(start)
         stop, _ = offsets.from_json(end)
         plan = offsets.recorded_plan(end)
+        if plan is not None and plan.start is not None:
+            begin = {t: dict(ps) for t, ps in plan.start.items()}
         begin, _ = self._with_new_partitions(begin, stop)
-        begin = self._still_in_kafka(begin, stop)
         begin = {t: {p: min(o, stop[t][p]) for p, o in ps.items() if p in stop.get(t, {})} for t, ps in begin.items()}
+        first = self._still_in_kafka(begin, stop)
         merged = None
         if self.spec.tracks_watermarks:
             merged = self.tracker.merged(watermarks, None if plan is None else plan.idle)
         ranges = ranges_between(begin, stop, merged)
         if plan is None:
             plan = BatchPlan(self.spec.split_max_records, self.spec.min_partitions)
-        return list(split_ranges(ranges, plan.max_records, plan.min_partitions))
+        # Split the range as planned, then skip what was deleted since (failOnDataLoss=false): a deletion between
+        # the first run and a replay must not move the records that survive it to other tasks.
+        return clip_starts(split_ranges(ranges, plan.max_records, plan.min_partitions), first)
 
     def _still_in_kafka(self, begin: dict, stop: dict) -> dict:
-        """A checkpointed start that retention has since deleted is data loss: fail naming the missing range
-        (or skip it), here on the driver rather than in a task."""
+        """A start that retention has since deleted is data loss: fail naming the missing range (or skip it), on
+        the driver rather than in a task. Returns where each partition's records to read start."""
         reading = {t: [p for p, o in ps.items() if o < stop.get(t, {}).get(p, o)] for t, ps in begin.items()}
         reading = {t: ps for t, ps in reading.items() if ps}
         return self.planner.check_start(begin, self.planner.earliest(reading)) if reading else begin
