@@ -2,7 +2,7 @@
 
     integration/dev python -m integration.readme_options    # rewrites the table between the markers
 
-tests/test_options.py checks that the README holds exactly this table.
+tests/api/test_options.py checks that the README holds exactly this table.
 """
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""Options, errors and the simplest round trip: what a user meets first."""

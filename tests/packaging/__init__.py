@@ -1,0 +1,1 @@
+"""Installing and shipping the package: auto-registration, --py-files on a cluster."""

@@ -1,0 +1,1 @@
+"""The reader against the real broker."""

@@ -1,0 +1,175 @@
+"""Shared helpers of the reader tests (tests/read/): records with chosen partitions and
+timestamps, batch and streaming reads, and a foreachBatch collector."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+import orjson
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from tests.read.test_streaming import Collector, wait_for
+
+__all__ = [
+    "Collector",
+    "as_checkpointed",
+    "delete_before",
+    "fail_tasks",
+    "load",
+    "rec",
+    "recent_minute",
+    "rows_of",
+    "run_available_now",
+    "send",
+    "stream",
+    "stream_reader",
+    "uncommit_last_batch",
+    "wait_for",
+]
+
+CHANGES = "id INT, name STRING, _change_type STRING"
+
+
+def rec(i: int, name: str | None = "v", partition: int | None = None, ts: int | None = None) -> tuple:
+    """A JSON record of key {"id": i}; name=None makes it a tombstone."""
+    value = None if name is None else orjson.dumps({"id": i, "name": name})
+    return (orjson.dumps({"id": i}), value, partition, ts)
+
+
+def send(bootstrap: str, topic: str, records: Iterable[tuple], headers: list | None = None) -> None:
+    """Produce (key, value, partition, timestamp_ms) records synchronously, in order."""
+    producer = Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random", "linger.ms": 5})
+    errors: list = []
+    for key, value, partition, ts in records:
+        kwargs: dict = {"on_delivery": lambda e, m: e and errors.append(e)}
+        if partition is not None:
+            kwargs["partition"] = partition
+        if ts is not None:
+            kwargs["timestamp"] = ts
+        if headers is not None:
+            kwargs["headers"] = headers
+        producer.produce(topic, value, key, **kwargs)
+    assert producer.flush(30) == 0 and not errors, errors
+
+
+def load(spark, opts: dict, schema: str = CHANGES):
+    return spark.read.format("upsert-kafka").options(**opts).schema(schema).load()
+
+
+def rows_of(spark, opts: dict, schema: str = CHANGES) -> list[tuple]:
+    return [tuple(r) for r in load(spark, opts, schema).collect()]
+
+
+def stream(spark, opts: dict, schema: str = CHANGES):
+    return spark.readStream.format("upsert-kafka").options(**opts).schema(schema).load()
+
+
+def start_collecting(df, checkpoint: str, sink: Collector):
+    """Start a stream into `sink` with a short processing-time trigger; the caller stops the query."""
+    return (
+        df.writeStream.foreachBatch(sink)
+        .option("checkpointLocation", checkpoint)
+        .trigger(processingTime="200 milliseconds")
+        .start()
+    )
+
+
+def run_available_now(df, checkpoint: str) -> Collector:
+    """Run a stream with Trigger.AvailableNow into a Collector; fail if the query failed."""
+    sink = Collector()
+    query = (
+        df.writeStream.foreachBatch(sink).option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
+    )
+    try:
+        query.awaitTermination(120)
+        assert query.exception() is None, query.exception()
+        assert not query.isActive, "an availableNow query must stop by itself"
+    finally:
+        query.stop()
+    return sink
+
+
+def recent_minute() -> int:
+    """Epoch ms of a whole minute an hour ago: record timestamps in the past, yet within retention."""
+    return (int(time.time()) // 60 - 60) * 60_000
+
+
+def stream_reader(spark, opts: dict, schema: str = CHANGES):
+    """The connector's stream reader as Spark's driver builds it: to call initialOffset/latestOffset/partitions
+    directly (a new reader for the same options is what a restarted query gets)."""
+    from pyspark.sql.types import _parse_datatype_string
+    from pyspark_upsert_kafka import UpsertKafkaDataSource
+
+    return UpsertKafkaDataSource({k.lower(): v for k, v in opts.items()}).streamReader(_parse_datatype_string(schema))
+
+
+def as_checkpointed(offset: dict) -> dict:
+    """An offset as Spark hands it back: the JSON text it stored, parsed again."""
+    return json.loads(json.dumps(offset))
+
+
+def delete_before(bootstrap: str, topic: str, offset: int, partition: int = 0) -> None:
+    """Delete a partition's records below `offset`, as retention does."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    where = TopicPartition(topic, partition, offset)
+    admin.delete_records([where])[where].result(30)
+
+
+def uncommit_last_batch(checkpoint: str) -> int:
+    """A crash after the sink wrote the last micro-batch but before Spark logged it as committed: the next
+    run replays that batch with the same offsets. Returns its id."""
+    last = max(int(p.name) for p in Path(checkpoint, "offsets").iterdir() if p.name.isdigit())
+    for name in (str(last), f".{last}.crc"):
+        Path(checkpoint, "commits", name).unlink(missing_ok=True)
+    return last
+
+
+def _markers_committed(bootstrap: str, prefix: str, topic: str, tasks: Iterable[int]) -> bool:
+    """Whether each of `tasks` committed its exactly-once marker on `topic`: the marker group is named like the
+    task's transactional id, `<prefix>-<scope>-<task>` (connector/transactions.py)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    groups = [g.group_id for g in admin.list_consumer_groups().result(10).valid if g.group_id.startswith(prefix + "-")]
+    for task in tasks:
+        named = [g for g in groups if g.endswith(f"-{task}")]
+        if not any(_has_marker(bootstrap, g, topic) for g in named):
+            return False
+    return True
+
+
+def _has_marker(bootstrap: str, group: str, topic: str) -> bool:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "isolation.level": "read_committed"})
+    try:
+        (marker,) = consumer.committed([TopicPartition(topic, 0)], timeout=10)
+        return bool(marker.metadata)
+    finally:
+        consumer.close()
+
+
+def fail_tasks(
+    bootstrap: str, target: str, prefix: str, failing: Iterable[int], after: Iterable[int], flag: str, patience_s=60
+):
+    """A column function for `withColumn` (the value unchanged, as text): while the file `flag` exists, every
+    attempt of the Spark tasks numbered in `failing` fails, once the exactly-once transactions of the tasks in
+    `after` (transactional-id prefix `prefix`) have committed to `target`; so a query dies in the middle of a
+    micro-batch, some of its tasks written and the others not. Spark starts tasks in order and a waiting task
+    holds a core: let the failing tasks come after those they wait for."""
+    from pyspark.sql import functions as F
+
+    failing, after = frozenset(failing), tuple(after)
+
+    def text(value: str) -> str:
+        from pyspark import TaskContext
+
+        task = TaskContext.get().partitionId()
+        if task in failing and Path(flag).exists():
+            deadline = time.monotonic() + patience_s
+            while time.monotonic() < deadline and not _markers_committed(bootstrap, prefix, target, after):
+                time.sleep(0.2)
+            raise RuntimeError(f"injected failure in task {task}")
+        return value
+
+    return F.udf(text, "string", useArrow=False).asNondeterministic()

@@ -1,0 +1,65 @@
+"""Shared helpers of the writer tests (tests/write/): writes in row order, and reading back what
+Kafka holds, record by record or as the connector's table."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import orjson
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from tests.support.kafka_io import consume_all
+
+
+def write(spark, opts: dict, rows: list[tuple], schema: str, mode: str = "append") -> None:
+    """Write rows in their order: one Spark partition, since Spark keeps no order across tasks."""
+    spark.createDataFrame(rows, schema).coalesce(1).write.format("upsert-kafka").options(**opts).mode(mode).save()
+
+
+def records(bootstrap: str, topic: str) -> list[tuple[dict, dict | None]]:
+    """Every record (read_committed) as (key, value) JSON objects, in partition and offset order."""
+    return [(orjson.loads(k), v and orjson.loads(v)) for _, _, k, v in consume_all(bootstrap, topic)]
+
+
+def key_counts(bootstrap: str, topic: str) -> Counter:
+    """How many committed records each key has, by its `id`."""
+    return Counter(orjson.loads(k)["id"] for _, _, k, _ in consume_all(bootstrap, topic))
+
+
+def table(spark, opts: dict, schema: str) -> list[tuple]:
+    """The topic as the connector's batch read sees it: the latest value per key, sorted."""
+    rows = spark.read.format("upsert-kafka").options(**opts).schema(schema).load().collect()
+    return sorted(tuple(r) for r in rows)
+
+
+def envelopes(bootstrap: str, topic: str) -> list:
+    """Every record with its envelope (timestamp, headers), read_committed, as confluent-kafka Messages."""
+    partitions = sorted(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics[topic].partitions)
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "tests", "enable.partition.eof": True, "enable.auto.commit": False}
+    )
+    out, pending = [], set(partitions)
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+        while pending:
+            for m in consumer.consume(1000, timeout=0.5):
+                if m.error():
+                    assert m.error().code() == KafkaError._PARTITION_EOF, m.error().str()
+                    pending.discard(m.partition())
+                else:
+                    out.append(m)
+    finally:
+        consumer.close()
+    return out
+
+
+def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
+    """The high watermark of each partition: records, aborted records and transaction markers alike."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    partitions = sorted(admin.list_topics(timeout=10).topics[topic].partitions)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "tests"})
+    try:
+        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions}
+    finally:
+        consumer.close()

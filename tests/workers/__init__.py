@@ -1,0 +1,1 @@
+"""Modules that Spark's Python workers import by name (UDFs, partitioners, codecs, child apps)."""

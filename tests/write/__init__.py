@@ -1,0 +1,1 @@
+"""The writer against the real broker."""

@@ -1,0 +1,94 @@
+"""The reducing buffer (`sink.buffer-flush.max-rows` / `.interval`) against the real broker."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import orjson
+import pytest
+
+from tests.support.kafka_io import produce
+from tests.support.write_helpers import records, write
+
+SCHEMA = "id INT, name STRING, price DOUBLE"
+CHANGES = SCHEMA + ", _change_type STRING"
+
+
+def buffered(max_rows: int, interval: str = "1 min") -> dict[str, str]:
+    return {"sink.buffer-flush.max-rows": str(max_rows), "sink.buffer-flush.interval": interval}
+
+
+@pytest.mark.parametrize("given", [{"sink.buffer-flush.max-rows": "10"}, {"sink.buffer-flush.interval": "1 s"}])
+def test_buffer_options_are_set_both_or_neither_with_flinks_message(spark, new_topic, options, given):
+    message = (
+        r"'sink.buffer-flush.max-rows' and 'sink.buffer-flush.interval' must be set to be greater than zero "
+        r"together to enable sink buffer flushing"
+    )
+    with pytest.raises(Exception, match=message):
+        write(spark, options(new_topic(), given), [(1, "a", 1.0)], SCHEMA)
+
+
+def test_three_updates_and_a_delete_of_a_key_reach_kafka_as_its_tombstone_only(spark, new_topic, options, bootstrap):
+    topic = new_topic()
+    rows = [
+        (1, "a", 1.0, "upsert"),
+        (2, "b", 2.0, "upsert"),
+        (1, "a2", 2.0, "upsert"),
+        (1, "a3", 3.0, "update_postimage"),
+        (2, "b2", 4.0, "upsert"),
+        (1, None, None, "delete"),
+    ]
+    write(spark, options(topic, buffered(100)), rows, CHANGES)
+
+    assert records(bootstrap, topic) == [({"id": 2}, {"id": 2, "name": "b2", "price": 4.0}), ({"id": 1}, None)]
+
+
+def test_more_distinct_keys_than_max_rows_flush_the_buffer_several_times(spark, new_topic, options, bootstrap):
+    rows = [(i, f"v{round_}", float(i), "upsert") for round_ in (1, 2) for i in range(30)]
+    small, large = new_topic(), new_topic()
+    write(spark, options(small, buffered(10)), rows, CHANGES)
+    write(spark, options(large, buffered(1000)), rows, CHANGES)
+
+    # max-rows 10: every 10 distinct keys are flushed, so each key's two versions are sent in different flushes.
+    small_records = records(bootstrap, small)
+    assert Counter(k["id"] for k, _ in small_records) == {i: 2 for i in range(30)}
+    assert [v["name"] for _, v in small_records] == ["v1"] * 30 + ["v2"] * 30
+    # A buffer holding every key sends each once, with its last version.
+    assert [(k["id"], v["name"]) for k, v in records(bootstrap, large)] == [(i, "v2") for i in range(30)]
+
+
+def test_interval_flush_sends_buffered_rows_while_a_streaming_task_still_runs(
+    spark, new_topic, options, bootstrap, tmp_path
+):
+    source, target = new_topic(), new_topic()
+    n, keys = 40_000, 500
+    produce(
+        bootstrap,
+        source,
+        [
+            (orjson.dumps({"id": i % keys}), orjson.dumps({"id": i % keys, "name": f"v{i}", "price": i}))
+            for i in range(n)
+        ],
+    )
+    changes = spark.readStream.format("upsert-kafka").options(**options(source)).schema(CHANGES).load()
+    # Halfway through, the task holds for 2 s (in the JVM) with every key buffered, far beyond the interval.
+    held = changes.where(
+        f"reflect('java.lang.Thread', 'sleep', if(price = {n // 2}, 2000L, 0L)) is distinct from 'stop'"
+    )
+    query = (
+        held.writeStream.format("upsert-kafka")
+        .options(**options(target, buffered(10 * keys, "100 ms")))  # max-rows never reached
+        .option("checkpointLocation", str(tmp_path / "cp"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(120)
+    assert query.exception() is None, query.exception()
+
+    written = records(bootstrap, target)
+    # Only the end-of-task flush would send each key once; the interval flushed keys while the task ran, and
+    # they were sent again, later, with their last value.
+    assert len(written) > keys, "no flush before the end of the task"
+    assert len(written) < n, "the buffer did not reduce"
+    last = {k["id"]: v["name"] for k, v in written}
+    assert last == {k: f"v{n - keys + k}" for k in range(keys)}
