@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +26,7 @@ def admin_client(kafka: KafkaSpec) -> AdminClient:
     return AdminClient(kafka.client_config(logger=_client_log))
 
 
-def consumer(kafka: KafkaSpec, reset_to_earliest: bool = False) -> Consumer:
+def consumer(kafka: KafkaSpec) -> Consumer:
     """A consumer for explicitly assigned ranges: no group membership, no offset commits."""
     # The range reader depends on every one of these; the user's properties cannot change them. A start
     # below the log start must fail (data loss), unless the user chose to skip lost offsets.
@@ -37,7 +38,7 @@ def consumer(kafka: KafkaSpec, reset_to_earliest: bool = False) -> Consumer:
                 "enable.auto.offset.store": False,
                 "isolation.level": "read_committed",
                 "enable.partition.eof": True,
-                "auto.offset.reset": "earliest" if reset_to_earliest else "error",
+                "auto.offset.reset": "error",  # a start below the log start is data loss (read.fetch decides)
                 "logger": _client_log,
             }
         )
@@ -101,19 +102,23 @@ def topic_partitions(admin: AdminClient, kafka: KafkaSpec, topic: str) -> list[i
     return sorted(found.partitions)
 
 
-def list_offsets(admin: AdminClient, kafka: KafkaSpec, topic: str, partitions: list[int], which: str) -> dict[int, int]:
-    """The earliest or latest (last stable, as read_committed sees it) offset of each partition."""
-    spec = OffsetSpec.earliest() if which == "earliest" else OffsetSpec.latest()
-    request = {TopicPartition(topic, p): spec for p in partitions}
+def list_offsets(
+    admin: AdminClient, kafka: KafkaSpec, partitions: Mapping[str, list[int]], spec: Callable[[], OffsetSpec]
+) -> dict[str, dict[int, int]]:
+    """One request for an offset of each partition: `spec` is OffsetSpec.earliest, OffsetSpec.latest (the last
+    stable offset, as read_committed readers see it) or a function making a for_timestamp spec."""
+    request = {TopicPartition(t, p): spec() for t, ps in partitions.items() for p in ps}
+    out: dict[str, dict[int, int]] = {t: {} for t in partitions}
     if not request:
-        return {}
-    futures = admin.list_offsets(
-        request, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=kafka.timeout_s
-    )
+        return out
+    read_committed = IsolationLevel.READ_COMMITTED
+    futures = admin.list_offsets(request, isolation_level=read_committed, request_timeout=kafka.timeout_s)
     try:
-        return {tp.partition: future.result().offset for tp, future in futures.items()}
+        for tp, future in futures.items():
+            out[tp.topic][tp.partition] = future.result().offset
     except KafkaException as e:
-        raise _unavailable(kafka, f"list {which} offsets of topic '{topic}'", e) from None
+        raise _unavailable(kafka, "list offsets", e) from None
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

@@ -12,11 +12,11 @@ import re
 import time
 from collections.abc import Callable
 
-from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, KafkaException, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from ..errors import DataLossError, OptionError, TopicError
-from ..kafka import _unavailable, admin_client
+from ..kafka import _unavailable, admin_client, list_offsets
 from .offsets import Offsets, lost
 from .spec import EARLIEST, LATEST, Bound, ReadSpec
 
@@ -74,22 +74,8 @@ class Planner:
 
     # -- offsets ---------------------------------------------------------------------------------
 
-    def list_offsets(self, partitions: Partitions, spec: Callable[[], OffsetSpec] | OffsetSpec) -> dict:
-        request = {
-            TopicPartition(t, p): (spec() if callable(spec) else spec) for t, ps in partitions.items() for p in ps
-        }
-        out: dict[str, dict[int, int]] = {t: {} for t in partitions}
-        if not request:
-            return out
-        futures = self.admin.list_offsets(
-            request, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=self.spec.kafka.timeout_s
-        )
-        try:
-            for tp, future in futures.items():
-                out[tp.topic][tp.partition] = future.result().offset
-        except KafkaException as e:
-            raise _unavailable(self.spec.kafka, "list offsets", e) from None
-        return out
+    def list_offsets(self, partitions: Partitions, spec: Callable[[], OffsetSpec]) -> dict:
+        return list_offsets(self.admin, self.spec.kafka, partitions, spec)
 
     def earliest(self, partitions: Partitions) -> dict:
         return self.list_offsets(partitions, OffsetSpec.earliest)

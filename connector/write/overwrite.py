@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import itertools
 
+from confluent_kafka.admin import OffsetSpec
+
 from ..kafka import admin_client, list_offsets, topic_partitions
 from ..options.common import KafkaSpec
 from ..read.fetch import fetch_range
@@ -49,8 +51,8 @@ def live_keys(kafka: KafkaSpec, topic: str) -> set[bytes]:
     """The keys of `topic` whose latest record carries a value, as read_committed sees it now."""
     admin = admin_client(kafka)
     partitions = topic_partitions(admin, kafka, topic)
-    start = list_offsets(admin, kafka, topic, partitions, "earliest")
-    end = list_offsets(admin, kafka, topic, partitions, "latest")
+    start = list_offsets(admin, kafka, {topic: partitions}, OffsetSpec.earliest)[topic]
+    end = list_offsets(admin, kafka, {topic: partitions}, OffsetSpec.latest)[topic]
     has_value: dict[bytes | None, bool] = {}
     for p in partitions:
         for chunk in fetch_range(kafka, PartitionRange(topic, p, start[p], end[p])):
