@@ -234,8 +234,30 @@ def changelog_column_name(options: Mapping[str, str]) -> str:
     return name
 
 
-def parse_topic_selection(options: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
-    """`topic` (a list, in the order given, without repeats) or `topic-pattern`: (names, pattern)."""
+@dataclass(frozen=True)
+class TopicSelection:
+    """The topics of a read or write: named by `topic` (a list) or every topic matching `topic-pattern`."""
+
+    names: tuple[str, ...] = ()
+    pattern: str | None = None
+
+    @property
+    def single(self) -> str | None:
+        return self.names[0] if len(self.names) == 1 and self.pattern is None else None
+
+    def accepts(self, topic: str) -> bool:
+        if self.pattern is not None:
+            return re.fullmatch(self.pattern, topic) is not None
+        return topic in self.names
+
+    def describe(self) -> str:
+        if self.pattern is not None:
+            return f"topics matching '{self.pattern}'"
+        return f"topic '{self.names[0]}'" if len(self.names) == 1 else f"topics {', '.join(self.names)}"
+
+
+def parse_topic_selection(options: Mapping[str, str]) -> TopicSelection:
+    """`topic` (a list, in the order given, without repeats) or `topic-pattern`."""
     listed, pattern = options.get("topic", "").strip(), options.get("topic-pattern", "").strip()
     if listed and pattern:
         raise OptionError("options 'topic' and 'topic-pattern' exclude each other; give one of them")
@@ -244,7 +266,7 @@ def parse_topic_selection(options: Mapping[str, str]) -> tuple[tuple[str, ...], 
             re.compile(pattern)
         except re.error as e:
             raise OptionError(f"option 'topic-pattern' is not a valid regular expression: {e}") from None
-        return (), pattern
+        return TopicSelection(pattern=pattern)
     require(options, "topic", "orders")
     # ';' is Flink's list separator and ',' Spark's (subscribe); neither can occur in a topic name.
-    return tuple(dict.fromkeys(t.strip() for t in re.split(r"[;,]", listed) if t.strip())), None
+    return TopicSelection(tuple(dict.fromkeys(t.strip() for t in re.split(r"[;,]", listed) if t.strip())))

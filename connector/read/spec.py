@@ -17,6 +17,7 @@ from pyspark.sql.types import StructType
 from ..errors import OptionError
 from ..options.common import (
     KafkaSpec,
+    TopicSelection,
     canonical_options,
     changelog_column_name,
     parse_duration,
@@ -29,17 +30,6 @@ from ..options.layout import Layout, parse_layout, parse_metadata_columns
 
 # Spark's JSON offsets use these for "earliest" and "latest".
 EARLIEST, LATEST = -2, -1
-
-
-@dataclass(frozen=True)
-class Topics:
-    """Which topics to read: a fixed list, or every topic matching a pattern."""
-
-    names: tuple[str, ...] = ()
-    pattern: str | None = None
-
-    def describe(self) -> str:
-        return f"pattern '{self.pattern}'" if self.pattern else ", ".join(f"'{t}'" for t in self.names)
 
 
 @dataclass(frozen=True)
@@ -67,7 +57,7 @@ class Bound:
 @dataclass(frozen=True)
 class ReadSpec:
     kafka: KafkaSpec
-    topics: Topics
+    topics: TopicSelection
     layout: Layout
     changelog: bool  # False: table mode (latest value per key)
     compact: bool = False  # changelog: only the last change per key of each read / micro-batch
@@ -165,7 +155,7 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
     )
 
 
-def _check_named_topics(bound: Bound, topics: Topics, option: str) -> None:
+def _check_named_topics(bound: Bound, topics: TopicSelection, option: str) -> None:
     """Spark's JSON offsets name topics: each must be one this read covers, or the offsets would be ignored."""
     for topic, _ in bound.specific:
         if topic is None:
@@ -191,9 +181,9 @@ def _check_unique_columns(schema: StructType, options: Mapping[str, str]) -> Non
         seen.add(name.lower())
 
 
-def _parse_topics(options: Mapping[str, str]) -> Topics:
-    names, pattern = parse_topic_selection(options)
-    return Topics(names=tuple(sorted(names)), pattern=pattern)
+def _parse_topics(options: Mapping[str, str]) -> TopicSelection:
+    selection = parse_topic_selection(options)
+    return TopicSelection(tuple(sorted(selection.names)), selection.pattern)
 
 
 # Spark hands options over lower-cased; errors name them as users write them.

@@ -7,7 +7,6 @@ the brokers say (topics, limits) is asked once on the driver, in kafka_clients.d
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -17,6 +16,7 @@ from ..errors import OptionError
 from ..options.common import (
     GUARANTEE_PROPERTIES,
     KafkaSpec,
+    TopicSelection,
     canonical_options,
     check_reserved,
     parse_duration,
@@ -31,29 +31,6 @@ GUARANTEES = (NONE, AT_LEAST_ONCE, EXACTLY_ONCE)
 
 
 @dataclass(frozen=True)
-class WriteTopics:
-    """Where rows go: one topic; or several (a list or a pattern), each row naming its own in `column`."""
-
-    names: tuple[str, ...] = ()
-    pattern: str | None = None
-    column: str | None = None  # the `topic` metadata column; None when there is one topic
-
-    @property
-    def single(self) -> str | None:
-        return self.names[0] if len(self.names) == 1 and self.pattern is None else None
-
-    def accepts(self, topic: str) -> bool:
-        if self.pattern is not None:
-            return re.fullmatch(self.pattern, topic) is not None
-        return topic in self.names
-
-    def describe(self) -> str:
-        if self.pattern is not None:
-            return f"topics matching '{self.pattern}'"
-        return f"topic '{self.names[0]}'" if len(self.names) == 1 else f"topics {', '.join(self.names)}"
-
-
-@dataclass(frozen=True)
 class BufferSpec:
     """The reducing buffer: flush when it holds max_rows distinct keys, or every interval_s."""
 
@@ -64,7 +41,8 @@ class BufferSpec:
 @dataclass(frozen=True)
 class WriteSpec:
     kafka: KafkaSpec
-    topics: WriteTopics
+    topics: TopicSelection
+    topic_column: str | None  # the `topic` metadata column naming each row's topic; None with one topic
     layout: Layout
     partitioner: str | None = None  # 'module:function'; None: the Java client's default (murmur2)
     buffer: BufferSpec | None = None
@@ -77,7 +55,8 @@ class WriteSpec:
 def parse_write_spec(raw: Mapping[str, str], schema: StructType) -> WriteSpec:
     options = canonical_options(raw)
     kafka = parse_kafka_spec(options)
-    names, pattern = parse_topic_selection(options)
+    topics = parse_topic_selection(options)
+    names, pattern = topics.names, topics.pattern
     layout = parse_layout(options, schema, names)
     guarantee = _parse_guarantee(options)
     prefix = options.get("sink.transactional-id-prefix", "").strip() or None
@@ -93,7 +72,8 @@ def parse_write_spec(raw: Mapping[str, str], schema: StructType) -> WriteSpec:
                 check_reserved(prop, options[f"properties.{prop}"])
     return WriteSpec(
         kafka=kafka,
-        topics=WriteTopics(names, pattern, _topic_column(layout, names, pattern)),
+        topics=topics,
+        topic_column=_topic_column(layout, names, pattern),
         layout=layout,
         partitioner=parse_partitioner(options.get("sink.partitioner")),
         buffer=_parse_buffer(options),

@@ -206,15 +206,16 @@ class RecordWriter:
     def _row_topics(self, rows: pa.RecordBatch) -> list[str] | None:
         """Each row's topic when the write has several; a row outside them fails the write."""
         topics = self.spec.topics
-        if topics.column is None:
+        column = self.spec.topic_column
+        if column is None:
             return None
-        values = rows.column(topics.column).to_pylist()
+        values = rows.column(column).to_pylist()
         bad = sorted({t for t in set(values) if t is None or not topics.accepts(t)}, key=str)
         if bad:
             row = values.index(bad[0])
             raise RecordError(
                 f"the row with key {self._key_text(rows, row)} names topic {bad[0]!r} in column "
-                f"'{topics.column}', which is not among the {topics.describe()} this write may write (option "
+                f"'{column}', which is not among the {topics.describe()} this write may write (option "
                 f"'{'topic-pattern' if topics.pattern else 'topic'}')"
             )
         return values
