@@ -46,7 +46,9 @@ ORDER_KEY = {"type": "record", "name": "OrderKey", "namespace": "shop", "fields"
 
 
 def confluent_client(url: str) -> SchemaRegistryClient:
-    return SchemaRegistryClient({"url": url})
+    # Its default is no timeout: a request the registry never answers (seen once on a loaded machine) would hang
+    # the suite; with one, the client retries it.
+    return SchemaRegistryClient({"url": url, "timeout": 20})
 
 
 def avro_options(opts: dict, url: str, roles: tuple[str, ...] = ("key", "value")) -> dict:
