@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from tests.kafka_io import produce
@@ -113,15 +113,30 @@ def log_ends(bootstrap: str, topic: str, *, stable: bool = False) -> dict[int, i
         consumer.close()
 
 
-def marker(bootstrap: str, group: str, topic: str) -> str | None:
+# A group coordinator not ready yet (a fresh broker creates __consumer_offsets on first use).
+_COORDINATOR_NOT_READY = (
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+)
+
+
+def marker(bootstrap: str, group: str, topic: str, timeout: float = 30) -> str | None:
     """The exactly-once marker a task's transaction committed: the offset metadata of `group` on partition 0
     of `topic` (connector.transactions)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "isolation.level": "read_committed"})
+    deadline = time.monotonic() + timeout
     try:
-        (committed,) = consumer.committed([TopicPartition(topic, 0)], timeout=10)
+        while True:
+            try:
+                (committed,) = consumer.committed([TopicPartition(topic, 0)], timeout=10)
+                return committed.metadata or None
+            except KafkaException as e:
+                if e.args[0].code() not in _COORDINATOR_NOT_READY or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
     finally:
         consumer.close()
-    return committed.metadata or None
 
 
 def wait_reached(query, signals: list[Path], what: str, timeout: float = 120) -> None:
