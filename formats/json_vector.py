@@ -19,7 +19,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .java_numbers import float_texts
+from .java_numbers import float_text_parts
 
 _CONTROL = "[\\x00-\\x1f]"
 # orjson escapes control characters as \u001a, Jackson as \u001A: the escapes (a backslash not itself
@@ -36,19 +36,19 @@ def supports(schema: pa.Schema) -> bool:
     return len(schema) > 0 and all(_plain(f.type) for f in schema)
 
 
-def _text(column: pa.Array) -> pa.Array | None:
-    """The JSON text of every value (`null` for nulls), or None when a value needs the row path."""
+def _text(column: pa.Array) -> list[pa.Array] | None:
+    """The JSON text of every value (`null` for nulls), as columns to concatenate element-wise, or None when
+    a value needs the row path."""
     t = column.type
     if pa.types.is_string(t):
         if pc.any(pc.match_substring_regex(column, _CONTROL)).as_py():
             return None
         escaped = pc.replace_substring(pc.replace_substring(column, "\\", "\\\\"), '"', '\\"')
-        text = pc.binary_join_element_wise('"', escaped, '"', "")
-    elif pa.types.is_floating(t):
-        text = float_texts(column, quote_non_finite=True)
-    else:
-        text = pc.cast(column, pa.string())
-    return pc.fill_null(text, "null")
+        return [pc.fill_null(pc.binary_join_element_wise('"', escaped, '"', ""), "null")]
+    if pa.types.is_floating(t):
+        first, *rest = float_text_parts(column, quote_non_finite=True)
+        return [pc.fill_null(first, "null"), *(pc.fill_null(part, "") for part in rest)]
+    return [pc.fill_null(pc.cast(column, pa.string()), "null")]
 
 
 def encode_objects(batch: pa.RecordBatch) -> list[bytes] | None:
@@ -58,7 +58,7 @@ def encode_objects(batch: pa.RecordBatch) -> list[bytes] | None:
         text = _text(column)
         if text is None:
             return None
-        parts += [("{" if i == 0 else ",") + jackson_escapes([orjson.dumps(name)])[0].decode() + ":", text]
+        parts += [("{" if i == 0 else ",") + jackson_escapes([orjson.dumps(name)])[0].decode() + ":", *text]
     joined = pc.binary_join_element_wise(*parts, "}", "")
     return joined.cast(pa.binary()).to_pylist()
 

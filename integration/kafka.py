@@ -1,6 +1,7 @@
 """A real single-node Apache Kafka (KRaft) for tests and demos, from Maven Central jars.
 
-Used by the pytest fixtures (``KafkaBroker().start()`` / ``.stop()``) and by the CLI::
+Used by the pytest fixtures (``KafkaBroker().start()`` / ``.stop()``; the fault tests also ``.kill()`` it
+with SIGKILL and ``.restart()`` it on the same data, ports and cluster id) and by the CLI::
 
     python -m integration.kafka start|stop|status
 
@@ -87,12 +88,13 @@ def _random_cluster_id() -> str:
             return cid
 
 
-def _log_excerpt(path: Path, lines: int = 40) -> str:
-    """First errors/exceptions (the cause; shutdown noise follows) plus the log's tail."""
+def _log_excerpt(path: Path, lines: int = 40, start: int = 0) -> str:
+    """First errors/exceptions (the cause; shutdown noise follows) plus the log's tail, from byte `start`."""
     try:
         with path.open(errors="replace") as f:
+            f.seek(start)
             tail = deque(f, maxlen=lines)
-            f.seek(0)
+            f.seek(start)
             errors = [line for line in f if " ERROR " in line or "Exception: " in line][:8]
     except OSError:
         return "(no log)"
@@ -127,6 +129,7 @@ class KafkaBroker:
         self._proc: subprocess.Popen[bytes] | None = None
         # Set instead of _proc when attached to a broker the CLI started.
         self._pid: int | None = None
+        self._log_start = 0  # where the current run's lines begin in broker.log
 
     @property
     def bootstrap_servers(self) -> str:
@@ -203,7 +206,13 @@ class KafkaBroker:
         config = self._write_config()
         fmt = ["kafka.tools.StorageTool", "format", "-t", _random_cluster_id(), "-c", str(config)]
         _run(["java", "-cp", cp, *fmt], "Kafka storage format")
-        with self.log_path.open("wb") as log:
+        self.log_path.unlink(missing_ok=True)
+        self._spawn(cp, config, deadline, detach)
+
+    def _spawn(self, cp: str, config: Path, deadline: float, detach: bool) -> None:
+        """Launch the JVM on `config` (the log is appended to: a restart keeps the earlier runs' lines)."""
+        with self.log_path.open("ab") as log:
+            self._log_start = log.tell()
             cmd = ["java", "-Xmx512m", "-Djava.awt.headless=true", *_TIME_OPTS, "-cp", cp, "kafka.Kafka"]
             self._proc = subprocess.Popen(
                 [*cmd, str(config)],
@@ -235,7 +244,7 @@ class KafkaBroker:
             except (OSError, KafkaException):  # not listening / not registered yet
                 time.sleep(0.2)
         why = "did not become ready in time" if self.is_running() else "exited"
-        log = _log_excerpt(self.log_path)
+        log = _log_excerpt(self.log_path, start=self._log_start)
         raise RuntimeError(f"Kafka broker {why}; log {self.log_path}:\n{log}")
 
     def stop(self) -> None:
@@ -248,6 +257,40 @@ class KafkaBroker:
                     os.kill(pid, signal.SIGKILL)
                 self._wait_exit(pid, 10)
         self._proc = self._pid = None
+
+    def kill(self) -> None:
+        """SIGKILL the broker by its pid, as a crash would, and wait until it is gone. The data is kept:
+        `restart()` brings the broker back on it."""
+        pid = self.pid
+        if pid is None or not self.is_running():
+            raise RuntimeError("the broker is not running")
+        os.kill(pid, signal.SIGKILL)
+        if not self._wait_exit(pid, 30):
+            raise RuntimeError(f"the broker (pid {pid}) did not exit 30 s after SIGKILL")
+        self._proc = self._pid = None
+
+    def restart(self, *, graceful: bool = True, timeout: float = 90) -> None:
+        """Bring the broker back on the same data directory, ports and cluster id, and wait until it answers.
+
+        A running broker is stopped first: graceful=True with SIGTERM (a controlled shutdown), else with
+        SIGKILL (a crash). A broker already down (after `kill()` or `stop()`) is just started again."""
+        if self.is_running():
+            if graceful:
+                self.stop()
+            else:
+                self.kill()
+        config = self.workdir / "server.properties"
+        if not self.port or not config.is_file():
+            raise RuntimeError(f"no broker to restart in {self.workdir}: start() it first")
+        cp, deadline = f"{ensure_kafka_jars()}/*", time.monotonic() + timeout
+        while True:
+            try:
+                return self._spawn(cp, config, deadline, detach=False)
+            except RuntimeError as e:
+                # The killed JVM's listening sockets may linger a moment; the ports are ours to wait for.
+                if "Address already in use" not in str(e) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
 
     def _wait_exit(self, pid: int, timeout: float) -> bool:
         deadline = time.monotonic() + timeout

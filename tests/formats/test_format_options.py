@@ -78,6 +78,22 @@ def test_csv_comment_lines_are_skipped_only_with_allow_comments():
     assert decode("csv", payloads).failures, "without allow-comments the comment line is a bad record"
 
 
+def test_csv_floats_are_written_as_flinks_csv_format_writes_them_and_read_back():
+    schema = pa.schema([("f", pa.float64()), ("g", pa.float32())])
+    nan, inf = float("nan"), float("inf")
+    rows = [{"f": 1.0, "g": 1.1}, {"f": 1e7, "g": -0.0}, {"f": nan, "g": -inf}, {"f": 1e-5, "g": None}]
+    payloads = encode("csv", rows, schema)
+    assert payloads == [b"1.0,1.1", b"1.0E7,-0.0", b"NaN,-Infinity", b"1.0E-5,"]
+    back = decode("csv", payloads, schema).batch.to_pylist()
+    assert repr(back) == repr(pa.RecordBatch.from_pylist(rows, schema=schema).to_pylist())
+
+
+def test_csv_record_with_a_line_break_outside_quotes_is_one_bad_record():
+    decoded = decode("csv", [b"1,a", b"2,b\n3,c", b"4,d"])
+    assert decoded.batch.to_pylist() == [{"id": 1, "name": "a"}, {"id": 4, "name": "d"}]
+    assert decoded.failures == ((1, "expected one CSV row, got 2"),)
+
+
 def test_csv_bad_record_is_reported_by_index_and_the_others_decoded():
     decoded = decode("csv", [b"1,a", b"x,b", b"3,c"])
     assert decoded.batch.to_pylist() == [{"id": 1, "name": "a"}, {"id": 3, "name": "c"}]
@@ -130,6 +146,7 @@ def test_raw_null_value_is_refused_on_write_because_null_is_a_tombstone():
         (pa.schema([("a", pa.int32()), ("b", pa.int32())]), {}, "holds exactly one column, got 2 .a, b."),
         (pa.schema([("a", pa.date32())]), {}, "cannot hold column 'a' of type date32"),
         (INT, {"charset": "klingon"}, r"'value\.raw\.charset': unknown charset 'klingon'"),
+        (INT, {"charset": "base64"}, r"'value\.raw\.charset': 'base64' is not a text charset"),  # no text
         (INT, {"endianness": "middle"}, r"'value\.raw\.endianness' must be one of big-endian, little-endian"),
     ],
 )

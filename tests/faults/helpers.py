@@ -1,0 +1,241 @@
+"""Test-side helpers of the fault suite: input records, what a read_committed reader counts, the figures each
+test prints, the state of a query's checkpoint, and processes killed by pid (only ones the test started)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from tests.support.kafka_io import produce
+from tests.support.read_helpers import wait_for
+from tests.support.write_helpers import key_counts
+
+CHANGES = "id INT, name STRING, price DOUBLE, _change_type STRING"
+SEED = 9  # every seeded choice of the suite derives from it
+
+
+def guarantee_options(guarantee: str, prefix: str) -> dict[str, str]:
+    """The sink options of a delivery guarantee; exactly-once with its own transactional id prefix."""
+    if guarantee == "exactly-once":
+        return {"sink.delivery-guarantee": guarantee, "sink.transactional-id-prefix": prefix}
+    return {"sink.delivery-guarantee": guarantee}
+
+
+def produce_ids(bootstrap: str, topic: str, ids: Iterable[int], partition: int | None = None) -> None:
+    """Records of key {"id": i} and a small value, one per id."""
+    produce(
+        bootstrap,
+        topic,
+        [(orjson.dumps({"id": i}), orjson.dumps({"id": i, "name": f"n{i}", "price": i})) for i in ids],
+        partition,
+    )
+
+
+def produce_two_partitions(bootstrap: str, topic: str, ids: range) -> None:
+    """Even ids to partition 0, odd ids to partition 1: equal backlogs, so each micro-batch of a stream
+    gives both Spark tasks the same number of rows."""
+    produce_ids(bootstrap, topic, [i for i in ids if i % 2 == 0], partition=0)
+    produce_ids(bootstrap, topic, [i for i in ids if i % 2 == 1], partition=1)
+
+
+@dataclass(frozen=True)
+class Tally:
+    """What a read_committed reader finds of `expected` ids: records, distinct ids, lost and duplicated."""
+
+    expected: int
+    records: int
+    distinct: int
+    lost: int
+    duplicated: int  # records beyond the first of their id
+    unexpected: int  # ids that were never input
+
+    def figures(self) -> str:
+        return (
+            f"input={self.expected} committed_records={self.records} distinct={self.distinct} "
+            f"lost={self.lost} duplicated={self.duplicated} unexpected={self.unexpected}"
+        )
+
+
+def tally(bootstrap: str, topic: str, expected: range) -> Tally:
+    counts = key_counts(bootstrap, topic)
+    wanted = set(expected)
+    return Tally(
+        expected=len(wanted),
+        records=sum(counts.values()),
+        distinct=len(counts),
+        lost=len(wanted - counts.keys()),
+        duplicated=sum(c - 1 for c in counts.values() if c > 1),
+        unexpected=len(counts.keys() - wanted),
+    )
+
+
+def report(scenario: str, **figures: object) -> None:
+    """Print the figures a test checks, in one greppable line (see them with `pytest -s` or `-rP`)."""
+    print(f"\nFAULT FIGURES [{scenario}] " + " ".join(f"{k}={v}" for k, v in figures.items()), flush=True)
+
+
+@contextlib.contextmanager
+def arrow_batch_rows(spark, rows: int) -> Iterator[None]:
+    """Smaller Arrow batches between Spark and the Python writer: a task's first records reach Kafka after
+    `rows` rows instead of 10,000, so a fault mid-task finds them in its transaction. A streaming query
+    takes the setting when it starts."""
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    before = spark.conf.get(key)
+    spark.conf.set(key, str(rows))
+    try:
+        yield
+    finally:
+        spark.conf.set(key, before)
+
+
+def log_ends(bootstrap: str, topic: str, *, stable: bool = False) -> dict[int, int]:
+    """Each partition's end: the high watermark (every record, open transactions' too), or with stable=True
+    the last stable offset, how far a read_committed reader may read (an open transaction holds it back
+    until it commits or aborts). librdkafka's consumers default to read_committed, so the isolation level
+    is set explicitly here."""
+    partitions = sorted(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics[topic].partitions)
+    isolation = "read_committed" if stable else "read_uncommitted"
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "tests", "isolation.level": isolation})
+    try:
+        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions}
+    finally:
+        consumer.close()
+
+
+# A group coordinator not ready yet (a fresh broker creates __consumer_offsets on first use).
+_COORDINATOR_NOT_READY = (
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+)
+
+
+def marker(bootstrap: str, group: str, topic: str, timeout: float = 30) -> str | None:
+    """The exactly-once marker a task's transaction committed: the offset metadata of `group` on partition 0
+    of `topic` (connector.transactions)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "isolation.level": "read_committed"})
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            try:
+                (committed,) = consumer.committed([TopicPartition(topic, 0)], timeout=10)
+                return committed.metadata or None
+            except KafkaException as e:
+                if e.args[0].code() not in _COORDINATOR_NOT_READY or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+    finally:
+        consumer.close()
+
+
+def wait_reached(query, signals: list[Path], what: str, timeout: float = 120) -> None:
+    """Wait until a blocking hook (tests.faults.hooks.block_first_attempt) wrote all of `signals`; fail at
+    once if the query ended first."""
+    wait_for(lambda: all(s.exists() for s in signals) or not query.isActive, f"{what} to reach its stop point", timeout)
+    assert query.isActive, f"{what} ended before its stop point: {query.exception()}"
+
+
+def cause(error: BaseException) -> str:
+    """The line of a query failure that names its cause: the last Python exception line of the traceback
+    Spark wraps, else the first line."""
+    lines = str(error).splitlines()
+    raised = [line.strip() for line in lines if re.match(r"\s*[\w.]+(Error|Exception): ", line)]
+    return (raised[-1] if raised else lines[0] if lines else repr(error))[:400]
+
+
+# -- a query's checkpoint ----------------------------------------------------------------------------
+
+
+def _batch_ids(folder: Path) -> list[int]:
+    return sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit()) if folder.is_dir() else []
+
+
+def next_batch(checkpoint: Path) -> int:
+    """The id of the first micro-batch a (re)started query runs: the last planned one when it was not
+    committed (Spark replays it), else the one after the last committed."""
+    planned, committed = _batch_ids(checkpoint / "offsets"), _batch_ids(checkpoint / "commits")
+    if planned and (not committed or committed[-1] < planned[-1]):
+        return planned[-1]
+    return committed[-1] + 1 if committed else 0
+
+
+def uncommitted_batch(checkpoint: Path) -> int | None:
+    """A planned micro-batch without its commit (the restart replays it), or None."""
+    planned, committed = _batch_ids(checkpoint / "offsets"), _batch_ids(checkpoint / "commits")
+    return planned[-1] if planned and (not committed or committed[-1] < planned[-1]) else None
+
+
+def committed_source_offsets(checkpoint: Path, topic: str) -> dict[int, int]:
+    """The next offset per partition of `topic` after the last committed micro-batch ({} before any)."""
+    committed = _batch_ids(checkpoint / "commits")
+    if not committed:
+        return {}
+    # An offset log file: a version line, the batch metadata, then one line per source.
+    source = json.loads((checkpoint / "offsets" / str(committed[-1])).read_text().strip().splitlines()[-1])
+    return {int(p): o for p, o in source.get(topic, {}).items()}
+
+
+# -- processes -----------------------------------------------------------------------------------------
+
+
+def _stat(pid: int) -> list[str] | None:
+    """Fields of /proc/<pid>/stat after the command name (state is [0], ppid [1], session [3])."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def alive(pid: int) -> bool:
+    stat = _stat(pid)
+    return stat is not None and stat[0] != "Z"
+
+
+def descends_from(pid: int, ancestor: int) -> bool:
+    """True when `ancestor` is among pid's parents (bounded walk up the tree)."""
+    for _ in range(64):
+        stat = _stat(pid)
+        if stat is None:
+            return False
+        pid = int(stat[1])
+        if pid == ancestor:
+            return True
+        if pid <= 1:
+            return False
+    return False
+
+
+def session_pids(session: int) -> list[int]:
+    """Live processes of a session the test created (start_new_session=True: its id is the leader's pid)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            stat = _stat(int(entry.name))
+            if stat is not None and stat[0] != "Z" and int(stat[3]) == session:
+                out.append(int(entry.name))
+    return out
+
+
+def sigkill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def wait_gone(pids: Iterable[int], timeout: float = 30) -> list[int]:
+    """Wait until none of pids is alive; returns the ones still alive at the timeout."""
+    deadline, left = time.monotonic() + timeout, list(pids)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = [p for p in left if alive(p)]
+    return left

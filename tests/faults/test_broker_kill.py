@@ -1,0 +1,142 @@
+"""Scenario 4: the broker killed with SIGKILL (and, once, stopped with SIGTERM) in the middle of a stream that
+reads from it and writes to it, then restarted on the same data directory and port. The outage comes while
+a write task is held mid-way with records in its transaction (a hook blocks it at a row); the task goes on
+writing into the outage, and the query plans its next micro-batch in it. A query the outage fails is
+restarted from its checkpoint (counted): riding out the outage without failing is not what these tests
+check. Nothing is lost; exactly-once writes nothing twice.
+
+The broker is this module's own, never the session's: other tests use that one."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from pyspark.errors import StreamingQueryException
+
+from integration.kafka import KafkaBroker
+from tests.faults.helpers import (
+    CHANGES,
+    arrow_batch_rows,
+    cause,
+    committed_source_offsets,
+    guarantee_options,
+    log_ends,
+    marker,
+    produce_two_partitions,
+    report,
+    tally,
+    wait_reached,
+)
+from tests.faults.hooks import block_first_attempt
+from tests.support.kafka_io import create_topic
+from tests.support.read_helpers import wait_for
+from tests.workers.failure_injection import open_transaction_has_records
+
+ROWS_PER_TASK = 800
+N = 12_800  # half before the outage (4 micro-batches), half after the broker is back
+ARROW_ROWS = 100
+HOLD = (1, 0, 600)  # micro-batch, Spark partition and row where a write task waits for the outage to end
+MAX_RESTARTS = 5
+
+
+@pytest.fixture(scope="module")
+def broker() -> Iterator[KafkaBroker]:
+    own = KafkaBroker()
+    own.start()
+    try:
+        yield own
+    finally:
+        own.stop()
+
+
+@pytest.mark.parametrize(
+    ("guarantee", "graceful"),
+    [("at-least-once", False), ("exactly-once", False), ("exactly-once", True)],
+    ids=["at-least-once-SIGKILL", "exactly-once-SIGKILL", "exactly-once-SIGTERM"],
+)
+def test_broker_restarted_mid_stream_loses_nothing_and_exactly_once_duplicates_nothing(
+    spark, broker, tmp_path, guarantee, graceful
+):
+    servers = broker.bootstrap_servers
+    name = f"broker-{'term' if graceful else 'kill'}-{guarantee}-{uuid.uuid4().hex[:8]}"
+    source, target = create_topic(servers, f"{name}-in", 2), create_topic(servers, f"{name}-out", 2)
+    produce_two_partitions(servers, source, range(N // 2))
+    checkpoint = tmp_path / "checkpoint"
+    common = {"properties.bootstrap.servers": servers, "key.fields": "id"}
+
+    def start(column):
+        return (
+            spark.readStream.format("upsert-kafka")
+            .options(**common, topic=source, **{"scan.max-records-per-batch": str(2 * ROWS_PER_TASK)})
+            .schema(CHANGES)
+            .load()
+            .withColumn("name", column("id"))
+            .writeStream.format("upsert-kafka")
+            .options(**common, topic=target, **guarantee_options(guarantee, target))
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True)
+            .start()
+        )
+
+    batch, partition, row = HOLD
+    with arrow_batch_rows(spark, ARROW_ROWS):
+        query = start(block_first_attempt(batch, {partition: row}, str(tmp_path)))
+    restarts, errors = 0, []
+    try:
+        wait_reached(query, [tmp_path / f"reached-p{partition}"], "the query")
+        # The other task of this micro-batch done (with exactly-once: committed), the held task's records in
+        # flight (more records in the log than the earlier micro-batches and the other task wrote).
+        if guarantee == "exactly-once":
+            done, group = f" batch {batch} to ", f"{target}-{1 - partition}"
+            wait_for(lambda: done in (marker(servers, group, target) or ""), "the other task's commit", 60)
+            wait_for(lambda: open_transaction_has_records(servers, target), "an open transaction with records", 30)
+        else:
+            before = 2 * ROWS_PER_TASK * batch + ROWS_PER_TASK
+            wait_for(lambda: sum(log_ends(servers, target).values()) > before, "the held task's records", 60)
+        down = time.monotonic()
+        if graceful:
+            broker.stop()
+        else:
+            broker.kill()
+        # The held task goes on writing into the outage; the query plans its next micro-batch in it.
+        (tmp_path / "released").touch()
+        broker.restart()
+        up = time.monotonic()
+        outage_s = up - down
+        produce_two_partitions(servers, source, range(N // 2, N))
+        ends = log_ends(servers, source)
+
+        deadline = time.monotonic() + 300
+        while True:
+            with contextlib.suppress(StreamingQueryException):  # read below from query.exception()
+                query.awaitTermination(max(1.0, deadline - time.monotonic()))
+            assert not query.isActive, "the query did not finish in time"
+            if query.exception() is not None:
+                restarts += 1
+                errors.append(f"{time.monotonic() - up:.1f} s after the broker was back: {cause(query.exception())}")
+            elif committed_source_offsets(checkpoint, source) == ends:
+                break
+            assert restarts <= MAX_RESTARTS, errors
+            # From the checkpoint: after a failure, or for the input produced after the outage.
+            query = start(block_first_attempt(-1, {}, str(tmp_path)))
+    finally:
+        (tmp_path / "released").touch()
+        query.stop()
+
+    result = tally(servers, target, range(N))
+    report(
+        f"broker {'SIGTERM' if graceful else 'SIGKILL'} and restart, {guarantee}",
+        broker_restarts=1,
+        outage_s=round(outage_s, 1),
+        query_restarts_after_failure=restarts,
+        figures=result.figures(),
+    )
+    for error in errors:
+        print("  query failure:", error)
+    assert result.lost == 0 and result.unexpected == 0, result
+    if guarantee == "exactly-once":
+        assert result.duplicated == 0, result
