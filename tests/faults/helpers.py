@@ -121,9 +121,18 @@ _COORDINATOR_NOT_READY = (
 )
 
 
-def marker(bootstrap: str, group: str, topic: str, timeout: float = 30) -> str | None:
-    """The exactly-once marker a task's transaction committed: the offset metadata of `group` on partition 0
-    of `topic` (connector.transactions)."""
+def marker(bootstrap: str, prefix: str, task: int, topic: str, timeout: float = 30) -> str | None:
+    """The exactly-once marker that task `task`'s transaction committed: the offset metadata, on partition 0 of
+    `topic`, of its marker group `<prefix>-<scope>-<task>` (pyspark_upsert_kafka.write.transactions); the
+    markers of every scope found, one per line, or None."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    pattern = re.compile(re.escape(prefix) + r"-[a-z0-9]+-" + str(task))
+    groups = [g.group_id for g in admin.list_consumer_groups(request_timeout=10).result().valid]
+    found = [_group_marker(bootstrap, g, topic, timeout) for g in sorted(groups) if pattern.fullmatch(g)]
+    return "\n".join(m for m in found if m) or None
+
+
+def _group_marker(bootstrap: str, group: str, topic: str, timeout: float) -> str | None:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "isolation.level": "read_committed"})
     deadline = time.monotonic() + timeout
     try:

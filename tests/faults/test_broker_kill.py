@@ -91,8 +91,8 @@ def test_broker_restarted_mid_stream_loses_nothing_and_exactly_once_duplicates_n
         # The other task of this micro-batch done (with exactly-once: committed), the held task's records in
         # flight (more records in the log than the earlier micro-batches and the other task wrote).
         if guarantee == "exactly-once":
-            done, group = f" batch {batch} to ", f"{target}-{1 - partition}"
-            wait_for(lambda: done in (marker(servers, group, target) or ""), "the other task's commit", 60)
+            done, other = f" batch {batch} to ", 1 - partition
+            wait_for(lambda: done in (marker(servers, target, other, target) or ""), "the other task's commit", 60)
             wait_for(lambda: open_transaction_has_records(servers, target), "an open transaction with records", 30)
         else:
             before = 2 * ROWS_PER_TASK * batch + ROWS_PER_TASK

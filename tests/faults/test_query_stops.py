@@ -68,7 +68,7 @@ def test_query_stopped_mid_batch_ten_times_and_restarted_writes_every_record_exa
             signal.mkdir()
             # A task that committed this micro-batch in an earlier run finds its marker and writes nothing.
             done = f" batch {batch} to "
-            skipped = done in (marker(bootstrap, f"{target}-{partition}", target) or "")
+            skipped = done in (marker(bootstrap, target, partition, target) or "")
             began = time.monotonic()
             query = start(block_first_attempt(batch, {partition: row}, str(signal)))
             try:
@@ -77,8 +77,9 @@ def test_query_stopped_mid_batch_ten_times_and_restarted_writes_every_record_exa
                     wait_for(lambda: open_transaction_has_records(bootstrap, target), "records in the transaction", 20)
                     with_records += 1
                 # The other task commits its part of the micro-batch before the stop: the restart must skip it.
-                group = f"{target}-{1 - partition}"
-                wait_for(lambda g=group, d=done: d in (marker(bootstrap, g, target) or ""), "the other commit", 60)
+                other = 1 - partition
+                committed = lambda o=other, d=done: d in (marker(bootstrap, target, o, target) or "")  # noqa: E731
+                wait_for(committed, "the other commit", 60)
                 reached = time.monotonic()
                 query.stop()
                 timings.append((round(reached - began, 1), round(time.monotonic() - reached, 1)))

@@ -139,7 +139,7 @@ def test_udf_worker_killed_while_the_writer_holds_records_commits_nothing_partia
         lambda: json.loads(reached.read_text())["pid"] if reached.exists() else None,
         # Task 1 committed (its marker is there), so the open transaction with records is task 0's.
         lambda: (
-            marker(bootstrap, f"{target}-1", target) is not None and open_transaction_has_records(bootstrap, target)
+            marker(bootstrap, target, 1, target) is not None and open_transaction_has_records(bootstrap, target)
         ),
         bootstrap,
         target,
