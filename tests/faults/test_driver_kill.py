@@ -64,6 +64,7 @@ class Driver:
         """SIGKILL the driver's JVM, then every other process of its session, by pid; returns how many."""
         members = session_pids(self.proc.pid)
         jvm = json.loads(self.pids_file.read_text())["jvm"] if self.pids_file.exists() else None
+        assert jvm is None or jvm in members, f"the driver's JVM (pid {jvm}) is not in its session {members}"
         for pid in sorted(members, key=lambda p: p != jvm):  # the JVM first: no new task, no commit
             sigkill(pid)
         self.proc.wait(30)

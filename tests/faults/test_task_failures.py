@@ -62,7 +62,7 @@ def test_twenty_failed_task_attempts_over_ten_micro_batches_write_every_record_e
         micro_batches=len(batches),
         faults=sum(injected.values()),
         late_faults_with_open_transaction=injected["late-open"],
-        late_faults_without=injected["late-empty"],
+        late_faults_without_open_transaction=injected["late-empty"],
         early_faults=injected["early-open"] + injected["early-empty"],
         figures=result.figures(),
     )
