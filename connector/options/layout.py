@@ -208,7 +208,7 @@ def _codec(options: Mapping[str, str], role: str, topics: tuple[str, ...]) -> Co
 def _inferred_ddl(options: Mapping[str, str]) -> str:
     """The data columns from the formats' own schemas (e.g. a registry subject's latest): the key's columns
     (with the key.fields-prefix) that the value lacks, then the value's; '' when the value format has none."""
-    topics, _ = parse_topic_selection(options)  # a pattern: no topic names, so no default subject
+    topics = parse_topic_selection(options).names  # a pattern: no topic names, so no default subject
     try:
         key = _codec(options, "key", topics).inferred_schema()
         value = _codec(options, "value", topics).inferred_schema()

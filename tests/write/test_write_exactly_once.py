@@ -15,6 +15,7 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from tests.support.kafka_io import consume_all, produce
+from tests.support.read_helpers import fail_tasks
 from tests.support.write_helpers import end_offsets, key_counts, write
 from tests.workers.failure_injection import fail_first_attempt, open_transaction_has_records
 
@@ -182,23 +183,6 @@ def test_streaming_write_under_task_failures_restarts_and_a_replayed_batch_write
 # -- regressions: what silently lost or duplicated rows before --------------------------------------------
 
 
-def fail_tasks(partitions: set[int], flag: str):
-    """A column function: the row's `name`, except that tasks whose partition id is in `partitions` fail on every
-    attempt while the file `flag` exists (a job that fails after its other tasks committed)."""
-    from pyspark.sql import functions as F
-
-    def name(value: str) -> str:
-        import os
-
-        from pyspark import TaskContext
-
-        if TaskContext.get().partitionId() in partitions and os.path.exists(flag):
-            raise RuntimeError("injected failure of a whole task")
-        return value
-
-    return F.udf(name, "string", useArrow=False).asNondeterministic()
-
-
 def test_a_user_group_id_does_not_move_the_exactly_once_markers(spark, new_topic, options, bootstrap):
     # properties.group.id once replaced every task's marker group: all tasks shared one marker, and each task
     # after the first found "its" write committed and skipped its rows (125 of 1,000 rows arrived).
@@ -217,9 +201,10 @@ def test_rerun_of_a_named_batch_write_completes_it_exactly_once(spark, new_topic
     rows = spark.range(0, 4000, 1, numPartitions=4).selectExpr(
         "cast(id as int) as id", "concat('n', id) as name", "1.0 as price"
     )
-    failing = rows.withColumn("name", fail_tasks({2, 3}, str(flag))("name"))
+    # Tasks 2 and 3 fail on every attempt once tasks 0 and 1 have committed.
+    failing = rows.withColumn("name", fail_tasks(bootstrap, topic, topic, {2, 3}, (0, 1), str(flag))("name"))
     opts = options(topic, exactly_once(topic) | {"sink.write-id": "nightly-2026-11-23"})
-    with pytest.raises(Exception, match="injected failure of a whole task"):
+    with pytest.raises(Exception, match="injected failure in task"):
         failing.write.format("upsert-kafka").options(**opts).mode("append").save()
     assert len(key_counts(bootstrap, topic)) == 2000, "tasks 0 and 1 committed before the job failed"
 
@@ -241,10 +226,9 @@ def test_rerun_whose_rows_reach_other_tasks_fails_before_writing_anything(
         "cast(id as int) as id", "concat('n', id) as name", "1.0 as price"
     )
     opts = options(topic, exactly_once(topic) | {"sink.write-id": "nightly"})
-    with pytest.raises(Exception, match="injected failure of a whole task"):
-        rows.withColumn("name", fail_tasks({2, 3}, str(flag))("name")).write.format("upsert-kafka").options(
-            **opts
-        ).mode("append").save()
+    with pytest.raises(Exception, match="injected failure in task"):
+        failing = rows.withColumn("name", fail_tasks(bootstrap, topic, topic, {2, 3}, (0, 1), str(flag))("name"))
+        failing.write.format("upsert-kafka").options(**opts).mode("append").save()
     flag.unlink()
 
     # The rerun splits the same rows into 2 tasks: tasks 0 and 1 hold other rows than they committed.
