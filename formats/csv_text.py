@@ -16,15 +16,8 @@ import pyarrow.compute as pc
 
 from .codec import CodecContext
 from .java_numbers import float_texts
-from .json_codec import (
-    RECORD_ERRORS,
-    JsonCodec,
-    arrow_to_json,
-    json_loads_for,
-    json_reason,
-    json_to_arrow,
-    json_values,
-)
+from .json_codec import JsonCodec
+from .json_values import RECORD_ERRORS, arrow_to_json, json_loads_for, json_reason, json_to_arrow, json_values
 
 # (converted column, [(row, reason)]) from a column of text.
 ColumnReader = Callable[[pa.Array], tuple[pa.Array, list[tuple[int, str]]]]

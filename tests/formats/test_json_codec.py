@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark_upsert_kafka.formats import CodecContext, FormatOptionError, make_codec
-from pyspark_upsert_kafka.formats.json_codec import _map_to_json
+from pyspark_upsert_kafka.formats.json_values import _map_to_json
 
 VALUE = CodecContext(role="value", topics=("t",))
 

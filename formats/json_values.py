@@ -1,0 +1,290 @@
+"""JSON values <-> Arrow values, one type at a time: the per-record paths of the json format (and of nested
+values in csv fields), written as Flink's json format writes them."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable
+from datetime import date, datetime, timezone
+from decimal import Context, Decimal, InvalidOperation
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import pyarrow as pa
+
+from .codec import FormatOptionError, empty_batch
+from .java_numbers import decimal_text, float_texts
+
+if TYPE_CHECKING:
+    from .json_codec import JsonCodec
+
+# What can go wrong converting one record (json.loads recurses on nesting: RecursionError).
+RECORD_ERRORS = (ValueError, TypeError, OverflowError, ArithmeticError, RecursionError, orjson.JSONDecodeError)
+
+Convert = Callable[[Any], Any]
+
+_INT_RANGES = {
+    pa.int8(): (-(2**7), 2**7 - 1),
+    pa.int16(): (-(2**15), 2**15 - 1),
+    pa.int32(): (-(2**31), 2**31 - 1),
+    pa.int64(): (-(2**63), 2**63 - 1),
+}
+
+
+def json_reason(e: BaseException) -> str:
+    if isinstance(e, RecursionError):
+        return "the JSON is nested too deeply"
+    if isinstance(e, InvalidOperation):
+        return "not a decimal number"
+    return str(e) or type(e).__name__
+
+
+def rows_to_batch(rows: list[list[Any]], schema: pa.Schema) -> tuple[pa.RecordBatch, list[tuple[int, str]]]:
+    """Rows of converted values as a batch, one Arrow conversion per column; when a value does not fit its
+    column after all, the rows that do not (index into `rows`, reason) are left out instead."""
+    try:
+        arrays = [pa.array(list(column), type=f.type) for column, f in zip(zip(*rows), schema)] if rows else None
+        return (empty_batch(schema) if arrays is None else pa.RecordBatch.from_arrays(arrays, schema=schema)), []
+    except (pa.ArrowException, *RECORD_ERRORS):
+        pass
+    kept, unfit = [], []
+    for j, row in enumerate(rows):
+        try:
+            for value, f in zip(row, schema):
+                pa.array([value], type=f.type)
+            kept.append(row)
+        except (pa.ArrowException, *RECORD_ERRORS) as e:
+            unfit.append((j, f"a value does not fit the column types: {e}"))
+    return rows_to_batch(kept, schema)[0], unfit
+
+
+def json_to_arrow(t: pa.DataType) -> Convert:
+    """A function from a decoded JSON value (not None) to the Python value pa.array takes for `t`."""
+    if pa.types.is_boolean(t):
+        return _expect(bool)
+    if pa.types.is_integer(t):
+        low, high = _INT_RANGES[t] if t in _INT_RANGES else (0, 2**64 - 1)
+
+        def to_int(v: Any) -> int:
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise TypeError(f"expected an integer, got {_show(v)}")
+            if not low <= v <= high:
+                raise ValueError(f"{v} is out of range for {t}")
+            return v
+
+        return to_int
+    if pa.types.is_floating(t):
+        return _to_float
+    if pa.types.is_decimal(t):
+        return partial(_to_decimal, t=t, quantum=Decimal(1).scaleb(-t.scale))
+    if pa.types.is_string(t):
+        # Like Flink: a non-string JSON value read into a STRING column keeps its JSON text.
+        return lambda v: v if isinstance(v, str) else orjson.dumps(v, default=_exact_number).decode()
+    if pa.types.is_binary(t):
+        return lambda v: base64.b64decode(_expect(str)(v), validate=True)
+    if pa.types.is_date(t):
+        return lambda v: date.fromisoformat(_expect(str)(v))
+    if pa.types.is_timestamp(t):
+        return _parse_timestamp_ltz if t.tz else _parse_timestamp_ntz
+    if pa.types.is_list(t):
+        item = json_to_arrow(t.value_type)
+        return lambda v: [None if x is None else item(x) for x in _expect(list)(v)]
+    if pa.types.is_map(t):
+        key, item = json_to_arrow(t.key_type), json_to_arrow(t.item_type)
+        return lambda v: [(key(k), None if x is None else item(x)) for k, x in _expect(dict)(v).items()]
+    if pa.types.is_struct(t):
+        fields = [(f.name, json_to_arrow(f.type)) for f in t]
+
+        def to_struct(v: Any) -> dict[str, Any]:
+            obj = _expect(dict)(v)
+            return {n: None if obj.get(n) is None else c(obj[n]) for n, c in fields}
+
+        return to_struct
+    raise FormatOptionError(f"the json format does not support type {t}")
+
+
+def json_loads_for(t: pa.DataType) -> Callable[[bytes | str], Any]:
+    """orjson, or the standard library with exact decimals when `t` holds a decimal wider than a double
+    keeps (orjson reads every JSON number with a fraction as a float)."""
+    return _exact_loads if _has_wide_decimal(t) else orjson.loads
+
+
+_exact_loads = partial(json.loads, parse_float=Decimal)
+
+
+def _has_decimal(t: pa.DataType) -> bool:
+    if pa.types.is_decimal(t):
+        return True
+    if pa.types.is_map(t):
+        return _has_decimal(t.key_type) or _has_decimal(t.item_type)
+    if pa.types.is_list(t):
+        return _has_decimal(t.value_type)
+    return pa.types.is_struct(t) and any(_has_decimal(f.type) for f in t)
+
+
+def _has_wide_decimal(t: pa.DataType) -> bool:
+    if pa.types.is_decimal(t):
+        return t.precision > 15
+    if pa.types.is_map(t):
+        return _has_wide_decimal(t.key_type) or _has_wide_decimal(t.item_type)
+    if pa.types.is_list(t):
+        return _has_wide_decimal(t.value_type)
+    return pa.types.is_struct(t) and any(_has_wide_decimal(f.type) for f in t)
+
+
+def _exact_number(v: Any) -> Any:
+    if isinstance(v, Decimal):
+        return orjson.Fragment(str(v))
+    raise TypeError(f"{type(v).__name__} is not JSON")
+
+
+def _expect(kind: type) -> Convert:
+    def check(v: Any) -> Any:
+        if not isinstance(v, kind) or (kind is not bool and isinstance(v, bool)):
+            raise TypeError(f"expected {kind.__name__}, got {_show(v)}")
+        return v
+
+    return check
+
+
+def _show(v: Any) -> str:
+    text = orjson.dumps(v, default=_exact_number).decode()
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _to_float(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float, str, Decimal)):
+        raise TypeError(f"expected a number, got {_show(v)}")
+    return float(v)  # also "NaN" / "Infinity", as Flink writes them
+
+
+def _to_decimal(v: Any, t: pa.Decimal128Type, quantum: Decimal) -> Decimal:
+    """The value exactly, at the column's scale: a value that would need rounding or more digits than the
+    column has is the record's error (Flink would round it, or make it null)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float, str, Decimal)):
+        raise TypeError(f"expected a decimal number, got {_show(v)}")
+    d = Decimal(str(v))
+    if not d.is_finite():
+        raise ValueError(f"{_show(v)} is not a finite number")
+    if d and d.adjusted() >= t.precision - t.scale:
+        raise ValueError(
+            f"{_show(v)} does not fit {_sql(t)}: more than {t.precision - t.scale} digit(s) before the point"
+        )
+    exact = d.quantize(quantum, context=_DECIMALS)
+    if exact != d:
+        raise ValueError(f"{_show(v)} does not fit {_sql(t)}: more than {t.scale} digit(s) after the point")
+    return exact
+
+
+_DECIMALS = Context(prec=80)  # wider than any DECIMAL(38, s) quantized: the check above bounds the digits
+
+
+def _sql(t: pa.Decimal128Type) -> str:
+    return f"DECIMAL({t.precision},{t.scale})"
+
+
+def _parse_timestamp_ntz(v: Any) -> datetime:
+    text = _expect(str)(v)
+    if text.endswith(("Z", "z")):
+        text = text[:-1]
+    parsed = datetime.fromisoformat(text)
+    return (
+        parsed.replace(tzinfo=None) if parsed.tzinfo is None else parsed.astimezone(timezone.utc).replace(tzinfo=None)
+    )
+
+
+def _parse_timestamp_ltz(v: Any) -> datetime:
+    text = _expect(str)(v)
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    parsed = datetime.fromisoformat(text)
+    return parsed.replace(tzinfo=timezone.utc) if parsed.tzinfo is None else parsed
+
+
+def json_values(column: pa.Array, convert: Convert | None) -> list[Any]:
+    """The column's values as orjson takes them (`convert`: from arrow_to_json). Floats, at any depth, are
+    turned into Java's text for the whole column at once first (formats/java_numbers.py)."""
+    values = _floats_as_text(column).to_pylist()
+    return values if convert is None else [None if v is None else convert(v) for v in values]
+
+
+def _floats_as_text(array: pa.Array, quote: bool = True) -> pa.Array:
+    """`array` with every float (also inside lists, maps and structs) replaced by its JSON text."""
+    t = array.type
+    if pa.types.is_floating(t):
+        return float_texts(array, quote_non_finite=quote)
+    if not _has_float(t):
+        return array
+    mask = array.is_null()
+    if pa.types.is_list(t):  # offsets and values both unsliced: they stay aligned
+        return pa.ListArray.from_arrays(array.offsets, _floats_as_text(array.values), mask=mask)
+    if pa.types.is_map(t):  # a float map key is text in the object, not a JSON string: unquoted
+        keys, items = _floats_as_text(array.keys, quote=False), _floats_as_text(array.items)
+        return pa.MapArray.from_arrays(array.offsets, keys, items, mask=mask)
+    fields = [_floats_as_text(child) for child in array.flatten()]  # struct: children sliced like it
+    return pa.StructArray.from_arrays(fields, names=[f.name for f in t], mask=mask)
+
+
+def _has_float(t: pa.DataType) -> bool:
+    if pa.types.is_floating(t):
+        return True
+    if pa.types.is_list(t):
+        return _has_float(t.value_type)
+    if pa.types.is_map(t):
+        return _has_float(t.key_type) or _has_float(t.item_type)
+    return pa.types.is_struct(t) and any(_has_float(f.type) for f in t)
+
+
+def arrow_to_json(t: pa.DataType, codec: JsonCodec) -> Convert | None:
+    """A function from a Python value of Arrow type `t` to what orjson writes; None when as-is. The values
+    come from json_values: a float is already its JSON text. Numbers are written as Flink's json format
+    (Jackson) writes them."""
+    if pa.types.is_decimal(t):
+        plain = codec.decimal_plain
+        return lambda d: orjson.Fragment(decimal_text(d, plain))
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return lambda b: base64.b64encode(b).decode()
+    if pa.types.is_floating(t):
+        return orjson.Fragment
+    if pa.types.is_timestamp(t):
+        sep, zone = ("T" if codec.iso8601 else " "), ("Z" if t.tz else "")
+        return lambda ts: _format_timestamp(ts, sep, zone)
+    if pa.types.is_list(t):
+        item = arrow_to_json(t.value_type, codec)
+        return None if item is None else (lambda xs: [None if x is None else item(x) for x in xs])
+    if pa.types.is_map(t):
+        key = None if pa.types.is_floating(t.key_type) else arrow_to_json(t.key_type, codec)
+        item = arrow_to_json(t.item_type, codec)
+        return lambda pairs: _map_to_json(pairs, key, item, codec)
+    if pa.types.is_struct(t):
+        fields = [(f.name, arrow_to_json(f.type, codec)) for f in t]
+        if all(c is None for _, c in fields):
+            return None
+        return lambda d: {n: (d[n] if c is None or d[n] is None else c(d[n])) for n, c in fields}
+    return None
+
+
+def _format_timestamp(ts: datetime, sep: str, zone: str) -> str:
+    if ts.tzinfo is not None:
+        ts = ts.astimezone(timezone.utc).replace(tzinfo=None)
+    # isoformat zero-pads every field (strftime's %Y does not, for years below 1000).
+    if not ts.microsecond:
+        return ts.isoformat(sep, "seconds") + zone
+    return ts.isoformat(sep, "microseconds").rstrip("0") + zone
+
+
+def _map_to_json(pairs: list[tuple[Any, Any]], key: Convert | None, item: Convert | None, codec: JsonCodec) -> dict:
+    out = {}
+    for k, v in pairs:
+        if k is None:
+            if codec.map_null_key_mode == "DROP":
+                continue
+            if codec.map_null_key_mode == "FAIL":
+                raise ValueError("a map has a null key; set 'json.map-null-key.mode' to DROP or LITERAL to write it")
+            k = codec.map_null_key_literal
+        elif key is not None:
+            k = key(k)
+        out[k if isinstance(k, str) else orjson.dumps(k).decode()] = v if item is None or v is None else item(v)
+    return out
