@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from tests.support.kafka_io import produce
@@ -109,41 +109,6 @@ def log_ends(bootstrap: str, topic: str, *, stable: bool = False) -> dict[int, i
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "tests", "isolation.level": isolation})
     try:
         return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions}
-    finally:
-        consumer.close()
-
-
-# A group coordinator not ready yet (a fresh broker creates __consumer_offsets on first use).
-_COORDINATOR_NOT_READY = (
-    KafkaError.NOT_COORDINATOR,
-    KafkaError.COORDINATOR_NOT_AVAILABLE,
-    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-)
-
-
-def marker(bootstrap: str, prefix: str, task: int, topic: str, timeout: float = 30) -> str | None:
-    """The exactly-once marker that task `task`'s transaction committed: the offset metadata, on partition 0 of
-    `topic`, of its marker group `<prefix>-<scope>-<task>` (pyspark_upsert_kafka.write.transactions); the
-    markers of every scope found, one per line, or None."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    pattern = re.compile(re.escape(prefix) + r"-[a-z0-9]+-" + str(task))
-    groups = [g.group_id for g in admin.list_consumer_groups(request_timeout=10).result().valid]
-    found = [_group_marker(bootstrap, g, topic, timeout) for g in sorted(groups) if pattern.fullmatch(g)]
-    return "\n".join(m for m in found if m) or None
-
-
-def _group_marker(bootstrap: str, group: str, topic: str, timeout: float) -> str | None:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "isolation.level": "read_committed"})
-    deadline = time.monotonic() + timeout
-    try:
-        while True:
-            try:
-                (committed,) = consumer.committed([TopicPartition(topic, 0)], timeout=10)
-                return committed.metadata or None
-            except KafkaException as e:
-                if e.args[0].code() not in _COORDINATOR_NOT_READY or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
     finally:
         consumer.close()
 

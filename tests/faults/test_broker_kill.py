@@ -25,7 +25,6 @@ from tests.faults.helpers import (
     committed_source_offsets,
     guarantee_options,
     log_ends,
-    marker,
     produce_two_partitions,
     report,
     tally,
@@ -34,6 +33,7 @@ from tests.faults.helpers import (
 from tests.faults.hooks import block_first_attempt
 from tests.support.kafka_io import create_topic
 from tests.support.read_helpers import wait_for
+from tests.support.write_helpers import task_marker
 from tests.workers.failure_injection import open_transaction_has_records
 
 ROWS_PER_TASK = 800
@@ -92,7 +92,7 @@ def test_broker_restarted_mid_stream_loses_nothing_and_exactly_once_duplicates_n
         # flight (more records in the log than the earlier micro-batches and the other task wrote).
         if guarantee == "exactly-once":
             done, other = f" batch {batch} to ", 1 - partition
-            wait_for(lambda: done in (marker(servers, target, other, target) or ""), "the other task's commit", 60)
+            wait_for(lambda: done in (task_marker(servers, target, other, target) or ""), "the other task's commit", 60)
             wait_for(lambda: open_transaction_has_records(servers, target), "an open transaction with records", 30)
         else:
             before = 2 * ROWS_PER_TASK * batch + ROWS_PER_TASK

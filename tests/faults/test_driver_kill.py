@@ -18,7 +18,6 @@ from pathlib import Path
 from tests.faults.helpers import (
     SEED,
     log_ends,
-    marker,
     produce_two_partitions,
     report,
     session_pids,
@@ -29,6 +28,7 @@ from tests.faults.helpers import (
 )
 from tests.faults.hooks import OPEN_AFTER
 from tests.support.read_helpers import wait_for
+from tests.support.write_helpers import task_marker
 from tests.workers.failure_injection import open_transaction_has_records
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,7 +105,7 @@ def test_driver_killed_mid_batch_and_restarted_from_its_checkpoint_writes_every_
         assert driver.running(), f"the driver ended before its kill point:\n{driver.tail()}"
         wait_for(lambda: open_transaction_has_records(bootstrap, target), "records in an open transaction", 30)
         done = f" batch {batch} to "
-        wait_for(lambda: done in (marker(bootstrap, target, other, target) or ""), "the other task's commit", 60)
+        wait_for(lambda: done in (task_marker(bootstrap, target, other, target) or ""), "the other task's commit", 60)
     finally:
         killed_processes = driver.kill()
     assert uncommitted_batch(checkpoint) == batch, "the killed micro-batch must be planned and not committed"

@@ -14,7 +14,6 @@ from tests.faults.helpers import (
     SEED,
     arrow_batch_rows,
     guarantee_options,
-    marker,
     next_batch,
     produce_two_partitions,
     report,
@@ -24,6 +23,7 @@ from tests.faults.helpers import (
 )
 from tests.faults.hooks import OPEN_AFTER, block_first_attempt
 from tests.support.read_helpers import wait_for
+from tests.support.write_helpers import task_marker
 from tests.workers.failure_injection import open_transaction_has_records
 
 STOPS = 10
@@ -68,7 +68,7 @@ def test_query_stopped_mid_batch_ten_times_and_restarted_writes_every_record_exa
             signal.mkdir()
             # A task that committed this micro-batch in an earlier run finds its marker and writes nothing.
             done = f" batch {batch} to "
-            skipped = done in (marker(bootstrap, target, partition, target) or "")
+            skipped = done in (task_marker(bootstrap, target, partition, target) or "")
             began = time.monotonic()
             query = start(block_first_attempt(batch, {partition: row}, str(signal)))
             try:
@@ -78,7 +78,7 @@ def test_query_stopped_mid_batch_ten_times_and_restarted_writes_every_record_exa
                     with_records += 1
                 # The other task commits its part of the micro-batch before the stop: the restart must skip it.
                 other = 1 - partition
-                committed = lambda o=other, d=done: d in (marker(bootstrap, target, o, target) or "")  # noqa: E731
+                committed = lambda o=other, d=done: d in (task_marker(bootstrap, target, o, target) or "")  # noqa: E731
                 wait_for(committed, "the other commit", 60)
                 reached = time.monotonic()
                 query.stop()

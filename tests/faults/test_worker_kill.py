@@ -22,12 +22,12 @@ from tests.faults.helpers import (
     descends_from,
     guarantee_options,
     log_ends,
-    marker,
     report,
     tally,
 )
 from tests.faults.hooks import KILL_AFTER_KEYS, PID_DIR, block_first_attempt
 from tests.support.read_helpers import wait_for
+from tests.support.write_helpers import task_marker
 from tests.workers.failure_injection import open_transaction_has_records
 
 ROWS = 20_000  # two tasks of 10,000
@@ -139,7 +139,7 @@ def test_udf_worker_killed_while_the_writer_holds_records_commits_nothing_partia
         lambda: json.loads(reached.read_text())["pid"] if reached.exists() else None,
         # Task 1 committed (its marker is there), so the open transaction with records is task 0's.
         lambda: (
-            marker(bootstrap, target, 1, target) is not None and open_transaction_has_records(bootstrap, target)
+            task_marker(bootstrap, target, 1, target) is not None and open_transaction_has_records(bootstrap, target)
         ),
         bootstrap,
         target,

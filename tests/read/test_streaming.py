@@ -3,45 +3,18 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import orjson
 
 from tests.support.kafka_io import produce
+from tests.support.read_helpers import Collector, wait_for
 
 CHANGES = "id INT, name STRING, price DOUBLE, _change_type STRING"
 
 
 def records(ids: range, name: str) -> list[tuple[bytes, bytes]]:
     return [(orjson.dumps({"id": i}), orjson.dumps({"id": i, "name": name, "price": i / 2})) for i in ids]
-
-
-class Collector:
-    """A foreachBatch sink keeping the rows of each micro-batch by its id. Spark replays a batch that ran but
-    was not committed (a query stopped right after foreachBatch) under the same id and offsets, so an
-    idempotent sink stores each id once, as here: the rows seen are then exactly what the source delivered."""
-
-    def __init__(self) -> None:
-        self.by_batch: dict[int, list[tuple]] = {}
-
-    def __call__(self, df, batch_id: int) -> None:
-        self.by_batch[batch_id] = [tuple(r) for r in df.collect()]
-
-    @property
-    def batches(self) -> list[int]:
-        return sorted(self.by_batch)
-
-    @property
-    def rows(self) -> list[tuple]:
-        return [row for batch in self.batches for row in self.by_batch[batch]]
-
-
-def wait_for(condition, what: str, timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
 
 
 def test_stream_reads_across_micro_batches_and_resumes_after_restart_exactly_once(

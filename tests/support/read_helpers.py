@@ -9,10 +9,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import orjson
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from tests.read.test_streaming import Collector, wait_for
+from tests.support.write_helpers import task_marker
 
 __all__ = [
     "Collector",
@@ -32,6 +32,34 @@ __all__ = [
 ]
 
 CHANGES = "id INT, name STRING, _change_type STRING"
+
+
+class Collector:
+    """A foreachBatch sink keeping the rows of each micro-batch by its id. Spark replays a batch that ran but
+    was not committed (a query stopped right after foreachBatch) under the same id and offsets, so an
+    idempotent sink stores each id once, as here: the rows seen are then exactly what the source delivered."""
+
+    def __init__(self) -> None:
+        self.by_batch: dict[int, list[tuple]] = {}
+
+    def __call__(self, df, batch_id: int) -> None:
+        self.by_batch[batch_id] = [tuple(r) for r in df.collect()]
+
+    @property
+    def batches(self) -> list[int]:
+        return sorted(self.by_batch)
+
+    @property
+    def rows(self) -> list[tuple]:
+        return [row for batch in self.batches for row in self.by_batch[batch]]
+
+
+def wait_for(condition, what: str, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
 
 
 def rec(i: int, name: str | None = "v", partition: int | None = None, ts: int | None = None) -> tuple:
@@ -128,27 +156,6 @@ def uncommit_last_batch(checkpoint: str) -> int:
     return last
 
 
-def _markers_committed(bootstrap: str, prefix: str, topic: str, tasks: Iterable[int]) -> bool:
-    """Whether each of `tasks` committed its exactly-once marker on `topic`: the marker group is named like the
-    task's transactional id, `<prefix>-<scope>-<task>` (connector/transactions.py)."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    groups = [g.group_id for g in admin.list_consumer_groups().result(10).valid if g.group_id.startswith(prefix + "-")]
-    for task in tasks:
-        named = [g for g in groups if g.endswith(f"-{task}")]
-        if not any(_has_marker(bootstrap, g, topic) for g in named):
-            return False
-    return True
-
-
-def _has_marker(bootstrap: str, group: str, topic: str) -> bool:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "isolation.level": "read_committed"})
-    try:
-        (marker,) = consumer.committed([TopicPartition(topic, 0)], timeout=10)
-        return bool(marker.metadata)
-    finally:
-        consumer.close()
-
-
 def fail_tasks(
     bootstrap: str, target: str, prefix: str, failing: Iterable[int], after: Iterable[int], flag: str, patience_s=60
 ):
@@ -167,7 +174,7 @@ def fail_tasks(
         task = TaskContext.get().partitionId()
         if task in failing and Path(flag).exists():
             deadline = time.monotonic() + patience_s
-            while time.monotonic() < deadline and not _markers_committed(bootstrap, prefix, target, after):
+            while time.monotonic() < deadline and not all(task_marker(bootstrap, prefix, t, target) for t in after):
                 time.sleep(0.2)
             raise RuntimeError(f"injected failure in task {task}")
         return value

@@ -3,10 +3,12 @@ Kafka holds, record by record or as the connector's table."""
 
 from __future__ import annotations
 
+import re
+import time
 from collections import Counter
 
 import orjson
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from tests.support.kafka_io import consume_all
@@ -62,5 +64,45 @@ def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "tests", "isolation.level": "read_uncommitted"})
     try:
         return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions}
+    finally:
+        consumer.close()
+
+
+# A group coordinator not ready yet (a fresh broker creates __consumer_offsets on first use).
+_COORDINATOR_NOT_READY = (
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+)
+
+
+def task_markers(bootstrap: str, prefix: str, topic: str, timeout: float = 30) -> dict[str, str | None]:
+    """The exactly-once marker groups of transactional-id prefix `prefix` (each named like its task's transactional
+    id, `<prefix>-<scope>-<task>`: pyspark_upsert_kafka.write.transactions) and the metadata each committed on
+    partition 0 of `topic`."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    pattern = re.compile(re.escape(prefix) + r"-[a-z0-9]+-\d+")
+    groups = sorted(g.group_id for g in admin.list_consumer_groups(request_timeout=10).result().valid)
+    return {g: _committed_metadata(bootstrap, g, topic, timeout) for g in groups if pattern.fullmatch(g)}
+
+
+def task_marker(bootstrap: str, prefix: str, task: int, topic: str) -> str | None:
+    """The markers task `task` committed on `topic` (of every scope found, one per line), or None."""
+    found = [m for g, m in task_markers(bootstrap, prefix, topic).items() if m and g.endswith(f"-{task}")]
+    return "\n".join(found) or None
+
+
+def _committed_metadata(bootstrap: str, group: str, topic: str, timeout: float) -> str | None:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "isolation.level": "read_committed"})
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            try:
+                (committed,) = consumer.committed([TopicPartition(topic, 0)], timeout=10)
+                return committed.metadata or None
+            except KafkaException as e:
+                if e.args[0].code() not in _COORDINATOR_NOT_READY or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
     finally:
         consumer.close()

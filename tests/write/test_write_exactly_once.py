@@ -12,11 +12,10 @@ from pathlib import Path
 import orjson
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient
 
 from tests.support.kafka_io import consume_all, produce
 from tests.support.read_helpers import fail_tasks
-from tests.support.write_helpers import end_offsets, key_counts, write
+from tests.support.write_helpers import end_offsets, key_counts, task_markers, write
 from tests.workers.failure_injection import fail_first_attempt, open_transaction_has_records
 
 SCHEMA = "id INT, name STRING, price DOUBLE"
@@ -25,21 +24,6 @@ CHANGES = SCHEMA + ", _change_type STRING"
 
 def exactly_once(prefix: str) -> dict[str, str]:
     return {"sink.delivery-guarantee": "exactly-once", "sink.transactional-id-prefix": prefix}
-
-
-def marker_groups(bootstrap: str, prefix: str, topic: str) -> dict[str, str]:
-    """The exactly-once marker groups of `prefix` and the metadata each committed on `topic` partition 0."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    groups = [g.group_id for g in admin.list_consumer_groups().result().valid if g.group_id.startswith(prefix + "-")]
-    out = {}
-    for name in groups:
-        group = Consumer({"bootstrap.servers": bootstrap, "group.id": name})
-        try:
-            (marker,) = group.committed([TopicPartition(topic, 0)], timeout=10)
-        finally:
-            group.close()
-        out[name] = marker.metadata
-    return out
 
 
 def all_offsets(bootstrap: str, topic: str) -> int:
@@ -87,7 +71,7 @@ def test_each_task_commits_its_records_and_its_marker_in_one_transaction(spark, 
     assert all_offsets(bootstrap, topic) > 20
     # ... and commits the task's write id and the fingerprint of its rows, in the consumer group named like its
     # transactional id: <prefix>-<scope of this write>-<task>.
-    markers = marker_groups(bootstrap, topic, topic)
+    markers = task_markers(bootstrap, topic, topic)
     assert sorted(int(g.rsplit("-", 1)[1]) for g in markers) == [0, 1]
     assert len({g.rsplit("-", 1)[0] for g in markers}) == 1, "both tasks share the write's scope"
     for metadata in markers.values():
