@@ -46,7 +46,8 @@ ORDER_KEY = {"type": "record", "name": "OrderKey", "namespace": "shop", "fields"
 
 
 def confluent_client(url: str) -> SchemaRegistryClient:
-    return SchemaRegistryClient({"url": url})
+    # confluent-kafka's client waits forever by default: a request the registry never answers hung a run.
+    return SchemaRegistryClient({"url": url, "timeout": 30})
 
 
 def avro_options(opts: dict, url: str, roles: tuple[str, ...] = ("key", "value")) -> dict:
