@@ -31,6 +31,7 @@ from formats.codec import (
     Decoder,
     Encoder,
     FormatOptionError,
+    batch_from_records,
     decimals_fit,
     empty_batch,
     option_choice,
@@ -202,9 +203,11 @@ def json_reason(e: BaseException) -> str:
 def rows_to_batch(rows: list[list[Any]], schema: pa.Schema) -> tuple[pa.RecordBatch, list[tuple[int, str]]]:
     """Rows of converted values as a batch, one Arrow conversion per column; when a value does not fit its
     column after all, the rows that do not (index into `rows`, reason) are left out instead."""
+    if not rows or not len(schema):  # no columns: still one (empty) row per record
+        return batch_from_records([{}] * len(rows), schema), []
     try:
-        arrays = [pa.array(list(column), type=f.type) for column, f in zip(zip(*rows), schema)] if rows else None
-        return (empty_batch(schema) if arrays is None else pa.RecordBatch.from_arrays(arrays, schema=schema)), []
+        arrays = [pa.array(list(column), type=f.type) for column, f in zip(zip(*rows), schema)]
+        return pa.RecordBatch.from_arrays(arrays, schema=schema), []
     except (pa.ArrowException, *RECORD_ERRORS):
         pass
     kept, unfit = [], []
@@ -380,10 +383,11 @@ class JsonEncoder(Encoder):
                 return encoded
         columns = [json_values(column, convert) for column, convert in zip(batch.columns, self.converters)]
         names, dumps = self.names, orjson.dumps
+        rows = zip(*columns) if columns else [()] * batch.num_rows  # no columns: `{}` per row
         if self.codec.ignore_null_fields:
-            payloads = [dumps({n: v for n, v in zip(names, row) if v is not None}) for row in zip(*columns)]
+            payloads = [dumps({n: v for n, v in zip(names, row) if v is not None}) for row in rows]
         else:
-            payloads = [dumps(dict(zip(names, row))) for row in zip(*columns)]
+            payloads = [dumps(dict(zip(names, row))) for row in rows]
         return json_vector.jackson_escapes(payloads)
 
 
