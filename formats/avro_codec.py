@@ -162,6 +162,7 @@ class AvroEncoder(Encoder):
         self.maps_as_pydicts = ["strict" if _has_map(f.type) else None for f in schema]
 
     def encode(self, batch: pa.RecordBatch) -> list[bytes]:
+        n = batch.num_rows  # a cast of a batch without columns loses its row count
         if self.wire is not None:
             batch = batch.cast(self.wire)
         names = batch.schema.names
@@ -169,7 +170,7 @@ class AvroEncoder(Encoder):
         columns = [c.to_pylist(maps_as_pydicts=m) for c, m in zip(batch.columns, self.maps_as_pydicts)]
         buffer, ends = io.BytesIO(), []
         write, tell, prefix, writer = buffer.write, buffer.tell, self.prefix, self.writer
-        for values in zip(*columns):
+        for values in zip(*columns) if columns else [()] * n:  # no columns: an empty record each
             write(prefix)
             schemaless_writer(buffer, writer, dict(zip(names, values)))
             ends.append(tell())

@@ -115,6 +115,8 @@ def batch_from_records(records: list[dict], schema: pa.Schema) -> pa.RecordBatch
     whole batch instead of one Python list per column."""
     if not records:
         return empty_batch(schema)
+    if not len(schema):  # a batch of rows without columns
+        return pa.RecordBatch.from_struct_array(pa.array([{}] * len(records), pa.struct([])))
     # The struct's fields carry the schema's names, types and nullability: no cast needed after.
     return pa.RecordBatch.from_struct_array(pa.array(records, type=pa.struct(list(schema))))
 

@@ -27,6 +27,7 @@ from .codec import (
     Decoder,
     Encoder,
     FormatOptionError,
+    batch_from_records,
     decimal_overflow,
     empty_batch,
     option_flag,
@@ -123,6 +124,9 @@ class CsvDecoder(Decoder):
     def decode(self, payloads: Sequence[bytes]) -> Decoded:
         if not payloads:
             return Decoded(empty_batch(self.schema))
+        if not len(self.schema):  # no columns: the encoder writes an empty record
+            failures = tuple((i, "expected an empty record: no columns") for i, p in enumerate(payloads) if p)
+            return Decoded(batch_from_records([{}] * (len(payloads) - len(failures)), self.schema), failures)
         failures: dict[int, str] = {}
         lines = list(payloads)
         if self.codec.allow_comments:

@@ -202,8 +202,9 @@ class JsonEncoder(Encoder):
                 return encoded
         columns = [json_values(column, convert) for column, convert in zip(batch.columns, self.converters)]
         names, dumps = self.names, orjson.dumps
+        rows = zip(*columns) if columns else [()] * batch.num_rows  # no columns: `{}` per row
         if self.codec.ignore_null_fields:
-            payloads = [dumps({n: v for n, v in zip(names, row) if v is not None}) for row in zip(*columns)]
+            payloads = [dumps({n: v for n, v in zip(names, row) if v is not None}) for row in rows]
         else:
-            payloads = [dumps(dict(zip(names, row))) for row in zip(*columns)]
+            payloads = [dumps(dict(zip(names, row))) for row in rows]
         return json_vector.jackson_escapes(payloads)

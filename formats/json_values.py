@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import pyarrow as pa
 
-from .codec import FormatOptionError, empty_batch
+from .codec import FormatOptionError, batch_from_records
 from .java_numbers import decimal_text, float_texts
 
 if TYPE_CHECKING:
@@ -44,9 +44,11 @@ def json_reason(e: BaseException) -> str:
 def rows_to_batch(rows: list[list[Any]], schema: pa.Schema) -> tuple[pa.RecordBatch, list[tuple[int, str]]]:
     """Rows of converted values as a batch, one Arrow conversion per column; when a value does not fit its
     column after all, the rows that do not (index into `rows`, reason) are left out instead."""
+    if not rows or not len(schema):  # no columns: still one (empty) row per record
+        return batch_from_records([{}] * len(rows), schema), []
     try:
-        arrays = [pa.array(list(column), type=f.type) for column, f in zip(zip(*rows), schema)] if rows else None
-        return (empty_batch(schema) if arrays is None else pa.RecordBatch.from_arrays(arrays, schema=schema)), []
+        arrays = [pa.array(list(column), type=f.type) for column, f in zip(zip(*rows), schema)]
+        return pa.RecordBatch.from_arrays(arrays, schema=schema), []
     except (pa.ArrowException, *RECORD_ERRORS):
         pass
     kept, unfit = [], []

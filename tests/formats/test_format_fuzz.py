@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from decimal import Decimal
 
-import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -45,6 +44,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 from pyspark_upsert_kafka.errors import RecordError
+from pyspark_upsert_kafka.formats.codec import batch_from_records
 from pyspark_upsert_kafka.read.decode import RangeDecoder
 from pyspark_upsert_kafka.read.fetch import Records
 from pyspark_upsert_kafka.read.offsets import PartitionRange
@@ -164,6 +164,10 @@ CASES = [
         "raw-key-json-value", "raw", one("id", ShortType()), [{"id": 3}],
         "json", [field("v", BooleanType()), field("w", FloatType())], [{"v": True, "w": 1e-45}, {"v": None, "w": None}],
     ),
+    # Every column in the key: the value has no columns (`{}`, an empty csv line, an empty Avro record).
+    Case("key-only-json", "json", KEY, KEY_ROWS, "json", [], [{}]),
+    Case("key-only-csv", "csv", KEY, KEY_ROWS, "csv", [], [{}]),
+    Case("key-only-avro", "avro", KEY, KEY_ROWS, "avro", [], [{}]),
 ]  # fmt: skip
 
 
@@ -180,11 +184,9 @@ def prepare(case: Case, registry_url: str | None) -> Prepared:
     spec = parse_read_spec(case.options(False, registry_url), case.table(), streaming=False)
     skipping = parse_read_spec(case.options(True, registry_url), case.table(), streaming=False)
     layout = spec.layout
-    keys = layout.key_codec.encoder(layout.key_schema).encode(
-        pa.RecordBatch.from_pylist(case.key_rows, schema=layout.key_schema)
-    )
+    keys = layout.key_codec.encoder(layout.key_schema).encode(batch_from_records(case.key_rows, layout.key_schema))
     values = layout.value_codec.encoder(layout.value_schema).encode(
-        pa.RecordBatch.from_pylist(case.value_rows, schema=layout.value_schema)
+        batch_from_records(case.value_rows, layout.value_schema)
     )
     return Prepared(case, spec, skipping, keys, values)
 

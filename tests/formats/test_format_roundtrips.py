@@ -1,6 +1,6 @@
 """Property-based round trips of every format (no Kafka): random schemas of every Spark type, nested,
 with nulls, encoded then decoded give the same rows. avro-confluent goes through the real registry; the
-user codec example (tests/workers/tsv_codec.py) is held to the same property for the flat types it takes."""
+user codec example (tests/tsv_codec.py) is held to the same property for the flat types it takes."""
 
 from __future__ import annotations
 
@@ -209,3 +209,15 @@ def test_user_codec_example_round_trips_flat_rows(batch):
                 row[name] = None
     batch = pa.RecordBatch.from_pylist(rows, schema=batch.schema) if rows else batch
     assert round_trip("tests.workers.tsv_codec:TsvCodec", batch) == batch.to_pylist()
+
+
+def test_a_value_without_columns_is_one_record_per_row_and_reads_back_as_as_many_rows():
+    """Every column in the key (value.fields-include=EXCEPT_KEY): each row still has a value record."""
+    empty = pa.schema([])
+    three = pa.RecordBatch.from_struct_array(pa.array([{}] * 3, pa.struct([])))
+    for fmt, record in (("json", b"{}"), ("csv", b""), ("avro", b"")):
+        codec = make_codec(fmt, "value.format", {}, CodecContext("value", ("t",)))
+        payloads = codec.encoder(empty).encode(three)
+        assert payloads == [record] * 3, fmt
+        decoded = codec.decoder(empty).decode([*payloads, b"x"])
+        assert decoded.batch.num_rows == 3 and [i for i, _ in decoded.failures] == [3], fmt
