@@ -1,4 +1,4 @@
-"""The README's option table, generated from connector/option_table.py so the two cannot drift apart.
+"""The README's option table, generated from connector/options/catalog.py so the two cannot drift apart.
 
     integration/dev python -m integration.readme_options    # rewrites the table between the markers
 

@@ -2,7 +2,7 @@
 
 `none`: acks=1, no idempotence. `at-least-once` (default): idempotent, acks=all; the task succeeds only
 after every record is acknowledged. `exactly-once`: the same inside one transaction per task
-(connector.transactions). In every mode a record that fails fails the task, naming its topic and key.
+(write.transactions). In every mode a record that fails fails the task, naming its topic and key.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ _LOCAL_PROPERTIES = ("streaming.sql.batchId", "sql.streaming.queryId")
 
 def plan_write(options: dict, schema: StructType, overwrite: bool, query_id: str | None = None) -> WritePlan:
     """Parse the options and ask the brokers, once on the driver before any task starts. `query_id`: the
-    streaming query's, when the driver can tell it (connector.transactions names its transactional ids)."""
+    streaming query's, when the driver can tell it (write.transactions names its transactional ids)."""
     spec = parse_write_spec(options, schema)
     if overwrite and spec.topics.pattern is not None:
         raise OptionError(

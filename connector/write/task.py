@@ -2,8 +2,8 @@
 
 Per batch, with Arrow compute: change kinds classified (pre-images dropped, deletes marked), null keys
 and per-row topics checked, keys encoded once. Then either straight to the producer, or through the
-reducing buffer (connector.reducing_buffer), which encodes values only for the last row of each key.
-Records leave through connector.sender, which applies the delivery guarantee.
+reducing buffer (write.buffer), which encodes values only for the last row of each key.
+Records leave through write.producer, which applies the delivery guarantee.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class WritePlan:
 
     spec: WriteSpec
     target: WriteTarget
-    fresh_id: str  # this write's id, unless Spark runs it for a micro-batch (connector.transactions)
+    fresh_id: str  # this write's id, unless Spark runs it for a micro-batch (write.transactions)
     collect_keys: bool = False  # overwrite: tasks report every key they were given
 
 

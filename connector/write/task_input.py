@@ -10,7 +10,7 @@ closes it. This module looks at those next bytes (without consuming them) once t
 The socket is not part of the Data Source API: it is the local `input_data_stream` of PySpark's worker code
 (4.x), found on the stack by the worker's source file rather than its module name, because a worker started
 without the daemon (`spark.python.use.daemon=false`) runs that file as `__main__`. When it is not there the
-answer is "unknown" (None), and an exactly-once write then refuses to commit (connector.write).
+answer is "unknown" (None), and an exactly-once write then refuses to commit (write.task).
 """
 
 from __future__ import annotations

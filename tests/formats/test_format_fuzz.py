@@ -4,7 +4,7 @@ error naming topic, partition, offset, key or value and the format (RecordError)
 a counted skip. Never another exception, never a hang; and a record's outcome is a function of its own bytes
 (decoded alone or among any others, it decodes to the same row or fails).
 
-Decoding runs through the read side's decode step (connector/decode.py) without Spark or Kafka; one test
+Decoding runs through the read side's decode step (connector/read/decode.py) without Spark or Kafka; one test
 reads mutated records end to end from the real broker. Each test prints how many cases it tried."""
 
 from __future__ import annotations

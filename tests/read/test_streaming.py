@@ -57,7 +57,7 @@ def test_stream_reads_across_micro_batches_and_resumes_after_restart_exactly_onc
     assert sorted(r[0] for r in new_rows) == list(range(20, 25)), "the restart must resume, not re-read"
 
     # The checkpointed offset is Spark's Kafka form, canonical, with the next offset per partition, after
-    # the way the batch was planned (connector/offsets.py).
+    # the way the batch was planned (connector/read/offsets.py).
     offsets_dir = Path(checkpoint) / "offsets"
     last = max(offsets_dir.iterdir(), key=lambda p: int(p.name) if p.name.isdigit() else -1)
     stored = last.read_text().strip().splitlines()[-1]
