@@ -8,6 +8,9 @@ installing this package is all it takes for `format("upsert-kafka")` to work.
 from .datasource import UpsertKafkaDataSource
 from .errors import (
     DataLossError,
+    KafkaAuthenticationError,
+    KafkaAuthorizationError,
+    KafkaClientError,
     KafkaUnavailableError,
     OptionError,
     RecordError,
@@ -28,6 +31,9 @@ __all__ = [
     "DefaultSource",
     "Encoder",
     "FormatOptionError",
+    "KafkaAuthenticationError",
+    "KafkaAuthorizationError",
+    "KafkaClientError",
     "KafkaUnavailableError",
     "OptionError",
     "RecordError",

@@ -14,8 +14,21 @@ class OptionError(UpsertKafkaError, ValueError):
     """An option is missing, unknown, invalid or in conflict with another."""
 
 
-class KafkaUnavailableError(UpsertKafkaError):
-    """The brokers could not be reached or did not answer in time."""
+class KafkaClientError(UpsertKafkaError):
+    """A call to the Kafka brokers failed for good; the message says what failed and what to change."""
+
+
+class KafkaUnavailableError(KafkaClientError):
+    """The brokers could not be reached, or kept answering with transient errors, for longer than the query
+    waits for them (options 'client.timeout', 'client.retries' and 'client.retry-interval')."""
+
+
+class KafkaAuthenticationError(KafkaClientError):
+    """The brokers refused this client's credentials (SASL) or its TLS connection."""
+
+
+class KafkaAuthorizationError(KafkaClientError):
+    """An ACL denies this client's user an operation; the message names the resource and what to grant."""
 
 
 class TopicError(UpsertKafkaError):

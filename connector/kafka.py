@@ -1,7 +1,8 @@
-"""librdkafka clients built from a KafkaSpec, and the few broker questions the driver asks.
+"""librdkafka clients built from a KafkaSpec, and the broker look-ups the driver makes.
 
-Every call to the brokers is bounded by the spec's timeout and turns librdkafka's failures into one
-error that names the servers and what to change; no credential ever reaches a message or a log.
+Every call to the brokers goes through kafka_errors.call: bounded by the spec's timeout, transient errors
+retried within the spec's bound, and every failure turned into one error that names the servers and what
+to change; no credential ever reaches a message or a log.
 """
 
 from __future__ import annotations
@@ -10,27 +11,43 @@ import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, ResourceType
 
-from .errors import KafkaUnavailableError, OptionError, TopicError
+from .errors import KafkaAuthorizationError, OptionError, TopicError
+from .kafka_errors import ClientErrors, call, is_transient
 from .options.common import KafkaSpec
 
 log = logging.getLogger("upsert_kafka")
 _client_log = logging.getLogger("upsert_kafka.librdkafka")
 
-
-def admin_client(kafka: KafkaSpec) -> AdminClient:
-    return AdminClient(kafka.client_config(logger=_client_log))
+T = TypeVar("T")
 
 
-def consumer(kafka: KafkaSpec) -> Consumer:
+def admin_client(kafka: KafkaSpec, errors: ClientErrors | None = None, **owned: Any) -> AdminClient:
+    admin = _new(AdminClient, kafka, kafka.client_config(logger=_client_log, **_error_cb(errors), **owned))
+    if errors is not None:
+        errors.serve = admin.poll
+    return admin
+
+
+def consumer(kafka: KafkaSpec, errors: ClientErrors | None = None) -> Consumer:
     """A consumer for explicitly assigned ranges: no group membership, no offset commits."""
     # The range reader depends on every one of these; the user's properties cannot change them. A start
     # below the log start must fail (data loss), unless the user chose to skip lost offsets.
-    return Consumer(
+    return _new(
+        Consumer,
+        kafka,
         kafka.client_config(
             **{
                 "group.id": "pyspark-upsert-kafka",  # required by librdkafka; never joined or committed
@@ -40,9 +57,17 @@ def consumer(kafka: KafkaSpec) -> Consumer:
                 "enable.partition.eof": True,
                 "auto.offset.reset": "error",  # a start below the log start is data loss (read.fetch decides)
                 "logger": _client_log,
+                **_error_cb(errors),
             }
-        )
+        ),
     )
+
+
+def group_consumer(kafka: KafkaSpec, group_id: str, errors: ClientErrors | None = None) -> Consumer:
+    """A consumer that only reads `group_id`'s committed offsets (read_committed: offsets of transactions
+    still completing are waited for); never joins the group. The user's properties cannot change these."""
+    config = {"group.id": group_id, "enable.auto.commit": False, "isolation.level": "read_committed"}
+    return _new(Consumer, kafka, kafka.client_config(logger=_client_log, **config, **_error_cb(errors)))
 
 
 # Producer settings the user may tune with `properties.*`.
@@ -54,10 +79,18 @@ _PRODUCER_DEFAULTS = {
 }
 
 
-def producer(kafka: KafkaSpec, on_delivery: Any, defaults: dict[str, Any] | None = None, **owned: Any) -> Producer:
+def producer(
+    kafka: KafkaSpec,
+    on_delivery: Any,
+    defaults: dict[str, Any] | None = None,
+    errors: ClientErrors | None = None,
+    **owned: Any,
+) -> Producer:
     """A producer partitioning like the Java client and reporting only failed deliveries. `defaults` go on top
     of ours and may be changed by the user's properties; `owned` (the delivery guarantee's) may not."""
-    return Producer(
+    client = _new(
+        Producer,
+        kafka,
         kafka.client_config(
             _PRODUCER_DEFAULTS | (defaults or {}),
             **{
@@ -67,58 +100,171 @@ def producer(kafka: KafkaSpec, on_delivery: Any, defaults: dict[str, Any] | None
                 "delivery.report.only.error": True,
                 "on_delivery": on_delivery,
                 "logger": _client_log,
+                **_error_cb(errors),
                 **owned,
             },
+        ),
+    )
+    if errors is not None:
+        errors.serve = client.poll
+    return client
+
+
+def _new(cls: Callable[[dict[str, Any]], T], kafka: KafkaSpec, config: dict[str, Any]) -> T:
+    """The client, or an error naming the setting librdkafka refused (secret values never shown)."""
+    try:
+        return cls(config)
+    except KafkaException as e:
+        raise OptionError(
+            f"the Kafka client refused its configuration: {kafka.redact(e.args[0].str())}; check the "
+            "'properties.*' options (librdkafka's names: https://github.com/confluentinc/librdkafka/blob/master/"
+            "CONFIGURATION.md)"
+        ) from None
+
+
+def _error_cb(errors: ClientErrors | None) -> dict[str, Any]:
+    return {"error_cb": errors} if errors is not None else {}
+
+
+class Brokers:
+    """The driver's questions to the brokers, through one admin client, each under the retry policy. After a
+    transient error the client is made anew: its metadata may predate a broker restart or a leader change."""
+
+    def __init__(self, kafka: KafkaSpec, **owned: Any) -> None:
+        self.kafka, self._owned = kafka, owned
+        self._admin: AdminClient | None = None
+        self._errors = ClientErrors()
+
+    def __getstate__(self) -> dict:  # a client never travels: the receiver makes its own
+        return {"kafka": self.kafka, "_owned": self._owned, "_admin": None, "_errors": ClientErrors()}
+
+    @property
+    def admin(self) -> AdminClient:
+        if self._admin is None:
+            self._errors = ClientErrors()
+            self._admin = admin_client(self.kafka, self._errors, **self._owned)
+        return self._admin
+
+    def _reset(self) -> None:
+        self._admin = None
+
+    def call(
+        self,
+        what: str,
+        attempt: Callable[[AdminClient, float], T],
+        grant: str | None = None,
+        transient: Callable[[KafkaError], bool] = is_transient,
+    ) -> T:
+        """`attempt(admin, timeout_s)` under the retry policy (kafka_errors.call)."""
+        return call(
+            self.kafka,
+            what,
+            lambda timeout: attempt(self.admin, timeout),
+            errors=self._errors,
+            reset=self._reset,
+            grant=grant,
+            transient=transient,
         )
-    )
 
+    def metadata(self, topic: str | None = None) -> Any:
+        """The cluster's metadata: every topic's (never ask for one by name unless it must be: asking may create
+        it), or one topic's."""
+        what = "read metadata" if topic is None else f"read the metadata of topic '{topic}'"
+        return self.call(
+            what, lambda admin, timeout: admin.list_topics(topic=topic, timeout=timeout), "DESCRIBE on the topics"
+        )
 
-def _unavailable(kafka: KafkaSpec, what: str, error: BaseException) -> KafkaUnavailableError:
-    return KafkaUnavailableError(
-        f"could not {what} from the Kafka brokers {kafka.describe()} within {kafka.timeout_s:g} s "
-        f"({_reason(error)}). Check option 'properties.bootstrap.servers' and that the brokers are up, "
-        "or raise option 'client.timeout'."
-    )
+    def topic_partitions(self, topic: str) -> list[int]:
+        """The topic's partition ids, sorted; a missing topic is an error naming it."""
+        found = self.metadata().topics.get(topic)
+        if found is None:
+            raise TopicError(f"topic '{topic}' does not exist at {self.kafka.describe()} (option 'topic')")
+        if found.error is not None:
+            raise TopicError(f"topic '{topic}' is not usable: {found.error.str()}")
+        return sorted(found.partitions)
 
+    def list_offsets(
+        self, partitions: Mapping[str, list[int]], spec: Callable[[], OffsetSpec]
+    ) -> dict[str, dict[int, int]]:
+        """One request for an offset of each partition: `spec` is OffsetSpec.earliest, OffsetSpec.latest (the
+        last stable offset, as read_committed readers see it) or a function making a for_timestamp spec."""
+        out: dict[str, dict[int, int]] = {t: {} for t in partitions}
+        request = {TopicPartition(t, p): spec() for t, ps in partitions.items() for p in ps}
+        if not request:
+            return out
 
-def _reason(error: BaseException) -> str:
-    if isinstance(error, KafkaException) and error.args:
-        return error.args[0].str()
-    return str(error) or type(error).__name__
+        def attempt(admin: AdminClient, timeout: float) -> None:
+            futures = admin.list_offsets(
+                request, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=timeout
+            )
+            for tp, future in futures.items():
+                out[tp.topic][tp.partition] = future.result().offset
 
-
-def topic_partitions(admin: AdminClient, kafka: KafkaSpec, topic: str) -> list[int]:
-    """The topic's partition ids, sorted; a missing topic is an error naming it."""
-    try:
-        # All topics, not one by name: asking for one by name may auto-create it.
-        metadata = admin.list_topics(timeout=kafka.timeout_s)
-    except KafkaException as e:
-        raise _unavailable(kafka, "read metadata", e) from None
-    found = metadata.topics.get(topic)
-    if found is None:
-        raise TopicError(f"topic '{topic}' does not exist at {kafka.describe()} (option 'topic')")
-    if found.error is not None:
-        raise TopicError(f"topic '{topic}' is not usable: {found.error.str()}")
-    return sorted(found.partitions)
-
-
-def list_offsets(
-    admin: AdminClient, kafka: KafkaSpec, partitions: Mapping[str, list[int]], spec: Callable[[], OffsetSpec]
-) -> dict[str, dict[int, int]]:
-    """One request for an offset of each partition: `spec` is OffsetSpec.earliest, OffsetSpec.latest (the last
-    stable offset, as read_committed readers see it) or a function making a for_timestamp spec."""
-    request = {TopicPartition(t, p): spec() for t, ps in partitions.items() for p in ps}
-    out: dict[str, dict[int, int]] = {t: {} for t in partitions}
-    if not request:
+        self.call("list offsets", attempt, "DESCRIBE on the topics", _leaders_may_come_back)
         return out
-    read_committed = IsolationLevel.READ_COMMITTED
-    futures = admin.list_offsets(request, isolation_level=read_committed, request_timeout=kafka.timeout_s)
-    try:
-        for tp, future in futures.items():
-            out[tp.topic][tp.partition] = future.result().offset
-    except KafkaException as e:
-        raise _unavailable(kafka, "list offsets", e) from None
-    return out
+
+    def committed_offsets(self, group: str, partitions: Mapping[str, list[int]]) -> dict[str, dict[int, int]]:
+        """The group's committed offsets of those partitions (partitions without one are left out)."""
+        request = [
+            ConsumerGroupTopicPartitions(group, [TopicPartition(t, p) for t, ps in partitions.items() for p in ps])
+        ]
+        committed = self.call(
+            f"read the committed offsets of consumer group '{group}'",
+            lambda admin, timeout: (
+                admin.list_consumer_group_offsets(request, request_timeout=timeout)[group].result().topic_partitions
+            ),
+            f"DESCRIBE on consumer group '{group}' and DESCRIBE on the topics",
+        )
+        out: dict[str, dict[int, int]] = {}
+        for tp in committed:
+            if tp.offset >= 0:
+                out.setdefault(tp.topic, {})[tp.partition] = tp.offset
+        return out
+
+    def commit_offsets(self, group: str, offsets: Mapping[str, Mapping[int, int]]) -> None:
+        tps = [TopicPartition(t, p, o) for t, ps in offsets.items() for p, o in ps.items()]
+
+        def attempt(admin: AdminClient, timeout: float) -> None:
+            request = [ConsumerGroupTopicPartitions(group, tps)]
+            for future in admin.alter_consumer_group_offsets(request, request_timeout=timeout).values():
+                future.result()
+
+        self.call(f"commit offsets to consumer group '{group}'", attempt, f"READ on consumer group '{group}'")
+
+    def consumer_groups(self) -> list[str]:
+        """Every consumer group's id this user may see."""
+
+        def attempt(admin: AdminClient, timeout: float) -> list[str]:
+            listing = admin.list_consumer_groups(request_timeout=timeout).result()
+            if listing.errors:
+                log.warning("upsert-kafka: could not list every consumer group: %s", listing.errors[0].str())
+            return [g.group_id for g in listing.valid]
+
+        return self.call("list consumer groups", attempt, "DESCRIBE on the consumer groups")
+
+    def describe_config(self, resource: ConfigResource) -> dict[str, Any] | None:
+        """A resource's configuration; None when these credentials may not read it (limits are then not
+        checked)."""
+
+        def attempt(admin: AdminClient, timeout: float) -> dict[str, Any] | None:
+            try:
+                return admin.describe_configs([resource], request_timeout=timeout)[resource].result()
+            except KafkaException as e:
+                if e.args and e.args[0].code() in _NOT_AUTHORIZED:
+                    log.info("upsert-kafka: may not read the configuration of %s; its limits are not checked", resource)
+                    return None
+                raise
+
+        return self.call("read the broker configuration", attempt)
+
+
+def _leaders_may_come_back(error: KafkaError) -> bool:
+    # librdkafka's offsets look-up reports partitions without a leader yet (a broker just restarted) as
+    # "Failed to query partition leaders: No leaders found" with the generic code _NOENT.
+    return is_transient(error) or error.code() == KafkaError._NOENT
+
+
+_NOT_AUTHORIZED = (KafkaError.CLUSTER_AUTHORIZATION_FAILED, KafkaError.TOPIC_AUTHORIZATION_FAILED)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -147,56 +293,35 @@ def describe_write_target(
 
     transaction_timeout_ms: for exactly-once, the user's timeout (None: our default), checked against
     the brokers' transaction.max.timeout.ms; pass 0 for writes without transactions."""
-    errors: list[Any] = []
-    # Never create a topic by asking about it; collect authentication errors, which metadata calls hide.
-    admin = AdminClient(
-        kafka.client_config(logger=_client_log, error_cb=errors.append, **{"allow.auto.create.topics": False})
-    )
-    try:
-        metadata = admin.list_topics(timeout=kafka.timeout_s)
-    except KafkaException as e:
-        admin.poll(0)
-        raise _authentication_failed(kafka, errors) or _unavailable(kafka, "read metadata", e) from None
-    broker = _broker_config(admin, kafka, metadata)
+    brokers = Brokers(kafka, **{"allow.auto.create.topics": False})  # never create a topic by asking about it
+    metadata = brokers.metadata()
+    broker = brokers.describe_config(ConfigResource(ResourceType.BROKER, str(next(iter(metadata.brokers)))))
     if pattern is not None:
         topics = tuple(sorted(t for t in metadata.topics if re.fullmatch(pattern, t)))
     else:
         topics = tuple(t for t in names if t in metadata.topics)
         missing = [t for t in names if t not in metadata.topics]
         if missing:
-            check_missing_topics(admin, kafka, missing, _creates_topics(broker))
+            check_missing_topics(brokers, missing, _creates_topics(broker))
     return WriteTarget(
         topics=topics,
-        max_message_bytes=_max_message_bytes(admin, kafka, topics),
+        max_message_bytes=_max_message_bytes(brokers, topics),
         transaction_timeout_ms=None
         if transaction_timeout_ms == 0
         else _transaction_timeout(broker, transaction_timeout_ms),
     )
 
 
-def _authentication_failed(kafka: KafkaSpec, errors: list[Any]) -> KafkaUnavailableError | None:
-    for error in errors:
-        if error.code() == KafkaError._AUTHENTICATION:
-            return KafkaUnavailableError(
-                f"authentication with the Kafka brokers {kafka.describe()} failed ({error.str()}): check options "
-                "'properties.security.protocol', 'properties.sasl.mechanism', 'properties.sasl.username' and "
-                "'properties.sasl.password' (or the SSL certificate settings)"
-            )
-    return None
-
-
-def check_missing_topics(admin: AdminClient, kafka: KafkaSpec, missing: list[str], creates_topics: bool | None) -> None:
+def check_missing_topics(brokers: Brokers, missing: list[str], creates_topics: bool | None) -> None:
     """A topic absent from the listing is either not there or hidden from this user: ask by name to tell.
     A topic that is not there fails the write unless the brokers create topics on first write
     (creates_topics; None: their configuration is not readable, so the first record will tell)."""
-    try:
-        by_name = {t: admin.list_topics(topic=t, timeout=kafka.timeout_s).topics.get(t) for t in missing}
-    except KafkaException as e:
-        raise _unavailable(kafka, "read metadata", e) from None
-    for topic, found in by_name.items():
+    kafka = brokers.kafka
+    for topic in missing:
+        found = brokers.metadata(topic).topics.get(topic)
         code = found.error.code() if found is not None and found.error is not None else None
         if code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
-            raise TopicError(
+            raise KafkaAuthorizationError(
                 f"not authorized to write topic '{topic}' at {kafka.describe()}: grant this client's user WRITE "
                 "and DESCRIBE on the topic (exactly-once also needs READ on it, WRITE on the transactional ids "
                 "and READ on their consumer groups)"
@@ -210,34 +335,15 @@ def check_missing_topics(admin: AdminClient, kafka: KafkaSpec, missing: list[str
     log.info("topic(s) %s do not exist yet; %s on first write", ", ".join(missing), outcome)
 
 
-def _describe(admin: AdminClient, kafka: KafkaSpec, resource: ConfigResource) -> dict[str, Any] | None:
-    """A resource's configuration; None when these credentials may not read it (limits are then not checked)."""
-    try:
-        return admin.describe_configs([resource], request_timeout=kafka.timeout_s)[resource].result()
-    except KafkaException as e:
-        if e.args and e.args[0].code() in _NOT_AUTHORIZED:
-            log.info("upsert-kafka: may not read the configuration of %s; its limits are not checked", resource)
-            return None
-        raise _unavailable(kafka, "read the broker configuration", e) from None
-
-
-_NOT_AUTHORIZED = (KafkaError.CLUSTER_AUTHORIZATION_FAILED, KafkaError.TOPIC_AUTHORIZATION_FAILED)
-
-
-def _broker_config(admin: AdminClient, kafka: KafkaSpec, metadata: Any) -> dict[str, Any] | None:
-    broker = next(iter(metadata.brokers))
-    return _describe(admin, kafka, ConfigResource(ResourceType.BROKER, str(broker)))
-
-
 def _creates_topics(broker: dict[str, Any] | None) -> bool | None:
     entry = (broker or {}).get("auto.create.topics.enable")
     return None if entry is None else entry.value == "true"
 
 
-def _max_message_bytes(admin: AdminClient, kafka: KafkaSpec, topics: tuple[str, ...]) -> int | None:
+def _max_message_bytes(brokers: Brokers, topics: tuple[str, ...]) -> int | None:
     limits = []
     for topic in topics:
-        config = _describe(admin, kafka, ConfigResource(ResourceType.TOPIC, topic))
+        config = brokers.describe_config(ConfigResource(ResourceType.TOPIC, topic))
         if config is None:
             return None
         limits.append(int(config["max.message.bytes"].value))

@@ -84,7 +84,23 @@ COMMON_OPTIONS: tuple[OptionDoc, ...] = (
         "client.timeout",
         "30 s",
         BOTH,
-        "How long a metadata or offset request to the brokers may take before the query fails.",
+        "How long one request to the brokers (metadata, offsets, a transaction step) may wait for an answer.",
+    ),
+    OptionDoc(
+        "client.retries",
+        "30",
+        BOTH,
+        "How many times a request that met a transient error (a broker restarting, a leader or coordinator moving, "
+        "no answer in time) is retried before the query fails. A query waits at most `client.timeout` + "
+        "`client.retries` * `client.retry-interval` (60 s by default) for its brokers.",
+        ("fetchOffset.numRetries",),
+    ),
+    OptionDoc(
+        "client.retry-interval",
+        "1 s",
+        BOTH,
+        "The pause between two retries of a request that met a transient error (a bare number is milliseconds).",
+        ("fetchOffset.retryIntervalMs",),
     ),
     OptionDoc(
         "properties.*",

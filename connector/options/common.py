@@ -170,21 +170,55 @@ def parse_positive_int(options: Mapping[str, str], name: str) -> int | None:
     return int(raw)
 
 
+def parse_count(options: Mapping[str, str], name: str, default: int) -> int:
+    """A whole number, zero or more."""
+    raw = options.get(name)
+    if raw is None:
+        return default
+    if not raw.strip().isdigit():
+        raise OptionError(f"option '{name}' must be a whole number (0 or more), got '{raw}'")
+    return int(raw)
+
+
 # ---------------------------------------------------------------------------------------------
 # Specs
 
 
 @dataclass(frozen=True)
 class KafkaSpec:
-    """How to reach the brokers: the servers, pass-through client properties and the request timeout."""
+    """How to reach the brokers: the servers, pass-through client properties, the request timeout and how
+    transient errors are retried (kafka_errors.call)."""
 
     bootstrap_servers: str
     properties: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     timeout_s: float = 30.0
+    retries: int = 30
+    retry_interval_s: float = 1.0
 
     def __repr__(self) -> str:  # the spec may be logged: secret values never are
         shown = {k: "***" if is_secret(k) else v for k, v in self.properties}
-        return f"KafkaSpec({self.bootstrap_servers!r}, properties={shown}, timeout_s={self.timeout_s})"
+        return (
+            f"KafkaSpec({self.bootstrap_servers!r}, properties={shown}, timeout_s={self.timeout_s}, "
+            f"retries={self.retries}, retry_interval_s={self.retry_interval_s})"
+        )
+
+    @property
+    def patience_s(self) -> float:
+        """How long a broker look-up waits for the brokers at most: one request's timeout, plus the retries."""
+        return self.timeout_s + self.retries * self.retry_interval_s
+
+    def patience_doc(self) -> str:
+        return (
+            f"a query waits {self.patience_s:g} s for them (options 'client.timeout' = {self.timeout_s:g} s, "
+            f"'client.retries' = {self.retries}, 'client.retry-interval' = {self.retry_interval_s:g} s)"
+        )
+
+    def security_summary(self) -> str:
+        """The connection's security settings that are not secret, for error messages."""
+        props = dict(self.properties)
+        protocol = props.get("security.protocol", "plaintext")
+        mechanism = props.get("sasl.mechanism") or props.get("sasl.mechanisms")
+        return f"security.protocol={protocol}" + (f", sasl.mechanism={mechanism}" if mechanism else "")
 
     def client_config(self, defaults: Mapping[str, Any] | None = None, **owned: Any) -> dict[str, Any]:
         """librdkafka configuration: our tunable defaults, the user's pass-through properties on top, and on top
@@ -197,6 +231,13 @@ class KafkaSpec:
     def describe(self) -> str:
         """For error messages: the servers only, never a credential."""
         return f"'{self.bootstrap_servers}'"
+
+    def redact(self, text: str) -> str:
+        """`text` with the value of every secret property replaced by ***."""
+        for name, value in self.properties:
+            if is_secret(name) and value:
+                text = text.replace(value, "***")
+        return text
 
 
 def parse_kafka_spec(options: Mapping[str, str]) -> KafkaSpec:
@@ -215,8 +256,13 @@ def parse_kafka_spec(options: Mapping[str, str]) -> KafkaSpec:
         if reserved is not None and prop not in GUARANTEE_PROPERTIES:
             check_reserved(prop, value)
         properties.append((prop, value))
-    timeout = parse_duration(options, "client.timeout", "30 s")
-    return KafkaSpec(servers, tuple(properties), timeout)
+    return KafkaSpec(
+        servers,
+        tuple(properties),
+        timeout_s=parse_duration(options, "client.timeout", "30 s"),
+        retries=parse_count(options, "client.retries", 30),
+        retry_interval_s=parse_duration(options, "client.retry-interval", "1 s", allow_zero=True),
+    )
 
 
 def check_reserved(prop: str, value: str) -> None:

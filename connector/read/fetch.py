@@ -15,10 +15,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, TopicPartition
 
 from ..errors import KafkaUnavailableError
 from ..kafka import consumer
+from ..kafka_errors import ClientErrors, call, is_transient, kafka_error
 from ..options.common import KafkaSpec
 from .offsets import PartitionRange, lost
 
@@ -65,21 +66,32 @@ def fetch_range(
 ) -> Iterator[Records]:
     if rng.end <= rng.start:
         return
-    client = consumer(kafka)  # auto.offset.reset=error: offsets gone under the range are reported, not followed
+    errors = ClientErrors()
+    client = consumer(kafka, errors)  # auto.offset.reset=error: offsets gone under the range are reported
     try:
         client.assign([TopicPartition(rng.topic, rng.partition, rng.start)])
         readers = [(kind, _META_READERS[kind]) for kind in meta_kinds if kind in _META_READERS]
-        yield from _chunks(client, kafka, rng, readers, chunk_records, fail_on_data_loss)
+        yield from _chunks(client, errors, kafka, rng, readers, chunk_records, fail_on_data_loss)
     finally:
         client.close()
 
 
 def _chunks(
-    client: Any, kafka: KafkaSpec, rng: PartitionRange, readers: list, chunk_records: int, fail_on_data_loss: bool
+    client: Any,
+    errors: ClientErrors,
+    kafka: KafkaSpec,
+    rng: PartitionRange,
+    readers: list,
+    chunk_records: int,
+    fail_on_data_loss: bool,
 ) -> Iterator[Records]:
+    # A broker restart or a leader change only pauses the records: librdkafka reconnects and fetches from the
+    # new leader by itself. No record for the spec's whole bound, or an error no retry cures, fails the task.
     position, last_progress = rng.start, time.monotonic()
     while position < rng.end:
         messages = client.consume(num_messages=min(chunk_records, rng.end - position), timeout=1.0)
+        if errors.final is not None:
+            raise kafka_error(kafka, f"read {rng}", errors.final, _read_grant(rng))
         records = Records([], [], [], {kind: [] for kind, _ in readers})
         keys, values, offsets = records.keys, records.values, records.offsets
         for m in messages:
@@ -91,9 +103,9 @@ def _chunks(
                         position = rng.end
                     continue
                 if error.code() not in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
-                    raise KafkaUnavailableError(
-                        f"reading {rng} from {kafka.describe()} failed at offset {position}: {error.str()}"
-                    )
+                    if is_transient(error):  # librdkafka goes on by itself; the stall bound below applies
+                        continue
+                    raise kafka_error(kafka, f"read {rng} (at offset {position})", error, _read_grant(rng))
                 position, last_progress = _past_lost(client, kafka, rng, position, fail_on_data_loss), time.monotonic()
                 break  # what this call returned after the error predates the new position
             offset = m.offset()
@@ -116,10 +128,16 @@ def _chunks(
             if end < rng.end:  # planned up to rng.end, the log now ends before it: truncated or recreated
                 lost(rng.topic, rng.partition, position, rng.end, fail_on_data_loss, _shrunk(first, end))
                 return
+            if time.monotonic() - last_progress <= kafka.patience_s:
+                continue  # the records are there: a broker restarting or a leader moving, waited for
             raise KafkaUnavailableError(
-                f"no record arrived for {kafka.timeout_s:g} s while reading {rng} at offset {position} "
-                f"from {kafka.describe()}; check the brokers, or raise option 'client.timeout'"
+                f"no record arrived for {kafka.patience_s:g} s while reading {rng} at offset {position} "
+                f"from {kafka.describe()}: check that the brokers are up; {kafka.patience_doc()}"
             )
+
+
+def _read_grant(rng: PartitionRange) -> str:
+    return f"READ and DESCRIBE on topic '{rng.topic}'"
 
 
 def _past_lost(client: Any, kafka: KafkaSpec, rng: PartitionRange, position: int, fail_on_data_loss: bool) -> int:
@@ -143,13 +161,10 @@ def _shrunk(first: int, end: int) -> str:
 
 def _log_bounds(client: Any, kafka: KafkaSpec, rng: PartitionRange, position: int) -> tuple[int, int]:
     """The partition's first offset and end (high watermark), from the broker."""
-    try:
-        return client.get_watermark_offsets(
-            TopicPartition(rng.topic, rng.partition), timeout=kafka.timeout_s, cached=False
-        )
-    except KafkaException as e:
-        raise KafkaUnavailableError(
-            f"reading {rng} from {kafka.describe()} stalled at offset {position}, and the partition's first and "
-            f"last offsets could not be read within {kafka.timeout_s:g} s ({e}); check the brokers, or raise "
-            "option 'client.timeout'"
-        ) from None
+    partition = TopicPartition(rng.topic, rng.partition)
+    return call(
+        kafka,
+        f"read the first and last offsets of {rng} (reading stopped at offset {position})",
+        lambda timeout: client.get_watermark_offsets(partition, timeout=timeout, cached=False),
+        grant=_read_grant(rng),
+    )

@@ -1,8 +1,9 @@
 """Driver side: which partitions to read, and from/to which offsets.
 
-One Planner per query keeps its admin client (Spark calls the streaming reader from one long-lived
-process). Bounds (earliest, latest, timestamp, group, specific) resolve to offsets here; admission
-control shares a record budget across partitions in proportion to their backlog.
+One Planner per query keeps its broker look-ups (Spark calls the streaming reader from one long-lived
+process); each rides out transient broker errors within the spec's bound (kafka_errors). Bounds (earliest,
+latest, timestamp, group, specific) resolve to offsets here; admission control shares a record budget across
+partitions in proportion to their backlog.
 """
 
 from __future__ import annotations
@@ -12,11 +13,10 @@ import re
 import time
 from collections.abc import Callable
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka.admin import OffsetSpec
 
 from ..errors import DataLossError, OptionError, TopicError
-from ..kafka import _unavailable, admin_client, list_offsets
+from ..kafka import Brokers
 from .offsets import Offsets, lost
 from .spec import EARLIEST, LATEST, Bound, ReadSpec
 
@@ -28,18 +28,12 @@ Partitions = dict[str, list[int]]
 class Planner:
     def __init__(self, spec: ReadSpec) -> None:
         self.spec = spec
-        self._admin: AdminClient | None = None
+        self.brokers = Brokers(spec.kafka)
         self._partitions: Partitions | None = None
         self._discovered_at = 0.0
 
     def __getstate__(self) -> dict:
-        return {"spec": self.spec, "_admin": None, "_partitions": None, "_discovered_at": 0.0}
-
-    @property
-    def admin(self) -> AdminClient:
-        if self._admin is None:
-            self._admin = admin_client(self.spec.kafka)
-        return self._admin
+        return {"spec": self.spec, "brokers": self.brokers, "_partitions": None, "_discovered_at": 0.0}
 
     # -- partitions ------------------------------------------------------------------------------
 
@@ -55,11 +49,7 @@ class Planner:
 
     def _lookup_partitions(self) -> Partitions:
         kafka, topics = self.spec.kafka, self.spec.topics
-        try:
-            # All topics, not one by name: asking for one by name may auto-create it.
-            metadata = self.admin.list_topics(timeout=kafka.timeout_s)
-        except KafkaException as e:
-            raise _unavailable(kafka, "read metadata", e) from None
+        metadata = self.brokers.metadata()
         if topics.pattern:
             pattern = re.compile(topics.pattern)
             names = [t for t in metadata.topics if pattern.fullmatch(t) and not t.startswith("__")]
@@ -75,7 +65,7 @@ class Planner:
     # -- offsets ---------------------------------------------------------------------------------
 
     def list_offsets(self, partitions: Partitions, spec: Callable[[], OffsetSpec]) -> dict:
-        return list_offsets(self.admin, self.spec.kafka, partitions, spec)
+        return self.brokers.list_offsets(partitions, spec)
 
     def earliest(self, partitions: Partitions) -> dict:
         return self.list_offsets(partitions, OffsetSpec.earliest)
@@ -124,20 +114,7 @@ class Planner:
         return out
 
     def _group_offsets(self, partitions: Partitions) -> dict:
-        group = self.spec.group_id
-        request = [
-            ConsumerGroupTopicPartitions(group, [TopicPartition(t, p) for t, ps in partitions.items() for p in ps])
-        ]
-        try:
-            result = self.admin.list_consumer_group_offsets(request, request_timeout=self.spec.kafka.timeout_s)
-            committed = result[group].result().topic_partitions
-        except KafkaException as e:
-            raise _unavailable(self.spec.kafka, f"read the committed offsets of group '{group}'", e) from None
-        out: dict[str, dict[int, int]] = {}
-        for tp in committed:
-            if tp.offset >= 0:
-                out.setdefault(tp.topic, {})[tp.partition] = tp.offset
-        return out
+        return self.brokers.committed_offsets(self.spec.group_id, partitions)
 
     def _group_fallback(self) -> str:
         return self.spec.group_fallback or "error"

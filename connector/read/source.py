@@ -10,7 +10,6 @@ import logging
 from collections.abc import Iterator
 
 import pyarrow as pa
-from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
@@ -19,7 +18,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from ..errors import DataLossError
+from ..errors import DataLossError, UpsertKafkaError
 from . import offsets
 from .decode import RangeDecoder
 from .fetch import fetch_range
@@ -208,12 +207,7 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         if not self.spec.group_id:
             return
         stop, _ = offsets.from_json(end)
-        tps = [TopicPartition(t, p, o) for t, ps in stop.items() for p, o in ps.items()]
         try:
-            futures = self.planner.admin.alter_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(self.spec.group_id, tps)], request_timeout=self.spec.kafka.timeout_s
-            )
-            for future in futures.values():
-                future.result()
-        except Exception as e:  # best effort by contract: log, never fail the query
+            self.planner.brokers.commit_offsets(self.spec.group_id, stop)
+        except UpsertKafkaError as e:  # best effort by contract: log, never fail the query
             log.warning("upsert-kafka: could not commit offsets to group '%s': %s", self.spec.group_id, e)

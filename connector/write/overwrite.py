@@ -13,7 +13,7 @@ import itertools
 
 from confluent_kafka.admin import OffsetSpec
 
-from ..kafka import admin_client, list_offsets, topic_partitions
+from ..kafka import Brokers
 from ..options.common import KafkaSpec
 from ..read.fetch import fetch_range
 from ..read.offsets import PartitionRange
@@ -49,10 +49,10 @@ def tombstone_missing_keys(plan: WritePlan, results: list[WriteResult]) -> int:
 
 def live_keys(kafka: KafkaSpec, topic: str) -> set[bytes]:
     """The keys of `topic` whose latest record carries a value, as read_committed sees it now."""
-    admin = admin_client(kafka)
-    partitions = topic_partitions(admin, kafka, topic)
-    start = list_offsets(admin, kafka, {topic: partitions}, OffsetSpec.earliest)[topic]
-    end = list_offsets(admin, kafka, {topic: partitions}, OffsetSpec.latest)[topic]
+    brokers = Brokers(kafka)
+    partitions = brokers.topic_partitions(topic)
+    start = brokers.list_offsets({topic: partitions}, OffsetSpec.earliest)[topic]
+    end = brokers.list_offsets({topic: partitions}, OffsetSpec.latest)[topic]
     has_value: dict[bytes | None, bool] = {}
     for p in partitions:
         for chunk in fetch_range(kafka, PartitionRange(topic, p, start[p], end[p])):

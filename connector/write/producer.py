@@ -17,8 +17,9 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
-from ..errors import RecordError, escaped_prefix
-from ..kafka import DEFAULT_TRANSACTION_TIMEOUT_MS, WriteTarget, admin_client, producer
+from ..errors import KafkaUnavailableError, RecordError, UpsertKafkaError, escaped_prefix
+from ..kafka import DEFAULT_TRANSACTION_TIMEOUT_MS, Brokers, WriteTarget, producer
+from ..kafka_errors import ACCESS_CODES, ClientErrors, call, kafka_error
 from .partitioners import load_partitioner
 from .spec import NONE, WriteSpec
 from .transactions import Fingerprint, TaskTransaction, transactional_id
@@ -54,17 +55,16 @@ def producer_settings(
 class Sender:
     """Produces one task's records; raises the first delivery failure, naming the record's topic and key."""
 
-    def __init__(
-        self, spec: WriteSpec, target: WriteTarget, txn_id: str | None = None, write_id: str = ""
-    ) -> None:
+    def __init__(self, spec: WriteSpec, target: WriteTarget, txn_id: str | None = None, write_id: str = "") -> None:
         self.spec, self.target = spec, target
         self.failure: tuple[Any, str, bytes | None] | None = None  # (error, topic, key) of the first failure
         self.failures = 0
-        self.client_error: Any = None
+        # Authentication, TLS and fatal errors reach only the error callback; without it they are timeouts.
+        self.errors = ClientErrors()
         defaults, owned = producer_settings(spec, target, txn_id)
-        self.client = producer(spec.kafka, self._on_delivery, defaults, error_cb=self._on_error, **owned)
+        self.client = producer(spec.kafka, self._on_delivery, defaults, self.errors, **owned)
         self.transaction = (
-            TaskTransaction(self.client, spec, txn_id, write_id, owned["transaction.timeout.ms"])
+            TaskTransaction(self.client, self.errors, spec, txn_id, write_id, owned["transaction.timeout.ms"])
             if txn_id is not None
             else None
         )
@@ -147,10 +147,13 @@ class Sender:
         return out
 
     def _partition_count(self, topic: str) -> int:
-        try:
-            found = self.client.list_topics(topic, timeout=self.spec.kafka.timeout_s).topics.get(topic)
-        except KafkaException as e:
-            raise RecordError(f"could not read the partitions of topic '{topic}': {e.args[0].str()}") from None
+        found = call(
+            self.spec.kafka,
+            f"read the partitions of topic '{topic}'",
+            lambda timeout: self.client.list_topics(topic, timeout=timeout),
+            errors=self.errors,
+            grant=f"DESCRIBE and WRITE on topic '{topic}'",
+        ).topics.get(topic)
         if found is None or found.error is not None or not found.partitions:
             reason = found.error.str() if found is not None and found.error is not None else "no partitions"
             raise RecordError(f"cannot write topic '{topic}' at {self.spec.kafka.describe()}: {reason}")
@@ -162,16 +165,25 @@ class Sender:
     def flush(self) -> None:
         """Wait until every record sent so far is acknowledged; raise the first failure."""
         deadline = time.monotonic() + 130 + self.spec.kafka.timeout_s  # beyond message.timeout.ms
-        remaining = self.client.flush(1.0)
+        remaining = self._flush()
         while remaining:
             self._raise_failure()
             if time.monotonic() > deadline:
-                raise RecordError(
+                raise KafkaUnavailableError(
                     f"{remaining} record(s) were still unacknowledged by {self.spec.kafka.describe()} after the "
                     "flush timeout; nothing of this task is reported as written"
                 )
-            remaining = self.client.flush(1.0)
+            remaining = self._flush()
         self._raise_failure()
+
+    def _flush(self) -> int:
+        try:
+            return self.client.flush(1.0)
+        except (KafkaException, SystemError):
+            # A fatal client error can surface from flush() itself (as a SystemError out of the C extension,
+            # seen on a producer-id request denied by an ACL): report the error the callback recorded.
+            self._raise_failure()
+            raise
 
     def _on_delivery(self, error: Any, message: Any) -> None:
         if error is not None:
@@ -179,22 +191,24 @@ class Sender:
             if self.failure is None:
                 self.failure = (error, message.topic(), message.key())
 
-    def _on_error(self, error: Any) -> None:
-        # Authentication failures and fatal errors would otherwise surface only as timeouts.
-        if error.code() == KafkaError._AUTHENTICATION or error.fatal():
-            self.client_error = error
-
     def _raise_failure(self) -> None:
         if self.failure is not None:
             error, topic, key = self.failure
             raise self._record_error(error, topic, key, self.failures)
-        if self.client_error is not None:
-            raise RecordError(
-                f"the Kafka client failed: {self.client_error.str()}{_hint(self.client_error.name(), None)}"
-            )
+        if self.errors.final is not None:
+            raise self._access_error(self.errors.final, self.first_topic)
 
-    def _record_error(self, error: Any, topic: str, key: bytes | None, count: int) -> RecordError:
-        return RecordError(
+    def _access_error(self, error: Any, topic: str | None) -> Exception:
+        where = f"topic '{topic}'" if topic else self.spec.topics.describe()
+        return kafka_error(self.spec.kafka, f"write to {where}", error, f"WRITE and DESCRIBE on {where}")
+
+    def _record_error(self, error: Any, topic: str, key: bytes | None, count: int) -> Exception:
+        if error.code() in ACCESS_CODES or self.errors.final is not None:
+            # Not this record's fault: the client's user or connection (authorization, authentication, TLS).
+            return self._access_error(self.errors.final or error, topic)
+        # Not acknowledged within message.timeout.ms: the brokers were away, the record is not at fault.
+        kind = KafkaUnavailableError if error.code() == KafkaError._MSG_TIMED_OUT else RecordError
+        return kind(
             f"{count} record(s) could not be written to topic '{topic}' at {self.spec.kafka.describe()}: "
             f"{error.str()}{_hint(error.name(), self.target.max_message_bytes)} (first failed record's key: "
             f"{escaped_prefix(key)})"
@@ -208,16 +222,11 @@ def _hint(name: str, max_message_bytes: int | None) -> str:
             f" — the record is larger than the topic accepts ({limit}) or than the client's "
             "'properties.message.max.bytes'"
         )
-    if name == "TOPIC_AUTHORIZATION_FAILED":
-        return " — grant this client's user WRITE and DESCRIBE on the topic"
     if name in ("UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_TOPIC"):
         return " — the topic does not exist and the brokers do not create topics on first write"
-    if name == "_AUTHENTICATION":
-        return " — check 'properties.sasl.username' / 'properties.sasl.password' and the security protocol"
     if name == "_MSG_TIMED_OUT":
         return " — not acknowledged in time: check that the brokers are up and reachable"
     return ""
-
 
 
 def fence(spec: WriteSpec, target: WriteTarget, scope: str, partition_ids: list[int]) -> None:
@@ -227,11 +236,12 @@ def fence(spec: WriteSpec, target: WriteTarget, scope: str, partition_ids: list[
     for partition_id in partition_ids:
         tid = transactional_id(spec, scope, partition_id)
         defaults, owned = producer_settings(spec, target, tid)
-        client = producer(spec.kafka, _ignore, defaults, **owned)
+        errors = ClientErrors()
+        client = producer(spec.kafka, _ignore, defaults, errors, **owned)
         try:
-            client.init_transactions(spec.kafka.timeout_s)
-        except KafkaException as e:
-            log.warning("upsert-kafka: could not abort open transactions of %s: %s", tid, e.args[0].str())
+            call(spec.kafka, f"fence transactional id '{tid}'", client.init_transactions, errors=errors)
+        except UpsertKafkaError as e:
+            log.warning("upsert-kafka: could not abort open transactions of %s: %s", tid, e)
 
 
 def fence_scope(spec: WriteSpec, target: WriteTarget, scope: str) -> None:
@@ -239,15 +249,12 @@ def fence_scope(spec: WriteSpec, target: WriteTarget, scope: str) -> None:
     that ever committed (their marker groups exist), whatever the task count now. An id that never committed
     is ended by the transaction timeout if no task of this run takes it over first."""
     pattern = re.compile(re.escape(f"{spec.transactional_id_prefix}-{scope}-") + r"(\d+)")
-    admin = admin_client(spec.kafka)  # kept referenced until the answer is in: a destroyed client answers nothing
     try:
-        listing = admin.list_consumer_groups(request_timeout=spec.kafka.timeout_s).result()
-    except KafkaException as e:
-        log.warning("upsert-kafka: could not list the exactly-once marker groups: %s", e.args[0].str())
+        groups = Brokers(spec.kafka).consumer_groups()
+    except UpsertKafkaError as e:
+        log.warning("upsert-kafka: could not list the exactly-once marker groups: %s", e)
         return
-    if listing.errors:
-        log.warning("upsert-kafka: could not list every exactly-once marker group: %s", listing.errors[0].str())
-    ids = sorted(int(m.group(1)) for g in listing.valid if (m := pattern.fullmatch(g.group_id)))
+    ids = sorted(int(m.group(1)) for g in groups if (m := pattern.fullmatch(g)))
     if ids:
         log.info("upsert-kafka: fencing %d transactional id(s) of %s", len(ids), transactional_id(spec, scope, 0))
         with ThreadPoolExecutor(max_workers=min(8, len(ids))) as pool:

@@ -34,9 +34,10 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from ..errors import RecordError
+from ..kafka import group_consumer
+from ..kafka_errors import ClientErrors, call, is_transient
 from .spec import WriteSpec
 
 log = logging.getLogger("upsert_kafka")
@@ -96,23 +97,24 @@ class TaskTransaction:
     """The transaction of one task on `client`, a producer configured with its transactional id."""
 
     def __init__(
-        self, client: Any, spec: WriteSpec, transactional_id: str, write_id: str, transaction_timeout_ms: int
+        self,
+        client: Any,
+        errors: ClientErrors,
+        spec: WriteSpec,
+        transactional_id: str,
+        write_id: str,
+        transaction_timeout_ms: int,
     ) -> None:
-        self.client, self.spec, self.id, self.write_id = client, spec, transactional_id, write_id
+        self.client, self.errors, self.spec, self.id, self.write_id = client, errors, spec, transactional_id, write_id
         self.timeout_s = spec.kafka.timeout_s
         self.transaction_timeout_ms = transaction_timeout_ms
         self.started: float | None = None
-        # The connector owns this consumer's group, isolation and commits: the user's properties cannot move them.
-        self._group = Consumer(
-            spec.kafka.client_config(
-                **{"group.id": transactional_id, "enable.auto.commit": False, "isolation.level": "read_committed"}
-            )
-        )
+        self._group = group_consumer(spec.kafka, transactional_id, errors)
 
     def begin(self) -> str | None:
         """Fence earlier attempts. When one of them committed this write already, return the fingerprint it
         committed (and open no transaction); else open the transaction and return None."""
-        self._call("start a transaction", self.client.init_transactions, self.timeout_s)
+        self._call("start a transaction", self.client.init_transactions)
         committed = self._committed()
         if committed is not None:
             log.info("upsert-kafka: %s already committed write '%s'", self.id, self.write_id)
@@ -124,14 +126,13 @@ class TaskTransaction:
 
     def _committed(self) -> str | None:
         # Read committed (KIP-447 require_stable): an offset of a transaction still completing is waited for.
-        topics = [t for t in self.client.list_topics(timeout=self.timeout_s).topics if self.spec.topics.accepts(t)]
+        listed = self._call("read metadata", lambda timeout: self.client.list_topics(timeout=timeout)).topics
+        topics = [t for t in listed if self.spec.topics.accepts(t)]
         if not topics:
             return None
+        partitions = [TopicPartition(t, 0) for t in sorted(topics)]
         marks = self._call(
-            "read the exactly-once markers",
-            self._group.committed,
-            [TopicPartition(t, 0) for t in sorted(topics)],
-            timeout=self.timeout_s,
+            "read the exactly-once markers", lambda timeout: self._group.committed(partitions, timeout=timeout)
         )
         for mark in marks:
             write_id, _, fingerprint = (mark.metadata or "").rpartition("|")
@@ -144,14 +145,12 @@ class TaskTransaction:
         try:
             if marker_topic is not None:
                 marker = TopicPartition(marker_topic, 0, 0, metadata=f"{self.write_id}|{fingerprint}")
+                group = self._group.consumer_group_metadata()
                 self._call(
                     "commit the exactly-once marker",
-                    self.client.send_offsets_to_transaction,
-                    [marker],
-                    self._group.consumer_group_metadata(),
-                    self.timeout_s,
+                    lambda timeout: self.client.send_offsets_to_transaction([marker], group, timeout),
                 )
-            self._call("commit the transaction", self.client.commit_transaction, self.timeout_s)
+            self._call("commit the transaction", self.client.commit_transaction)
         finally:
             self._group.close()
 
@@ -164,16 +163,28 @@ class TaskTransaction:
         finally:
             self._group.close()
 
-    def _call(self, what: str, function: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return function(*args, **kwargs)
-        except KafkaException as e:
-            raise RecordError(
-                f"could not {what} for transactional id '{self.id}' at {self.spec.kafka.describe()}: "
-                f"{e.args[0].str()}{self._hint(e.args[0])}"
-            ) from None
+    def _call(self, what: str, attempt: Any) -> Any:
+        """`attempt(timeout_s)` under the retry policy. A transaction step may be retried after a retriable
+        error (librdkafka's rule); one that requires an abort is final here: the task fails, its transaction is
+        aborted and Spark runs the task again."""
+        return call(
+            self.spec.kafka,
+            f"{what} for transactional id '{self.id}'",
+            attempt,
+            errors=self.errors,
+            grant=self._grant(),
+            transient=lambda error: is_transient(error) and not error.txn_requires_abort(),
+            hint=self._hint,
+        )
 
-    def _hint(self, error: Any) -> str:
+    def _grant(self) -> str:
+        prefix = self.spec.transactional_id_prefix
+        return (
+            f"WRITE on the transactional ids and READ on the consumer groups whose names start with '{prefix}-' "
+            f"(option 'sink.transactional-id-prefix'), and READ and WRITE on {self.spec.topics.describe()}"
+        )
+
+    def _hint(self, error: KafkaError) -> str:
         name = error.name()
         open_ms = (time.monotonic() - self.started) * 1000 if self.started is not None else 0
         if self.transaction_timeout_ms and open_ms >= self.transaction_timeout_ms:
@@ -184,14 +195,11 @@ class TaskTransaction:
             )
         if name == "INVALID_TRANSACTION_TIMEOUT":
             return " (option 'properties.transaction.timeout.ms' exceeds the brokers' transaction.max.timeout.ms)"
-        if name in ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED"):
-            return (
-                " (exactly-once needs WRITE on the transactional ids and READ on the consumer groups whose names "
-                "start with '<sink.transactional-id-prefix>-', and READ on the target topics)"
-            )
         if name in ("PRODUCER_FENCED", "_FENCED", "INVALID_PRODUCER_EPOCH"):
             return (
                 " (another attempt of this task took over its transactional id: Spark ran the task twice at once, "
                 "e.g. speculation, or another job uses the same 'sink.transactional-id-prefix' and 'sink.write-id')"
             )
+        if error.txn_requires_abort():
+            return " (the transaction must be aborted: the task's records are discarded and Spark runs it again)"
         return ""

@@ -8,7 +8,7 @@ import uuid
 import pytest
 from confluent_kafka.admin import AdminClient
 from pyspark_upsert_kafka.errors import TopicError
-from pyspark_upsert_kafka.kafka import check_missing_topics, describe_write_target
+from pyspark_upsert_kafka.kafka import Brokers, check_missing_topics, describe_write_target
 from pyspark_upsert_kafka.options.common import KafkaSpec
 
 from tests.support.kafka_io import consume_all
@@ -20,11 +20,10 @@ SCHEMA = "id INT, name STRING"
 def test_missing_topic_fails_the_write_plan_when_the_brokers_do_not_create_topics(bootstrap):
     # The shared broker creates topics (auto.create.topics.enable is static), so its answer is given here.
     missing = f"missing-{uuid.uuid4().hex[:8]}"
-    kafka = KafkaSpec(bootstrap)
-    admin = AdminClient({"bootstrap.servers": bootstrap, "allow.auto.create.topics": False})
+    brokers = Brokers(KafkaSpec(bootstrap), **{"allow.auto.create.topics": False})
     with pytest.raises(TopicError, match=rf"topic '{missing}' does not exist .* create it first \(option 'topic'\)"):
-        check_missing_topics(admin, kafka, [missing], creates_topics=False)
-    check_missing_topics(admin, kafka, [missing], creates_topics=None)  # unknown: the first record will tell
+        check_missing_topics(brokers, [missing], creates_topics=False)
+    check_missing_topics(brokers, [missing], creates_topics=None)  # unknown: the first record will tell
 
 
 def test_planning_a_write_to_a_missing_topic_does_not_create_it(bootstrap):

@@ -1,0 +1,214 @@
+"""librdkafka's errors, met once for every client the connector runs: which are transient (retried), which
+are final, and the one connector error each becomes.
+
+Transient errors (a broker restarting, a leader or coordinator moving, a request timing out) are retried
+every `client.retry-interval`, at most `client.retries` times, each attempt bounded by `client.timeout`:
+a look-up waits `KafkaSpec.patience_s` for its brokers at most, then fails naming the servers and the wait.
+Final errors (authentication, TLS, authorization, invalid configuration, a fatal producer error) fail at
+once. librdkafka reports some of them only through a client's error callback (a wrong password or an
+untrusted certificate otherwise surface as "transport failure"), so every client gets a `ClientErrors`.
+
+The transient set is ours, not only `KafkaError.retriable()`: librdkafka does not flag a transport failure
+or "not leader" from an admin request as retriable (checked on confluent-kafka 2.16 across broker restarts).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from confluent_kafka import KafkaError, KafkaException
+
+from .errors import (
+    KafkaAuthenticationError,
+    KafkaAuthorizationError,
+    KafkaClientError,
+    KafkaUnavailableError,
+)
+from .options.common import KafkaSpec
+
+log = logging.getLogger("upsert_kafka")
+
+T = TypeVar("T")
+
+_E = KafkaError
+TRANSIENT = frozenset(
+    {
+        _E._TRANSPORT,
+        _E._ALL_BROKERS_DOWN,
+        _E._TIMED_OUT,
+        _E._TIMED_OUT_QUEUE,
+        _E._WAIT_COORD,
+        _E._NODE_UPDATE,
+        _E._RESOLVE,  # a broker's name not resolving (yet): bounded like any other outage
+        _E.NOT_LEADER_FOR_PARTITION,
+        _E.LEADER_NOT_AVAILABLE,
+        _E.FENCED_LEADER_EPOCH,
+        _E.UNKNOWN_LEADER_EPOCH,
+        _E.REQUEST_TIMED_OUT,
+        _E.NETWORK_EXCEPTION,
+        _E.BROKER_NOT_AVAILABLE,
+        _E.REPLICA_NOT_AVAILABLE,
+        _E.COORDINATOR_LOAD_IN_PROGRESS,
+        _E.COORDINATOR_NOT_AVAILABLE,
+        _E.NOT_COORDINATOR,
+        _E.NOT_ENOUGH_REPLICAS,
+        _E.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        _E.KAFKA_STORAGE_ERROR,
+        _E.OFFSET_NOT_AVAILABLE,
+        _E.UNSTABLE_OFFSET_COMMIT,  # a transaction's offsets still completing (read_committed look-ups)
+        _E.CONCURRENT_TRANSACTIONS,
+        _E.THROTTLING_QUOTA_EXCEEDED,
+        # A partition of a topic that exists, asked for while the restarted broker has not loaded it yet.
+        # Whether a topic exists is decided from fresh metadata before offsets are asked for.
+        _E.UNKNOWN_TOPIC_OR_PART,
+    }
+)
+_AUTHENTICATION = frozenset(
+    {_E._AUTHENTICATION, _E.SASL_AUTHENTICATION_FAILED, _E.ILLEGAL_SASL_STATE, _E.UNSUPPORTED_SASL_MECHANISM}
+)
+# What to grant for each authorization failure, unless the caller names it more exactly.
+_GRANTS = {
+    _E.TOPIC_AUTHORIZATION_FAILED: "DESCRIBE and READ (reads) or WRITE (writes) on the topic",
+    _E.GROUP_AUTHORIZATION_FAILED: "READ on the consumer group",
+    _E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "WRITE on the transactional ids (prefix option "
+    "'sink.transactional-id-prefix')",
+    # An idempotent producer needs WRITE on a topic it writes (Kafka 3+) or IDEMPOTENT_WRITE on the cluster.
+    _E.CLUSTER_AUTHORIZATION_FAILED: "WRITE on the topic (or IDEMPOTENT_WRITE on the cluster)",
+}
+# Errors of the client's user or connection, never of a record or a request: no retry cures them.
+ACCESS_CODES = frozenset({*_AUTHENTICATION, _E._SSL, *_GRANTS})
+
+
+def is_transient(error: KafkaError) -> bool:
+    return not error.fatal() and (error.retriable() or error.code() in TRANSIENT)
+
+
+def is_final_signal(error: KafkaError) -> bool:
+    """An error-callback report that no retry will cure: credentials, TLS, a fatal client error."""
+    return error.fatal() or error.code() in _AUTHENTICATION or error.code() == _E._SSL
+
+
+class ClientErrors:
+    """A client's `error_cb`: keeps the last error librdkafka reported only through the callback, and the
+    first one no retry will cure. `serve` (a producer's or admin's poll) lets the callback run on demand."""
+
+    def __init__(self) -> None:
+        self.last: KafkaError | None = None
+        self.final: KafkaError | None = None
+        self.serve: Callable[[float], Any] | None = None
+
+    def __call__(self, error: KafkaError) -> None:
+        self.last = error
+        if self.final is None and is_final_signal(error):
+            self.final = error
+
+    def check(self) -> KafkaError | None:
+        """The final error reported so far, after serving pending callbacks."""
+        if self.serve is not None and self.final is None:
+            self.serve(0)
+        return self.final
+
+
+def kafka_error(
+    kafka: KafkaSpec,
+    what: str,
+    error: KafkaError | BaseException,
+    grant: str | None = None,
+    hint: Callable[[KafkaError], str] | None = None,
+) -> KafkaClientError:
+    """The connector's error for a final librdkafka error met while trying to `what`: `grant` says what to
+    grant when it is an authorization failure, `hint` what to change for any other error."""
+    if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], KafkaError):
+        error = error.args[0]
+    if not isinstance(error, KafkaError):
+        return KafkaClientError(f"could not {what} at the Kafka brokers {kafka.describe()}: {error}")
+    code, servers = error.code(), kafka.describe()
+    if code in _AUTHENTICATION:
+        return KafkaAuthenticationError(
+            f"authentication with the Kafka brokers {servers} failed ({kafka.security_summary()}): {error.str()}. "
+            "Check options 'properties.sasl.username' and 'properties.sasl.password', "
+            "'properties.sasl.mechanism' and 'properties.security.protocol'"
+        )
+    if code == _E._SSL:
+        return KafkaAuthenticationError(
+            f"the TLS connection to the Kafka brokers {servers} failed ({kafka.security_summary()}): {error.str()}. "
+            + _tls_hint(error.str())
+        )
+    if code in _GRANTS:
+        return KafkaAuthorizationError(
+            f"not authorized to {what} at the Kafka brokers {servers} ({error.str()}): "
+            f"grant this client's user {grant or _GRANTS[code]}"
+        )
+    if is_transient(error):
+        return unavailable(kafka, what, error, kafka.patience_s)
+    fatal = " (the client cannot go on: fatal error)" if error.fatal() else ""
+    extra = hint(error) if hint is not None else ""
+    return KafkaClientError(
+        f"could not {what} at the Kafka brokers {servers}: {error.str()} [{error.name()}]{fatal}{extra}"
+    )
+
+
+def unavailable(kafka: KafkaSpec, what: str, error: KafkaError | str, waited_s: float) -> KafkaUnavailableError:
+    reason = error if isinstance(error, str) else error.str()
+    return KafkaUnavailableError(
+        f"could not {what} from the Kafka brokers {kafka.describe()}: no answer but transient errors for "
+        f"{waited_s:.0f} s ({reason}). Check option 'properties.bootstrap.servers' and that the brokers are up; "
+        f"{kafka.patience_doc()}"
+    )
+
+
+def _tls_hint(reason: str) -> str:
+    if "verify failed" in reason or "certificate" in reason:
+        return (
+            "The brokers' certificate could not be verified: set option 'properties.ssl.ca.location' to the CA "
+            "file that signed it (hostname verification is on: "
+            "'properties.ssl.endpoint.identification.algorithm')"
+        )
+    return "Check options 'properties.security.protocol' and 'properties.ssl.*'"
+
+
+def call(
+    kafka: KafkaSpec,
+    what: str,
+    attempt: Callable[[float], T],
+    *,
+    errors: ClientErrors | None = None,
+    reset: Callable[[], None] | None = None,
+    grant: str | None = None,
+    transient: Callable[[KafkaError], bool] = is_transient,
+    hint: Callable[[KafkaError], str] | None = None,
+) -> T:
+    """`attempt(timeout_s)` until it returns, retrying transient errors within the spec's bound.
+
+    reset: called before a retry (e.g. to drop a client whose metadata may be stale). transient: the caller's
+    rule, when it knows more than the code. grant, hint: as for kafka_error."""
+    started = time.monotonic()
+    deadline = started + kafka.patience_s
+    for attempt_no in range(kafka.retries + 1):
+        try:
+            return attempt(max(0.5, min(kafka.timeout_s, deadline - time.monotonic())))
+        except KafkaException as e:
+            error = e.args[0] if e.args and isinstance(e.args[0], KafkaError) else None
+            final = errors.check() if errors is not None else None
+            if final is not None:  # the callback knows the true cause: a timeout only followed from it
+                raise kafka_error(kafka, what, final, grant, hint) from None
+            left = deadline - time.monotonic()
+            if error is None or not transient(error):
+                raise kafka_error(kafka, what, e, grant, hint) from None
+            if attempt_no == kafka.retries or left <= 0:
+                raise unavailable(kafka, what, error, time.monotonic() - started) from None
+            log.info(
+                "upsert-kafka: could not %s (%s); retry %d of %d in %g s",
+                what,
+                error.str(),
+                attempt_no + 1,
+                kafka.retries,
+                kafka.retry_interval_s,
+            )
+            time.sleep(min(kafka.retry_interval_s, left))
+            if reset is not None:
+                reset()
+    raise AssertionError("unreachable")  # the loop returns or raises

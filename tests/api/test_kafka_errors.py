@@ -1,0 +1,143 @@
+"""The one retry policy and error mapping every Kafka call goes through (pure logic: the attempts are plain
+functions raising librdkafka's own error objects; the broker-backed proofs are in tests/faults)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+from pyspark_upsert_kafka.errors import (
+    KafkaAuthenticationError,
+    KafkaAuthorizationError,
+    KafkaClientError,
+    KafkaUnavailableError,
+)
+from pyspark_upsert_kafka.kafka_errors import ClientErrors, call, is_transient
+from pyspark_upsert_kafka.options.common import KafkaSpec, canonical_options, parse_kafka_spec
+
+FAST = KafkaSpec("b1:9092", timeout_s=1.0, retries=3, retry_interval_s=0.01)
+
+
+def failing(*codes: int):
+    """An attempt that raises each code in turn, then returns 'ok'; records the timeouts it was given."""
+    calls: list[float] = []
+
+    def attempt(timeout: float) -> str:
+        calls.append(timeout)
+        if len(calls) <= len(codes):
+            raise KafkaException(KafkaError(codes[len(calls) - 1]))
+        return "ok"
+
+    return attempt, calls
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        KafkaError._TRANSPORT,
+        KafkaError._ALL_BROKERS_DOWN,
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.FENCED_LEADER_EPOCH,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError._TIMED_OUT,
+    ],
+)
+def test_transient_errors_are_retried_until_the_call_succeeds(code):
+    attempt, calls = failing(code, code)
+    resets = []
+    assert call(FAST, "list offsets", attempt, reset=lambda: resets.append(1)) == "ok"
+    assert len(calls) == 3 and len(resets) == 2  # a fresh client before each retry
+
+
+def test_transient_errors_beyond_the_retries_fail_naming_servers_wait_and_options():
+    attempt, calls = failing(*[KafkaError._TRANSPORT] * 10)
+    with pytest.raises(KafkaUnavailableError) as raised:
+        call(FAST, "list offsets", attempt)
+    assert len(calls) == FAST.retries + 1
+    message = str(raised.value)
+    assert "could not list offsets from the Kafka brokers 'b1:9092'" in message
+    assert "'client.timeout' = 1 s, 'client.retries' = 3, 'client.retry-interval' = 0.01 s" in message
+
+
+def test_retries_stop_at_the_time_bound_even_with_retries_left():
+    spec = KafkaSpec("b1:9092", timeout_s=0.2, retries=4, retry_interval_s=0.05)  # waits 0.2 + 4 * 0.05 s
+    attempts: list[float] = []
+
+    def no_answer(timeout: float) -> None:
+        attempts.append(timeout)
+        time.sleep(timeout)  # each attempt waits its whole timeout
+        raise KafkaException(KafkaError(KafkaError._TIMED_OUT))
+
+    started = time.monotonic()
+    with pytest.raises(KafkaUnavailableError):
+        call(spec, "read metadata", no_answer)
+    assert len(attempts) < spec.retries + 1  # the time ran out first
+    assert time.monotonic() - started < spec.patience_s + 0.5
+
+
+@pytest.mark.parametrize(
+    ("code", "kind", "words"),
+    [
+        (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaAuthorizationError, "grant this client's user READ on topic 't'"),
+        (KafkaError._AUTHENTICATION, KafkaAuthenticationError, "'properties.sasl.password'"),
+        (KafkaError.SASL_AUTHENTICATION_FAILED, KafkaAuthenticationError, "'properties.sasl.username'"),
+        (KafkaError._SSL, KafkaAuthenticationError, "'properties.security.protocol'"),
+        (KafkaError.INVALID_CONFIG, KafkaClientError, "[INVALID_CONFIG]"),
+    ],
+)
+def test_final_errors_fail_at_once_with_their_own_error(code, kind, words):
+    attempt, calls = failing(code)
+    with pytest.raises(kind) as raised:
+        call(FAST, "read topic 't'", attempt, grant="READ on topic 't'")
+    assert len(calls) == 1
+    assert words in str(raised.value)
+
+
+def test_an_authentication_failure_reported_only_to_the_error_callback_explains_a_transport_failure():
+    errors = ClientErrors()
+    errors(KafkaError(KafkaError._AUTHENTICATION, "SASL authentication error: invalid credentials"))
+    attempt, calls = failing(KafkaError._TRANSPORT, KafkaError._TRANSPORT)
+    spec = KafkaSpec("b1:9092", (("security.protocol", "SASL_SSL"), ("sasl.mechanism", "SCRAM-SHA-512")))
+    with pytest.raises(KafkaAuthenticationError) as raised:
+        call(spec, "read metadata", attempt, errors=errors)
+    assert len(calls) == 1  # no retry: credentials do not get better
+    assert "security.protocol=SASL_SSL, sasl.mechanism=SCRAM-SHA-512" in str(raised.value)
+
+
+def test_a_certificate_failure_names_the_ca_option():
+    # librdkafka's words for a broker certificate signed by a CA the client does not trust.
+    untrusted = KafkaError(
+        KafkaError._SSL,
+        "127.0.0.1:9093/bootstrap: SSL handshake failed: error:0A000086:SSL routines::certificate verify failed: "
+        "broker certificate could not be verified, verify that ssl.ca.location is correctly configured",
+    )
+
+    def attempt(timeout: float) -> None:
+        raise KafkaException(untrusted)
+
+    with pytest.raises(KafkaAuthenticationError, match=r"'properties\.ssl\.ca\.location'"):
+        call(FAST, "read metadata", attempt)
+
+
+def test_fatal_errors_are_never_retried():
+    fatal = KafkaError(KafkaError.CLUSTER_AUTHORIZATION_FAILED, fatal=True)
+    assert not is_transient(fatal)
+    assert not is_transient(KafkaError(KafkaError._TRANSPORT, fatal=True))
+
+
+def test_spark_spellings_set_the_retry_policy():
+    spec = parse_kafka_spec(
+        canonical_options(
+            {
+                "kafka.bootstrap.servers": "b1:9092",
+                "fetchoffset.numretries": "5",
+                "fetchoffset.retryintervalms": "250",
+                "client.timeout": "10 s",
+            }
+        )
+    )
+    assert (spec.retries, spec.retry_interval_s, spec.patience_s) == (5, 0.25, 11.25)
