@@ -103,6 +103,14 @@ COMMON_OPTIONS: tuple[OptionDoc, ...] = (
         ("fetchOffset.retryIntervalMs",),
     ),
     OptionDoc(
+        "client.pool.idle-timeout",
+        "5 min",
+        BOTH,
+        "How long a Kafka client stays open in a Spark Python worker after its task, for the next task or "
+        "micro-batch that needs one with the same settings (opening a client costs a connection, metadata and a "
+        "producer id); `0` closes every client after its task.",
+    ),
+    OptionDoc(
         "properties.*",
         None,
         BOTH,

@@ -84,6 +84,7 @@ class RecordWriter:
         batches = itertools.chain([first], batches)
         sender = Sender(self.spec, self.plan.target, self.txn_id, self.identity.write_id)
         timer = None
+        clean = False  # the producer goes back to the worker's pool only after a task without error
         try:
             committed = sender.begin()
             if committed is not None:  # exactly-once: an earlier attempt committed this write
@@ -91,6 +92,7 @@ class RecordWriter:
                     self._pending(batch)
                 self._check_input_complete()
                 self._check_same_rows(committed)
+                clean = True
                 return self._result(replayed=True)
             if self.spec.buffer is not None:
                 timer = FlushTimer(self.spec.buffer.interval_s, self.lock, lambda: self._flush_buffer(sender, timer))
@@ -105,11 +107,14 @@ class RecordWriter:
                 timer.check()
                 self._flush_buffer(sender, timer)
             sender.finish(self.fingerprint)
+            clean = True
         except BaseException:
             if timer is not None:
                 timer.stop()
             sender.fail()  # a failed task sends nothing more; Spark runs it again whole
             raise
+        finally:
+            sender.release(clean)
         return self._result()
 
     def _check_input_complete(self) -> None:
