@@ -173,7 +173,7 @@ def borrow_producer(
         errors.serve = client.poll
         return Pooled(key, client, errors, _nothing_in_flight, _purged, relay)
 
-    return create() if fresh else POOL.borrow(key, create)
+    return POOL.borrow(key, create, fresh)
 
 
 def give_back(pooled: Pooled, kafka: KafkaSpec, clean: bool) -> None:

@@ -14,8 +14,9 @@ borrows its clients from its worker's pool:
 - closed after `client.pool.idle-timeout` without a borrower (0: closed after every task), and the least
   recently used beyond MAX_IDLE.
 
-A child process forked from one that pooled clients starts with an empty pool (librdkafka's threads do not
-survive a fork). Nothing here knows Kafka: kafka.py makes the clients, their keys and their resets.
+A child process forked from one that pooled clients starts with an empty pool and leaves the parent's alone
+(librdkafka's threads do not survive a fork). Nothing here knows Kafka: kafka.py makes the clients, their
+keys and their resets.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import logging
 import os
 import threading
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -47,7 +48,7 @@ class Pooled(Generic[C]):
     reset: Callable[[C], bool]  # readies it for the next borrower; False: not reusable
     close: Callable[[C], Any]  # ends it (a producer is dropped after a purge: its handle ends when collected)
     relay: Any = None  # a producer's delivery-report relay (kafka.DeliveryRelay)
-    reused: bool = False  # lent before: a transactional producer must prove it was not fenced since
+    reused: bool = False  # lent before
     memo: dict = field(default_factory=dict)  # what borrowers learned about this client, for the next one
     expires: float = 0.0
 
@@ -59,18 +60,24 @@ class ClientPool:
         self._idle: OrderedDict[int, Pooled] = OrderedDict()  # least recently given back first
         self._timer: threading.Timer | None = None
         self._timer_due = 0.0
+        # Clients made and lent again, by kind (a key's first item): what a worker's tasks cost in clients.
+        self.made: Counter[str] = Counter()
+        self.lent_again: Counter[str] = Counter()
 
-    def borrow(self, key: tuple, create: Callable[[], Pooled[C]]) -> Pooled[C]:
-        """An idle client made with `key`, else a new one from `create`."""
+    def borrow(self, key: tuple, create: Callable[[], Pooled[C]], fresh: bool = False) -> Pooled[C]:
+        """An idle client made with `key` (none when `fresh`), else a new one from `create`."""
         with self._lock:
             expired = self._take_expired(time.monotonic())
-            found = next((i for i, p in reversed(self._idle.items()) if p.key == key), None)
+            found = None if fresh else next((i for i, p in reversed(self._idle.items()) if p.key == key), None)
             pooled = self._idle.pop(found) if found is not None else None
         _close_all(expired)
         if pooled is None:
-            return create()
+            pooled = create()
+            self.made[key[0]] += 1
+            return pooled
         pooled.reused = True
         pooled.errors.last = None
+        self.lent_again[key[0]] += 1
         return pooled
 
     def give_back(self, pooled: Pooled, clean: bool, idle_timeout_s: float) -> None:
@@ -102,10 +109,13 @@ class ClientPool:
         _close_all(idle)
 
     def _forget(self) -> None:
-        """In a forked child: the parent's clients are not ours to use or close."""
+        """In a forked child: the parent's clients are not ours to use or close. Not even to drop: a client
+        collected here would end its librdkafka handle, whose threads stayed in the parent (a crash)."""
+        _INHERITED.append(self._idle)
         self._lock = threading.Lock()
         self._idle = OrderedDict()
         self._timer, self._timer_due = None, 0.0
+        self.made, self.lent_again = Counter(), Counter()
 
     def _take_expired(self, now: float) -> list[Pooled]:
         gone = [k for k, p in self._idle.items() if p.expires <= now]
@@ -151,5 +161,6 @@ def _close_all(clients: list[Pooled]) -> None:
         _close(pooled)
 
 
+_INHERITED: list = []  # in a forked child, the parent's idle clients: kept, never collected
 POOL = ClientPool()
 os.register_at_fork(after_in_child=POOL._forget)

@@ -201,6 +201,17 @@ READ_OPTIONS: tuple[OptionDoc, ...] = (
         "Changelog mode: split ranges (in proportion to their size) until there are at least this many tasks.",
     ),
     OptionDoc(
+        "scan.coalesce.max-records",
+        "20000",
+        READ,
+        "Streaming: a micro-batch's partition ranges are read by one Spark task together while their offsets add "
+        "up to at most this many, so that a micro-batch of a few records does not pay a task per partition (a "
+        "task's fixed cost dominates a small micro-batch's latency); a larger range is a task of its own. `0`: a "
+        "task per partition range, as Spark's `kafka` source. Not applied with `scan.split.max-records` or "
+        "`minPartitions`, nor under `Trigger.AvailableNow` (a bounded backlog, read with a task per range as a "
+        "batch read is).",
+    ),
+    OptionDoc(
         "scan.fail-on-data-loss",
         "true",
         READ,

@@ -102,7 +102,7 @@ class Sender:
 
     def fail(self) -> None:
         """The task failed: send nothing more (Spark runs it again whole)."""
-        if self.transaction is not None:
+        if self.transaction is not None and self.transaction.started is not None:
             self.transaction.abort()
         else:
             self.client.purge()

@@ -78,14 +78,16 @@ class RecordWriter:
         self.key_topics: list[pa.Array] = []
 
     def write(self, batches: Iterator[pa.RecordBatch]) -> WriteResult:
-        first = next(batches, None)
-        if first is None:  # no producer, no transaction for an empty task
-            return self._result()
-        batches = itertools.chain([first], batches)
+        # The producer first: a new one connects (and gets its producer id) while the first rows are read.
         sender = Sender(self.spec, self.plan.target, self.txn_id, self.identity.write_id)
         timer = None
         clean = False  # the producer goes back to the worker's pool only after a task without error
         try:
+            first = next(batches, None)
+            if first is None:  # no transaction for an empty task
+                clean = True
+                return self._result()
+            batches = itertools.chain([first], batches)
             committed = sender.begin()
             if committed is not None:  # exactly-once: an earlier attempt committed this write
                 for batch in batches:  # its rows are read to check they are the ones committed

@@ -102,15 +102,16 @@ class TaskTransaction:
     """The transaction of one task on `producer`, lent from the pool with its transactional id (pool.py).
 
     A producer new to the pool starts with `init_transactions`, which fences earlier producers of the id and
-    aborts what they left open. A pooled one ended its last transaction cleanly, but another producer of the
-    id (the task run in another worker meanwhile) may have fenced it since. So before any record is sent, it
-    commits the current marker again inside its new transaction, a request the brokers refuse from a fenced
-    producer: refused, begin() raises StaleProducer, and the task goes on with a new producer."""
+    aborts what they left open (its pool entry remembers it). A pooled one ended its last transaction cleanly,
+    but another producer of the id (the task run in another worker meanwhile) may have fenced it since. So
+    before any record is sent, it commits the current marker again inside its new transaction, a request the
+    brokers refuse from a fenced producer: refused, begin() raises StaleProducer, and the task goes on with a
+    new producer."""
 
     def __init__(
         self, producer: Pooled, spec: WriteSpec, transactional_id: str, write_id: str, transaction_timeout_ms: int
     ) -> None:
-        self.client, self.errors, self.reused = producer.client, producer.errors, producer.reused
+        self.client, self.errors, self.memo = producer.client, producer.errors, producer.memo
         self.spec, self.id, self.write_id = spec, transactional_id, write_id
         self.timeout_s = spec.kafka.timeout_s
         self.transaction_timeout_ms = transaction_timeout_ms
@@ -120,8 +121,10 @@ class TaskTransaction:
     def begin(self) -> str | None:
         """Fence earlier attempts. When one of them committed this write already, return the fingerprint it
         committed (and open no transaction); else open the transaction and return None."""
-        if not self.reused:
+        initialized = self.memo.get("transactions")  # by an earlier borrower, whose transaction committed
+        if not initialized:
             self._call("start a transaction", self.client.init_transactions)
+            self.memo["transactions"] = True
         marks = self._marks()
         committed = self._committed(marks)
         if committed is not None:
@@ -129,7 +132,7 @@ class TaskTransaction:
             return committed
         self.client.begin_transaction()
         self.started = time.monotonic()
-        if self.reused:
+        if initialized:
             self._check_not_fenced(marks)
         return None
 
