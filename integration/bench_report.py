@@ -61,6 +61,9 @@ def report(results: dict, args: Namespace, out: Path) -> None:
                 f"{jvm['p50_ms']:,.0f} / p99 {jvm['p99_ms']:,.0f} ms (ours/JVM p50 "
                 f"{ours['p50_ms'] / jvm['p50_ms']:.2f}, p99 {ours['p99_ms'] / jvm['p99_ms']:.2f})"
             )
+    for name, found in results.items():
+        if name.startswith("latency floor: "):
+            print(f"{name[len('latency floor: '):]}: micro-batch floor {found.get('triggerExecution', 0):,.0f} ms")
     mem = results.get("memory: ours table mode")
     if mem:
         print(f"table mode, {mem['distinct_keys']:,} keys: peak Python worker {mem['peak_worker_mb']:,.0f} MB")

@@ -225,6 +225,20 @@ class Bench:
             f"{ours['p50_ms'] / jvm['p50_ms']:.2f}, p99 {ours['p99_ms'] / jvm['p99_ms']:.2f}"
         )
 
+    def python_floor(self, seconds: float) -> None:
+        """The micro-batch floor of a Python source -> Python sink query (integration/bench_floor.py), with one
+        task per micro-batch (ours, coalesced) and with one per partition."""
+        from integration.bench_floor import floor
+
+        for tasks in (1, kb.PARTITIONS):
+            found = floor(self.spark, tasks, seconds)
+            self.results[f"latency floor: python source -> python sink, {tasks} task(s)"] = found
+            print(
+                f"  floor of a do-nothing Python source -> Python sink micro-batch, {tasks} task(s): "
+                f"{found.get('triggerExecution', 0):,.0f} ms (addBatch {found.get('addBatch', 0):,.0f} ms, "
+                f"median of {found['batches']})"
+            )
+
     def _latency_run(self, who: str, tmp: Path, rate: int, seconds: float) -> dict:
         source = self.fresh_topic(f"lat-in-{who}")
         sink = self.fresh_topic(f"lat-out-{who}", **{"message.timestamp.type": "LogAppendTime"})
@@ -364,6 +378,7 @@ def main(argv: list[str] | None = None) -> int:
         if "latency" in steps:
             for rate in args.rate:
                 bench.latency(tmp, rate, args.latency_seconds)
+            bench.python_floor(args.latency_seconds)
         if "memory" in steps:
             bench.table_memory(topic, args.memory_keys)
         spark.stop()
