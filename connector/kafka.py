@@ -1,4 +1,5 @@
-"""librdkafka clients built from a KafkaSpec, and the broker look-ups the driver makes.
+"""librdkafka clients built from a KafkaSpec (executors borrow theirs from their Python worker's pool, pool.py),
+and the broker look-ups the driver makes.
 
 Every call to the brokers goes through kafka_errors.call: bounded by the spec's timeout, transient errors
 retried within the spec's bound, and every failure turned into one error that names the servers and what

@@ -6,6 +6,8 @@ read_committed) are skipped, never waited for. When the log moved under the rang
 (records deleted, the topic recreated or truncated), the consumer is not left to reset itself: the data-loss
 rule applies (an error naming the missing offsets, or with scan.fail-on-data-loss=false a warning and the
 rest of the range from the log's first offset). Record metadata is collected only for the kinds asked for.
+The consumer comes from the Python worker's pool (pool.py): assigned to this range alone, it yields only this
+partition's records from the range's start, whatever it was assigned before.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The Spark-facing readers: plan partition ranges on the driver, read them on executors.
 
 Driver side (planning) asks the brokers for partitions and offsets; executor side (`read`) gets
-everything it needs inside its PartitionRange, opens its own consumer and yields Arrow batches.
+everything it needs inside its PartitionRange (or a RangeGroup of small ones, read one after the other),
+borrows a consumer from its Python worker's pool and yields Arrow batches.
 """
 
 from __future__ import annotations

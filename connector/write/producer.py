@@ -1,4 +1,5 @@
-"""Executor side: one task's producer — records out, delivery failures back, per the delivery guarantee.
+"""Executor side: one task's producer — records out, delivery failures back, per the delivery guarantee. The
+producer is borrowed from the Python worker's pool (pool.py) and goes back to it only after a clean task.
 
 `none`: acks=1, no idempotence. `at-least-once` (default): idempotent, acks=all; the task succeeds only
 after every record is acknowledged. `exactly-once`: the same inside one transaction per task

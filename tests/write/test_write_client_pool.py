@@ -9,7 +9,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import uuid
-from collections import Counter
 
 import orjson
 import pyarrow as pa
@@ -187,7 +186,9 @@ def test_a_streaming_querys_micro_batches_reuse_their_workers_consumers_and_prod
         .start()
     )
     try:
-        rounds = 6
+        # Spark lends its idle Python workers in turn, so a worker serves every few tasks: enough micro-batches
+        # that some worker serves several (more than the workers a local[2] session keeps).
+        rounds = 12
         for r in range(rounds):
             send(bootstrap, source, [rec(10 * r + p, partition=p) for p in range(4)])
             wait_for(lambda r=r: len(consume_all(bootstrap, target)) >= 4 * (r + 1), f"round {r} written")
@@ -197,16 +198,15 @@ def test_a_streaming_querys_micro_batches_reuse_their_workers_consumers_and_prod
     values = [orjson.loads(v) for _, _, _, v in consume_all(bootstrap, target)]
     assert sorted(v["id"] for v in values) == sorted(10 * r + p for r in range(rounds) for p in range(4))
     batches = {v["batch"] for v in values}
-    assert len(batches) >= 3, batches
     for role in ("probe", "writer"):  # the reading workers' consumers, the writing workers' producers
         made_by_worker: dict[str, set[str]] = {}
         for v in values:
             pid, made = v[role].split(":")
             made_by_worker.setdefault(pid, set()).add(made)
-        assert all(len(m) == 1 for m in made_by_worker.values()), f"{role}: no worker made a second client"
-        served = Counter(v[role].split(":")[0] for v in values)
-        batches_of = {pid: {v["batch"] for v in values if v[role].split(":")[0] == pid} for pid in served}
-        assert max(len(b) for b in batches_of.values()) >= 2, f"{role}: a worker served several micro-batches"
+        # A worker's count of clients made never grew while it served this query: one client each ...
+        assert all(len(m) == 1 for m in made_by_worker.values()), f"{role}: a worker made a second client"
+        # ... and fewer workers than micro-batches: some worker reused its client in a later micro-batch.
+        assert len(made_by_worker) < len(batches), (role, len(made_by_worker), len(batches))
 
 
 def test_a_process_forked_while_producers_are_pooled_starts_cleanly(new_topic, options, bootstrap):
