@@ -16,6 +16,7 @@ from .errors import (
     RecordError,
     TopicError,
     UpsertKafkaError,
+    WriteTaskError,
 )
 from .foreach_batch import upsert_writer
 from .formats import Codec, CodecContext, Decoded, Decoder, Encoder, FormatOptionError, register_codec
@@ -40,6 +41,7 @@ __all__ = [
     "TopicError",
     "UpsertKafkaDataSource",
     "UpsertKafkaError",
+    "WriteTaskError",
     "register_codec",
     "upsert_writer",
 ]

@@ -52,6 +52,11 @@ class DataLossError(UpsertKafkaError):
     """Records the query needs are no longer in Kafka."""
 
 
+class WriteTaskError(UpsertKafkaError):
+    """A write task must not commit: its input was cut short, or it cannot tell, or it holds other rows than
+    an earlier attempt committed under its exactly-once id."""
+
+
 def did_you_mean(given: str, candidates: Iterable[str], cutoff: float = 0.6) -> str:
     """' Did you mean 'x'?' for the closest candidate, or '' when none is close."""
     close = difflib.get_close_matches(given, list(candidates), n=1, cutoff=cutoff)

@@ -18,7 +18,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from ..errors import DataLossError, UpsertKafkaError
+from ..errors import UpsertKafkaError
 from . import offsets
 from .decode import RangeDecoder
 from .fetch import fetch_range
@@ -163,10 +163,8 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             where = "; ".join(
                 f"topic '{t}' partition {p} now ends at {o}, before offset {begin[t][p]}" for t, p, o in behind
             )
-            message = f"data loss: {where} this query had reached (the topic was recreated or truncated)"
-            if self.spec.fail_on_data_loss:
-                raise DataLossError(message + "; set 'scan.fail-on-data-loss' to false to go on from there")
-            log.warning("upsert-kafka: %s; going on from the log's current end", message)
+            what = f"{where} this query had reached (the topic was recreated or truncated)"
+            offsets.data_loss(what, self.spec.fail_on_data_loss, "go on from the log's current end")
         return end
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:

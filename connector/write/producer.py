@@ -17,7 +17,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
-from ..errors import KafkaUnavailableError, RecordError, UpsertKafkaError, escaped_prefix
+from ..errors import KafkaUnavailableError, RecordError, TopicError, UpsertKafkaError, escaped_prefix
 from ..kafka import DEFAULT_TRANSACTION_TIMEOUT_MS, Brokers, WriteTarget, producer
 from ..kafka_errors import ACCESS_CODES, ClientErrors, call, kafka_error
 from .partitioners import load_partitioner
@@ -156,7 +156,7 @@ class Sender:
         ).topics.get(topic)
         if found is None or found.error is not None or not found.partitions:
             reason = found.error.str() if found is not None and found.error is not None else "no partitions"
-            raise RecordError(f"cannot write topic '{topic}' at {self.spec.kafka.describe()}: {reason}")
+            raise TopicError(f"cannot write topic '{topic}' at {self.spec.kafka.describe()}: {reason}")
         self.partition_counts[topic] = len(found.partitions)
         return len(found.partitions)
 

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.datasource import WriterCommitMessage
 
-from ..errors import RecordError
+from ..errors import RecordError, WriteTaskError
 from ..formats import Encoder
 from ..kafka import WriteTarget
 from .buffer import FlushTimer, Pending, ReducingBuffer
@@ -118,13 +118,13 @@ class RecordWriter:
         rest."""
         complete = input_complete()
         if complete is False:
-            raise RecordError(
+            raise WriteTaskError(
                 f"the input of this write task to {self.spec.topics.describe()} ended early because the task is "
                 "failing (see the error of the step before the write); nothing of it is committed"
             )
         if complete is None and self.txn_id is not None:
             # Fail closed: with exactly-once a partial commit would make every retry skip the rest.
-            raise RecordError(
+            raise WriteTaskError(
                 f"exactly-once write to {self.spec.topics.describe()}: cannot tell whether Spark handed this task "
                 "its whole input (the PySpark worker's input stream was not found), so nothing of it is committed. "
                 "Run the write in a PySpark 4.3 Python worker, or use sink.delivery-guarantee=at-least-once"
@@ -135,7 +135,7 @@ class RecordWriter:
     def _check_same_rows(self, committed: str) -> None:
         """A replayed task skips what an earlier attempt committed: only right if it holds the same rows."""
         if str(self.fingerprint) != committed:
-            raise RecordError(
+            raise WriteTaskError(
                 f"exactly-once write to {self.spec.topics.describe()}: task {self.partition_id} of write "
                 f"'{self.identity.write_id}' was committed by an earlier attempt with other rows ({rows_of(committed)} "
                 f"then, {self.fingerprint.rows} now). The rows of this replayed write reach the Spark tasks "
