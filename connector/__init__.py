@@ -11,17 +11,19 @@ from .errors import (
     KafkaUnavailableError,
     OptionError,
     RecordError,
+    SchemaError,
     TopicError,
     UpsertKafkaError,
 )
 from .foreach_batch import upsert_writer
-from .formats import Codec, CodecContext, Decoded, Decoder, Encoder, FormatOptionError, register_codec
+from .formats import Codec, CodecContext, ColumnTypes, Decoded, Decoder, Encoder, FormatOptionError, register_codec
 
 DefaultSource = UpsertKafkaDataSource
 
 __all__ = [
     "Codec",
     "CodecContext",
+    "ColumnTypes",
     "DataLossError",
     "Decoded",
     "Decoder",
@@ -31,6 +33,7 @@ __all__ = [
     "KafkaUnavailableError",
     "OptionError",
     "RecordError",
+    "SchemaError",
     "TopicError",
     "UpsertKafkaDataSource",
     "UpsertKafkaError",
