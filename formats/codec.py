@@ -146,7 +146,7 @@ class Codec(ABC):
             prefix = f"{context.role}.{self.name}."
             valid = ", ".join(prefix + o for o in sorted(self.option_names)) or "none"
             raise FormatOptionError(
-                f"unknown option(s) {', '.join(repr(prefix + o) for o in unknown)} for format '{self.name}'; "
+                f"unknown option(s) {', '.join(prefix + o for o in unknown)} for format '{self.name}'; "
                 f"valid options: {valid}"
             )
         self.context = context

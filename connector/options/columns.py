@@ -77,9 +77,10 @@ class ColumnRoles:
 def parse_column_options(options: Mapping[str, str]) -> ColumnOptions:
     changelog = changelog_column_name(options)
     metadata = _parse_metadata(options, changelog)
-    include = options.get("value.fields-include", "ALL").strip().upper()
+    given = options.get("value.fields-include", "ALL")
+    include = given.strip().upper()
     if include not in ("ALL", "EXCEPT_KEY"):
-        raise OptionError(f"option 'value.fields-include' must be ALL or EXCEPT_KEY, got '{include}'")
+        raise OptionError(f"option 'value.fields-include' must be ALL or EXCEPT_KEY, got '{given}'")
     prefix = options.get("key.fields-prefix", "")
     if prefix and include != "EXCEPT_KEY":
         raise OptionError(
@@ -136,7 +137,7 @@ def metadata_fields(columns: ColumnOptions) -> list[StructField]:
 def resolve_columns(schema: StructType, columns: ColumnOptions) -> ColumnRoles:
     """Each column's role, after checking the schema against the options: no name twice, reserved columns of
     their types, key columns present, every data column of a type Spark can hand over as Arrow."""
-    check_unique_names(schema, columns)
+    _check_unique_names(schema, columns)
     fields = {f.name.lower(): f for f in schema.fields}
     changelog = fields.get(columns.changelog.lower())
     if changelog is not None and not isinstance(changelog.dataType, StringType):
@@ -155,7 +156,7 @@ def resolve_columns(schema: StructType, columns: ColumnOptions) -> ColumnRoles:
     return ColumnRoles(key_fields, value_fields, None if changelog is None else changelog.name, metadata)
 
 
-def check_unique_names(schema: StructType, columns: ColumnOptions) -> None:
+def _check_unique_names(schema: StructType, columns: ColumnOptions) -> None:
     """No name twice among the columns, nor among the fields of any STRUCT inside them: a reader would produce
     a column twice, and a row written from them would keep only one of the values."""
     repeated = _repeated(schema.names)

@@ -127,7 +127,7 @@ def test_unknown_format_lists_the_available_ones(spark, new_topic, options):
 
 def test_unknown_format_option_lists_the_valid_ones(spark, new_topic, options):
     with pytest.raises(
-        Exception, match=r"unknown option\(s\) 'value\.json\.ignore-errors' .*value\.json\.ignore-parse-errors"
+        Exception, match=r"unknown option\(s\) value\.json\.ignore-errors .*value\.json\.ignore-parse-errors"
     ):
         read(spark, options(new_topic(), {"value.json.ignore-errors": "true"}))
 
