@@ -1,13 +1,14 @@
-"""Counts the cases of the generated bad-input suite (test_bad_inputs.py) for the session's summary."""
+"""Counts the cases of the generated bad-input suite (test_bad_options.py, test_bad_schemas.py) for the
+session's summary line."""
 
 from __future__ import annotations
 
-_SUITE = "test_bad_inputs.py::"
+_SUITE = ("test_bad_options.py::", "test_bad_schemas.py::")
 _counts = {"passed": 0, "failed": 0, "skipped": 0, "spark": 0, "seconds": 0.0}
 
 
 def pytest_runtest_logreport(report) -> None:
-    if _SUITE not in report.nodeid or (report.when != "call" and not report.skipped):
+    if not any(s in report.nodeid for s in _SUITE) or (report.when != "call" and not report.skipped):
         return
     _counts[report.outcome] += 1
     _counts["seconds"] += report.duration
