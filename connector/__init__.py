@@ -14,18 +14,20 @@ from .errors import (
     KafkaUnavailableError,
     OptionError,
     RecordError,
+    SchemaError,
     TopicError,
     UpsertKafkaError,
     WriteTaskError,
 )
 from .foreach_batch import upsert_writer
-from .formats import Codec, CodecContext, Decoded, Decoder, Encoder, FormatOptionError, register_codec
+from .formats import Codec, CodecContext, ColumnTypes, Decoded, Decoder, Encoder, FormatOptionError, register_codec
 
 DefaultSource = UpsertKafkaDataSource
 
 __all__ = [
     "Codec",
     "CodecContext",
+    "ColumnTypes",
     "DataLossError",
     "Decoded",
     "Decoder",
@@ -38,6 +40,7 @@ __all__ = [
     "KafkaUnavailableError",
     "OptionError",
     "RecordError",
+    "SchemaError",
     "TopicError",
     "UpsertKafkaDataSource",
     "UpsertKafkaError",

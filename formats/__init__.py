@@ -1,11 +1,23 @@
 """Key/value formats (codecs) for upsert-kafka: bytes <-> Arrow, per batch."""
 
-from .codec import Codec, CodecContext, Decoded, Decoder, Encoder, FormatOptionError
+from .codec import (
+    SPARK_TYPES,
+    Codec,
+    CodecContext,
+    ColumnTypes,
+    Decoded,
+    Decoder,
+    Encoder,
+    FormatOptionError,
+    spark_type_name,
+)
 from .registry import available_formats, codec_class, make_codec, register_codec
 
 __all__ = [
+    "SPARK_TYPES",
     "Codec",
     "CodecContext",
+    "ColumnTypes",
     "Decoded",
     "Decoder",
     "Encoder",
@@ -14,4 +26,5 @@ __all__ = [
     "codec_class",
     "make_codec",
     "register_codec",
+    "spark_type_name",
 ]

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 
 from .avro_codec import AvroBodyReader, AvroEncoder, load_schema_option, records_to_batch
-from .avro_schema import arrow_schema, avro_schema
+from .avro_schema import AVRO_TYPES, arrow_schema, avro_schema
 from .codec import (
     Codec,
     CodecContext,
@@ -63,6 +63,7 @@ class AvroConfluentCodec(Codec):
             "ignore-parse-errors",
         }
     )
+    column_types = AVRO_TYPES
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)

@@ -29,6 +29,85 @@ class CodecContext:
     topic_pattern: str | None = None
 
 
+# The column types Spark hands a Python data source, by their Spark SQL names, in the README's order.
+SPARK_TYPES = (
+    "BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DECIMAL", "STRING", "BINARY",
+    "DATE", "TIMESTAMP", "TIMESTAMP_NTZ", "ARRAY", "MAP", "STRUCT",
+)  # fmt: skip
+_PRIMITIVE_NAMES = {
+    pa.bool_(): "BOOLEAN",
+    pa.int8(): "TINYINT",
+    pa.int16(): "SMALLINT",
+    pa.int32(): "INT",
+    pa.int64(): "BIGINT",
+    pa.float32(): "FLOAT",
+    pa.float64(): "DOUBLE",
+    pa.string(): "STRING",
+    pa.large_string(): "STRING",
+    pa.binary(): "BINARY",
+    pa.large_binary(): "BINARY",
+    pa.date32(): "DATE",
+    pa.null(): "VOID",
+}
+
+
+def spark_type_name(t: pa.DataType) -> str:
+    """The Spark SQL name of the kind of column Spark hands over as Arrow type `t` ('DECIMAL' for every
+    decimal, 'ARRAY' for every list); Spark's types without a name in SPARK_TYPES are named as Spark names
+    them (VOID, TIME, INTERVAL DAY TO SECOND, VARIANT, ...)."""
+    if t in _PRIMITIVE_NAMES:
+        return _PRIMITIVE_NAMES[t]
+    if pa.types.is_decimal(t):
+        return "DECIMAL"
+    if pa.types.is_timestamp(t):
+        return "TIMESTAMP" if t.tz else "TIMESTAMP_NTZ"
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return "ARRAY"
+    if pa.types.is_map(t):
+        return "MAP"
+    if pa.types.is_struct(t):
+        # Spark's VARIANT, GEOMETRY and GEOGRAPHY travel as structs with a tagged field (pyspark's to_arrow_type).
+        tags = {key for f in t for key in (f.metadata or {})}
+        return next((tag.decode().upper() for tag in (b"variant", b"geometry", b"geography") if tag in tags), "STRUCT")
+    if pa.types.is_duration(t):
+        return "INTERVAL DAY TO SECOND"
+    if pa.types.is_time(t):
+        return "TIME"
+    return str(t)
+
+
+@dataclass(frozen=True)
+class ColumnTypes:
+    """The column types a format holds, declared once per codec (`Codec.column_types`). The connector checks
+    the table's columns against it on the driver before any task runs, and the README lists it."""
+
+    kinds: tuple[str, ...]  # names from SPARK_TYPES; the elements of ARRAY, MAP and STRUCT must be among them
+    map_keys: tuple[str, ...] | None = None  # the kinds a MAP key may have; None: any of `kinds`
+    columns: int | None = None  # exactly this many columns (raw: one); None: any number
+
+    def describe(self) -> str:
+        """'BOOLEAN, ..., MAP (STRING keys), STRUCT', as errors and the README list them."""
+        keys = f" ({', '.join(self.map_keys)} keys)" if self.map_keys is not None else ""
+        return ", ".join(k + (keys if k == "MAP" else "") for k in self.kinds)
+
+    def unfit(self, t: pa.DataType) -> str | None:
+        """What in a column of type `t` the format cannot hold ('INTERVAL DAY TO SECOND', 'MAP with INT keys'),
+        looking inside ARRAY, MAP and STRUCT; None when it holds all of it."""
+        name = spark_type_name(t)
+        if name not in self.kinds:
+            return name
+        if name == "ARRAY":
+            return self.unfit(t.value_type)
+        if name == "MAP":
+            key = spark_type_name(t.key_type)
+            if self.map_keys is not None and key not in self.map_keys:
+                return f"MAP with {key} keys"
+            return self.unfit(t.key_type) or self.unfit(t.item_type)
+        if name == "STRUCT":
+            return next((u for u in (self.unfit(f.type) for f in t) if u), None)
+        return None
+
+
 @dataclass(frozen=True)
 class Decoded:
     """A decoded batch: the rows that decoded, in order, and the ones that did not.
@@ -57,6 +136,9 @@ class Codec(ABC):
 
     name: ClassVar[str]
     option_names: ClassVar[frozenset[str]] = frozenset()
+    #: The column types the format holds, checked before any task runs; None: not declared (every column is
+    #: handed to the codec, whose encoder or decoder may refuse it).
+    column_types: ClassVar[ColumnTypes | None] = None
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         unknown = sorted(set(options) - self.option_names)

@@ -20,8 +20,10 @@ import pyarrow.json as pa_json
 
 from . import json_vector
 from .codec import (
+    SPARK_TYPES,
     Codec,
     CodecContext,
+    ColumnTypes,
     Decoded,
     Decoder,
     Encoder,
@@ -56,6 +58,8 @@ class JsonCodec(Codec):
             "encode.ignore-null-fields",
         }
     )
+    # JSON object keys are strings: as in Flink's json format, a MAP's keys are STRING.
+    column_types = ColumnTypes(SPARK_TYPES, map_keys=("STRING",))
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)

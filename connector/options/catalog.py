@@ -65,14 +65,20 @@ COMMON_OPTIONS: tuple[OptionDoc, ...] = (
         "each optionally renamed (`event_time=timestamp`). Written: `timestamp`, `headers`; `topic` picks each "
         "row's topic when a write names several.",
     ),
-    OptionDoc("key.format", "json", BOTH, "Format of the record key."),
-    OptionDoc("value.format", "json", BOTH, "Format of the record value.", ("format",)),
+    OptionDoc("key.format", "json", BOTH, "Format of the record key (the column types each holds: see Formats)."),
+    OptionDoc(
+        "value.format",
+        "json",
+        BOTH,
+        "Format of the record value (the column types each holds: see Formats).",
+        ("format",),
+    ),
     OptionDoc(
         "schema",
         None,
         BOTH,
         "The table's data columns as DDL (`id INT, name STRING`), when not given with `.schema(...)`; "
-        "the changelog column is then added for you.",
+        "the changelog column is then added for you (or listed once, as STRING).",
     ),
     OptionDoc(
         "changelog.column",

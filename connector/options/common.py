@@ -242,6 +242,7 @@ class KafkaSpec:
 
 def parse_kafka_spec(options: Mapping[str, str]) -> KafkaSpec:
     servers = require(options, "properties.bootstrap.servers", "broker1:9092,broker2:9092")
+    _check_servers(servers)
     properties = []
     for name, value in sorted(options.items()):
         if not name.startswith("properties.") or name == "properties.bootstrap.servers":
@@ -263,6 +264,20 @@ def parse_kafka_spec(options: Mapping[str, str]) -> KafkaSpec:
         retries=parse_count(options, "client.retries", 30),
         retry_interval_s=parse_duration(options, "client.retry-interval", "1 s", allow_zero=True),
     )
+
+
+def _check_servers(servers: str) -> None:
+    """Each entry is host or host:port (with an optional `protocol://`), as librdkafka reads the list; a
+    malformed one would otherwise surface only as a connection timeout."""
+    for entry in (e.strip() for e in servers.split(",")):
+        address = entry.split("://", 1)[-1]
+        with_port = ":" in address and not address.endswith("]")  # '[::1]' is an IPv6 host without a port
+        host, colon, port = address.rpartition(":") if with_port else (address, "", "")
+        if not host or (colon and not (port.isdigit() and 0 < int(port) < 65536)):
+            raise OptionError(
+                f"option 'properties.bootstrap.servers': '{entry}' is not a broker address; give host:port "
+                "entries separated by ',', e.g. 'broker1:9092,broker2:9092'"
+            )
 
 
 def check_reserved(prop: str, value: str) -> None:
@@ -315,4 +330,14 @@ def parse_topic_selection(options: Mapping[str, str]) -> TopicSelection:
         return TopicSelection(pattern=pattern)
     require(options, "topic", "orders")
     # ';' is Flink's list separator and ',' Spark's (subscribe); neither can occur in a topic name.
-    return TopicSelection(tuple(dict.fromkeys(t.strip() for t in re.split(r"[;,]", listed) if t.strip())))
+    names = tuple(dict.fromkeys(t.strip() for t in re.split(r"[;,]", listed) if t.strip()))
+    for name in names or ("",):
+        if not _TOPIC_NAME.fullmatch(name) or name in (".", ".."):
+            raise OptionError(
+                f"option 'topic': '{name}' is not a Kafka topic name (1 to 249 of the characters a-z, A-Z, 0-9, "
+                "'.', '_' and '-'); several topics are separated by ';'"
+            )
+    return TopicSelection(names)
+
+
+_TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
