@@ -43,6 +43,8 @@ KIND_VALUES: dict[str, list[str]] = {
     "flag": ["", "yes", "1", "maybe", "true false"],
     "duration": ["", "soon", "-1 s", "0", "1 fortnight", "s", "1.5.2 s"],
     "positive-int": ["", "0", "-1", "1.5", "many", "1e3", " "],
+    "count": ["", "-1", "1.5", "many", "1e3", " "],  # zero or more
+    "duration-or-zero": ["", "soon", "-1 s", "1 fortnight", "s", "1.5.2 s"],
     "epoch-ms": ["", "yesterday", "-5", "1.5", "1e12"],
     "flink-offsets": [
         "",
@@ -81,6 +83,8 @@ OPTION_KINDS: dict[str, str] = {
     "schema": "ddl",
     "changelog.column": "changelog-column",
     "client.timeout": "duration",
+    "client.retries": "count",
+    "client.retry-interval": "duration-or-zero",
     "properties.*": "properties",
     "topic-pattern": "topic-pattern",
     "read.mode": "read-mode",
