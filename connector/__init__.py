@@ -16,10 +16,12 @@ from .errors import (
 )
 from .foreach_batch import upsert_writer
 from .formats import Codec, CodecContext, Decoded, Decoder, Encoder, FormatOptionError, register_codec
+from .secrets import SPARK_REDACTION_REGEX, redact_secret_options
 
 DefaultSource = UpsertKafkaDataSource
 
 __all__ = [
+    "SPARK_REDACTION_REGEX",
     "Codec",
     "CodecContext",
     "DataLossError",
@@ -34,6 +36,7 @@ __all__ = [
     "TopicError",
     "UpsertKafkaDataSource",
     "UpsertKafkaError",
+    "redact_secret_options",
     "register_codec",
     "upsert_writer",
 ]

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import OptionError, did_you_mean
+from ..secrets import redact_options, strip_url_credentials
 from .catalog import OPTIONS, PASS_THROUGH_PREFIXES
 
 DEFAULT_CHANGELOG_COLUMN = "_change_type"
@@ -57,13 +58,6 @@ RESERVED_PROPERTIES: dict[str, ReservedProperty] = {
 }
 # Reserved only under a delivery guarantee that depends on them (sink.delivery-guarantee=none lets them be).
 GUARANTEE_PROPERTIES = ("enable.idempotence", "acks")
-
-
-_SECRET_WORDS = ("password", "secret", "token", "key.pem", "user.info", "credentials")
-
-
-def is_secret(name: str) -> bool:
-    return any(word in name for word in _SECRET_WORDS)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -183,8 +177,8 @@ class KafkaSpec:
     timeout_s: float = 30.0
 
     def __repr__(self) -> str:  # the spec may be logged: secret values never are
-        shown = {k: "***" if is_secret(k) else v for k, v in self.properties}
-        return f"KafkaSpec({self.bootstrap_servers!r}, properties={shown}, timeout_s={self.timeout_s})"
+        shown = redact_options(dict(self.properties))
+        return f"KafkaSpec({self.describe()}, properties={shown}, timeout_s={self.timeout_s})"
 
     def client_config(self, defaults: Mapping[str, Any] | None = None, **owned: Any) -> dict[str, Any]:
         """librdkafka configuration: our tunable defaults, the user's pass-through properties on top, and on top
@@ -195,8 +189,8 @@ class KafkaSpec:
         return config
 
     def describe(self) -> str:
-        """For error messages: the servers only, never a credential."""
-        return f"'{self.bootstrap_servers}'"
+        """For error messages: the servers only, never a credential (not even one written into an address)."""
+        return f"'{strip_url_credentials(self.bootstrap_servers)}'"
 
 
 def parse_kafka_spec(options: Mapping[str, str]) -> KafkaSpec:
