@@ -214,3 +214,22 @@ def test_a_streaming_query_on_the_secured_broker_shows_no_secret(
     for secret in (user.password, *extra.values()):
         assert secret not in text, f"{secret} appears"
     assert topic in text  # the texts checked do name the query's topic
+
+
+def test_the_log_capture_sees_worker_logs_and_task_failures(spark, spark_logs):
+    """The no-secret-in-the-logs checks look where a leak would land: a Python worker's log line and a failed
+    task's error in the JVM's log."""
+    from pyspark.sql.functions import udf
+
+    @udf("string", useArrow=False)
+    def leaky(x):
+        import logging
+
+        logging.getLogger("upsert_kafka").warning("worker line v-2c41aa")
+        raise ValueError("task failure v-7d03be")
+
+    with pytest.raises(Exception, match="v-7d03be"):
+        spark.range(1).select(leaky("id")).collect()
+
+    logs = spark_logs.text()
+    assert "v-2c41aa" in logs and "v-7d03be" in logs
