@@ -135,7 +135,7 @@ def _free_ports(count: int) -> list[int]:
 # The harness's super user and the PLAIN users: PLAIN users live in the broker's JAAS configuration (SCRAM
 # users, in the cluster metadata, are created at run time through the admin API).
 ADMIN_USER = "admin"
-PLAIN_USERS = ("plain-alice", "plain-bob")
+PLAIN_USERS = ("plain-alice",)
 
 
 @dataclass(frozen=True)
