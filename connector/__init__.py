@@ -21,10 +21,12 @@ from .errors import (
 )
 from .foreach_batch import upsert_writer
 from .formats import Codec, CodecContext, ColumnTypes, Decoded, Decoder, Encoder, FormatOptionError, register_codec
+from .secrets import SPARK_REDACTION_REGEX, redact_secret_options
 
 DefaultSource = UpsertKafkaDataSource
 
 __all__ = [
+    "SPARK_REDACTION_REGEX",
     "Codec",
     "CodecContext",
     "ColumnTypes",
@@ -45,6 +47,7 @@ __all__ = [
     "UpsertKafkaDataSource",
     "UpsertKafkaError",
     "WriteTaskError",
+    "redact_secret_options",
     "register_codec",
     "upsert_writer",
 ]

@@ -31,7 +31,6 @@ from .schema_registry import (
     RegistrySettings,
     SchemaNotUsable,
     SchemaRegistry,
-    basic_authorization,
     registry_client,
     split_credentials,
 )
@@ -144,12 +143,12 @@ def _settings(options: Mapping[str, str], prefix: str) -> RegistrySettings:
         raise FormatOptionError(
             f"options '{prefix}basic-auth.*' and '{prefix}bearer-auth.*' cannot both be set: choose one"
         )
-    authorization = basic_authorization(basic) if basic else (f"Bearer {bearer}" if bearer else None)
     if options.get("ssl.truststore.password") is not None and options.get("ssl.truststore.location") is None:
         raise FormatOptionError(f"option '{prefix}ssl.truststore.password' needs '{prefix}ssl.truststore.location'")
     return RegistrySettings(
         url=url,
-        authorization=authorization,
+        user_info=basic,
+        bearer_token=bearer,
         ca_file=_pem_file(options, "ssl.truststore.location", prefix),
         cert_file=_pem_file(options, "ssl.keystore.location", prefix),
         key_password=options.get("ssl.keystore.password"),

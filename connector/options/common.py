@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import OptionError, did_you_mean
+from ..secrets import redact, redact_options, secret_values, strip_url_credentials
 from .catalog import OPTIONS, PASS_THROUGH_PREFIXES
 
 DEFAULT_CHANGELOG_COLUMN = "_change_type"
@@ -57,13 +58,6 @@ RESERVED_PROPERTIES: dict[str, ReservedProperty] = {
 }
 # Reserved only under a delivery guarantee that depends on them (sink.delivery-guarantee=none lets them be).
 GUARANTEE_PROPERTIES = ("enable.idempotence", "acks")
-
-
-_SECRET_WORDS = ("password", "secret", "token", "key.pem", "user.info", "credentials")
-
-
-def is_secret(name: str) -> bool:
-    return any(word in name for word in _SECRET_WORDS)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -196,9 +190,9 @@ class KafkaSpec:
     retry_interval_s: float = 1.0
 
     def __repr__(self) -> str:  # the spec may be logged: secret values never are
-        shown = {k: "***" if is_secret(k) else v for k, v in self.properties}
+        shown = redact_options(dict(self.properties))
         return (
-            f"KafkaSpec({self.bootstrap_servers!r}, properties={shown}, timeout_s={self.timeout_s}, "
+            f"KafkaSpec({self.describe()}, properties={shown}, timeout_s={self.timeout_s}, "
             f"retries={self.retries}, retry_interval_s={self.retry_interval_s})"
         )
 
@@ -229,15 +223,12 @@ class KafkaSpec:
         return config
 
     def describe(self) -> str:
-        """For error messages: the servers only, never a credential."""
-        return f"'{self.bootstrap_servers}'"
+        """For error messages: the servers only, never a credential (not even one written into an address)."""
+        return f"'{strip_url_credentials(self.bootstrap_servers)}'"
 
     def redact(self, text: str) -> str:
-        """`text` with the value of every secret property replaced by ***."""
-        for name, value in self.properties:
-            if is_secret(name) and value:
-                text = text.replace(value, "***")
-        return text
+        """`text` fit to show: the value of every secret property replaced, URL credentials stripped."""
+        return redact(text, secret_values(dict(self.properties)))
 
 
 def parse_kafka_spec(options: Mapping[str, str]) -> KafkaSpec:
