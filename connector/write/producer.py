@@ -27,6 +27,7 @@ from .transactions import Fingerprint, TaskTransaction, transactional_id
 log = logging.getLogger("upsert_kafka")
 
 _UNASSIGNED = -1  # librdkafka: let the partitioner choose
+_PURGED = (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT)
 _POLL_EVERY = 10_000
 
 
@@ -192,20 +193,27 @@ class Sender:
                 self.failure = (error, message.topic(), message.key())
 
     def _raise_failure(self) -> None:
+        # The client's own error first: records purged or timed out because of it say nothing of the cause.
+        final = self.errors.check()
+        if final is None and self.failure is not None and self.failure[0].code() in _PURGED:
+            deadline = time.monotonic() + 1.0  # the error that made librdkafka purge follows its reports
+            while final is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+                final = self.errors.check()
+        if final is not None:
+            raise self._access_error(final, self.failure[1] if self.failure is not None else self.first_topic)
         if self.failure is not None:
             error, topic, key = self.failure
             raise self._record_error(error, topic, key, self.failures)
-        if self.errors.final is not None:
-            raise self._access_error(self.errors.final, self.first_topic)
 
     def _access_error(self, error: Any, topic: str | None) -> Exception:
         where = f"topic '{topic}'" if topic else self.spec.topics.describe()
         return kafka_error(self.spec.kafka, f"write to {where}", error, f"WRITE and DESCRIBE on {where}")
 
     def _record_error(self, error: Any, topic: str, key: bytes | None, count: int) -> Exception:
-        if error.code() in ACCESS_CODES or self.errors.final is not None:
+        if error.code() in ACCESS_CODES:
             # Not this record's fault: the client's user or connection (authorization, authentication, TLS).
-            return self._access_error(self.errors.final or error, topic)
+            return self._access_error(error, topic)
         # Not acknowledged within message.timeout.ms: the brokers were away, the record is not at fault.
         kind = KafkaUnavailableError if error.code() == KafkaError._MSG_TIMED_OUT else RecordError
         return kind(
