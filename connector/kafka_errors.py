@@ -109,11 +109,25 @@ class ClientErrors:
         self.serve: Callable[[float], Any] | None = None
 
     def __call__(self, error: KafkaError) -> None:
-        if error.code() in self.ignore:
+        try:
+            code = error.code()
+        except SystemError as e:
+            self.pending(e)
+            return
+        if code in self.ignore:
             return
         self.last = error
         if self.final is None and is_final_signal(error):
             self.final = error
+
+    def pending(self, error: SystemError) -> None:
+        """confluent-kafka leaves a fatal client error pending as an exception when it next calls back into
+        Python (seen: an ACL denying the idempotent producer its id); the first call on any of its objects then
+        raises SystemError with the fatal error as its cause. Keep that error; re-raise anything else."""
+        cause = error.__cause__ or error.__context__
+        if not (isinstance(cause, KafkaException) and cause.args and isinstance(cause.args[0], KafkaError)):
+            raise error
+        self(cause.args[0])
 
     def check(self) -> KafkaError | None:
         """The final error reported so far, after serving pending callbacks."""

@@ -181,8 +181,7 @@ class Sender:
         try:
             return self.client.flush(1.0)
         except (KafkaException, SystemError):
-            # A fatal client error can surface from flush() itself (as a SystemError out of the C extension,
-            # seen on a producer-id request denied by an ACL): report the error the callback recorded.
+            # After a fatal client error flush() itself fails (ClientErrors.pending): report that error.
             self._raise_failure()
             raise
 
@@ -190,7 +189,10 @@ class Sender:
         if error is not None:
             self.failures += 1
             if self.failure is None:
-                self.failure = (error, message.topic(), message.key())
+                try:
+                    self.failure = (error, message.topic(), message.key())
+                except SystemError as e:  # a fatal client error, pending: the purges that follow report it
+                    self.errors.pending(e)
 
     def _raise_failure(self) -> None:
         # The client's own error first: records purged or timed out because of it say nothing of the cause.

@@ -109,7 +109,11 @@ class TaskTransaction:
         self.timeout_s = spec.kafka.timeout_s
         self.transaction_timeout_ms = transaction_timeout_ms
         self.started: float | None = None
-        self._group = group_consumer(spec.kafka, transactional_id, errors)
+        # The marker group's consumer reports its own errors (an ACL on the group): served by polling it, which
+        # consumes nothing (it has no assignment).
+        self.group_errors = ClientErrors()
+        self.group_errors.serve = self._serve_group
+        self._group = group_consumer(spec.kafka, transactional_id, self.group_errors)
 
     def begin(self) -> str | None:
         """Fence earlier attempts. When one of them committed this write already, return the fingerprint it
@@ -132,7 +136,9 @@ class TaskTransaction:
             return None
         partitions = [TopicPartition(t, 0) for t in sorted(topics)]
         marks = self._call(
-            "read the exactly-once markers", lambda timeout: self._group.committed(partitions, timeout=timeout)
+            "read the exactly-once markers",
+            lambda timeout: self._group.committed(partitions, timeout=timeout),
+            self.group_errors,
         )
         for mark in marks:
             write_id, _, fingerprint = (mark.metadata or "").rpartition("|")
@@ -163,7 +169,12 @@ class TaskTransaction:
         finally:
             self._group.close()
 
-    def _call(self, what: str, attempt: Any) -> Any:
+    def _serve_group(self, timeout: float) -> None:
+        message = self._group.poll(timeout)
+        if message is not None and message.error() is not None:
+            self.group_errors(message.error())
+
+    def _call(self, what: str, attempt: Any, errors: ClientErrors | None = None) -> Any:
         """`attempt(timeout_s)` under the retry policy. A transaction step may be retried after a retriable
         error (librdkafka's rule); one that requires an abort is final here: the task fails, its transaction is
         aborted and Spark runs the task again."""
@@ -171,7 +182,7 @@ class TaskTransaction:
             self.spec.kafka,
             f"{what} for transactional id '{self.id}'",
             attempt,
-            errors=self.errors,
+            errors=errors or self.errors,
             grant=self._grant(),
             transient=lambda error: is_transient(error) and not error.txn_requires_abort(),
             hint=self._hint,
