@@ -25,7 +25,7 @@ from pyspark.sql.types import (
 )
 
 from ..errors import OptionError, did_you_mean
-from ..formats import Codec, CodecContext, FormatOptionError, codec_class, make_codec
+from ..formats import ChangelogCodec, Codec, CodecContext, FormatOptionError, codec_class, make_codec
 from .common import (
     FORMAT_OPTION,
     canonical_options,
@@ -51,7 +51,12 @@ WRITABLE_METADATA = frozenset({"timestamp", "headers"})
 @dataclass(frozen=True)
 class MetadataColumn:
     column: str  # the table column
-    kind: str  # one of METADATA_TYPES
+    kind: str  # one of METADATA_TYPES, or `value.<key>`: metadata of a changelog value format (read only)
+    format_type: DataType | None = None  # the type of a value format's metadata
+
+    @property
+    def data_type(self) -> DataType:
+        return self.format_type or METADATA_TYPES[self.kind]
 
 
 @dataclass(frozen=True)
@@ -92,22 +97,37 @@ def parse_metadata_columns(options: Mapping[str, str]) -> tuple[MetadataColumn, 
     """`metadata.columns`: `kind` or `column=kind`, comma-separated, e.g. `offset, event_time=timestamp`."""
     raw = options.get("metadata.columns", "").strip()
     columns: list[MetadataColumn] = []
+    formats = _value_format_metadata(options) if "value." in raw.lower() else {}
     for entry in filter(None, (part.strip() for part in raw.split(","))):
         column, _, kind = entry.rpartition("=")
         column, kind = (column.strip() or kind.strip()), kind.strip().lower()
-        if kind not in METADATA_TYPES:
-            hint = did_you_mean(kind, METADATA_TYPES)
+        if kind not in METADATA_TYPES and kind not in formats:
+            known = [*METADATA_TYPES, *formats]
+            hint = did_you_mean(kind, known)
+            value_format = options.get("value.format", "json").strip()
+            note = "" if formats or not kind.startswith("value.") else f" (value format '{value_format}' has none)"
             raise OptionError(
-                f"option 'metadata.columns': unknown metadata '{kind}'.{hint} Available: {', '.join(METADATA_TYPES)}"
+                f"option 'metadata.columns': unknown metadata '{kind}'{note}.{hint} Available: {', '.join(known)}"
             )
         if any(c.column == column for c in columns):
             raise OptionError(f"option 'metadata.columns' names column '{column}' twice")
-        columns.append(MetadataColumn(column, kind))
+        columns.append(MetadataColumn(column, kind, formats.get(kind)))
     return tuple(columns)
 
 
+def _value_format_metadata(options: Mapping[str, str]) -> dict[str, DataType]:
+    """The value format's readable metadata as `value.<key>` -> Spark type (Flink's keys of it in the kafka
+    connector); none for formats without."""
+    try:
+        cls = codec_class(options.get("value.format", "json").strip(), "value.format")
+    except FormatOptionError as e:
+        raise OptionError(str(e)) from None
+    readable = getattr(cls, "readable_metadata", {})
+    return {f"value.{key}": from_arrow_type(t) for key, t in readable.items()}
+
+
 def metadata_ddl(columns: tuple[MetadataColumn, ...]) -> str:
-    return ", ".join(f"`{c.column}` {METADATA_TYPES[c.kind].simpleString().upper()}" for c in columns)
+    return ", ".join(f"`{c.column}` {c.data_type.simpleString().upper()}" for c in columns)
 
 
 def parse_layout(options: Mapping[str, str], schema: StructType, topics: tuple[str, ...]) -> Layout:
@@ -140,6 +160,11 @@ def parse_layout(options: Mapping[str, str], schema: StructType, topics: tuple[s
         value_codec = _codec(options, "value", topics)
     except FormatOptionError as e:
         raise OptionError(str(e)) from None
+    if isinstance(value_codec, ChangelogCodec) and include != "ALL":
+        raise OptionError(
+            f"value format '{value_codec.name}' carries whole rows (the key columns among them): it needs "
+            "'value.fields-include' = ALL, and no 'key.fields-prefix'"
+        )
     return Layout(
         schema=schema,
         key_fields=key_fields,
@@ -155,7 +180,7 @@ def parse_layout(options: Mapping[str, str], schema: StructType, topics: tuple[s
 def _check_metadata_in_schema(metadata: tuple[MetadataColumn, ...], schema: StructType, changelog: str) -> None:
     fields = {f.name: f for f in schema.fields}
     for c in metadata:
-        expected = METADATA_TYPES[c.kind].simpleString()
+        expected = c.data_type.simpleString()
         if c.column == changelog:
             raise OptionError(f"option 'metadata.columns': column '{c.column}' is the changelog column")
         if c.column not in fields:
