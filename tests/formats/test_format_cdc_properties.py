@@ -71,8 +71,13 @@ def rows(values: dict, partial: bool = False, clean: bool = True, nullable: bool
     return fields | st.none() | st.just("not a row")
 
 
-def _without_nulls(values: dict) -> dict:
-    return {k: v.filter(lambda x: x is not None) for k, v in values.items()}
+def _changed(draw, values: dict) -> dict:
+    """The values of `old`'s changed fields: none null (the fast path reads them), or some or all null (a
+    field that was null before: only the per-envelope path reads that exactly)."""
+    kind = draw(st.sampled_from(["no nulls", "some nulls", "nulls"]))
+    if kind == "nulls":
+        return {k: st.none() for k in values}
+    return values if kind == "some nulls" else {k: v.filter(lambda x: x is not None) for k, v in values.items()}
 
 
 @st.composite
@@ -99,7 +104,7 @@ def canal_messages(draw) -> list:
         return {"data": data, "old": old, "type": kind, "database": db, "table": "products", "isDdl": ddl,
                 "pkNames": ["id"], "ts": 1, "es": 2}  # fmt: skip
 
-    changed = _without_nulls(values) if draw(st.booleans()) else values  # a null among them: the exact path
+    changed = _changed(draw, values)
     data = st.lists(rows(values, clean=clean, nullable=False), min_size=0, max_size=3)
     old = st.lists(rows(changed, partial=True, clean=clean, nullable=False), max_size=3)
     data, old = (data, old) if clean else (data | st.none(), old | st.none())
@@ -114,7 +119,7 @@ def maxwell_messages(draw) -> list:
     kinds = ["insert", "update", "delete", "bootstrap-insert", "bootstrap-start"] + ([] if clean else ["x"])
     required = {"database": st.just("test"), "table": st.just("e"), "type": st.sampled_from(kinds)}
     optional = {"ts": st.integers(0, 2**31), "primary_key_columns": st.just(["id"])}
-    changed = _without_nulls(values) if draw(st.booleans()) else values
+    changed = _changed(draw, values)
     data, old = rows(values, clean=clean, nullable=not clean), rows(changed, partial=True, clean=clean)
     if clean:
         required["data"] = data
@@ -181,6 +186,21 @@ def test_the_fast_path_reads_well_formed_envelopes_itself(name):
     assert fast is not None and fast[1] == []
     _same_changes(fast[0], decoder._decode_each(payloads))
     assert fast[0].kinds.to_pylist() == ["insert", "update_preimage", "update_postimage", "delete"]
+
+
+NULL_BEFORE = {
+    "canal-json": {"data": [{"id": "1", "name": "b"}], "old": [{"name": None}], "type": "UPDATE"},
+    "maxwell-json": {"type": "update", "data": {"id": 1, "name": "b"}, "old": {"name": None}},
+}
+
+
+@pytest.mark.parametrize("name", sorted(NULL_BEFORE))
+def test_a_field_null_before_an_update_is_null_in_the_pre_image(name):
+    """`old` lists the changed fields only; an explicit null there is the value before, not "unchanged"."""
+    decoder = codec(name).changelog_decoder(SCHEMA)
+    changes = decoder.decode_changes([orjson.dumps(m) for m in [WELL_FORMED[name][0], NULL_BEFORE[name]]])
+    assert changes.kinds.to_pylist() == ["insert", "update_preimage", "update_postimage"]
+    assert [r["name"] for r in changes.batch.to_pylist()] == ["a", None, "b"]
 
 
 TEXT_TYPES = [t for t in PRIMITIVES if pa.types.is_boolean(t) or pa.types.is_integer(t) or pa.types.is_decimal(t)]
