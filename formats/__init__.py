@@ -1,11 +1,19 @@
 """Key/value formats (codecs) for upsert-kafka: bytes <-> Arrow, per batch."""
 
 from .codec import (
+    DELETE,
+    INSERT,
     SPARK_TYPES,
+    UPDATE_AFTER,
+    UPDATE_BEFORE,
+    ChangelogCodec,
+    ChangelogDecoder,
+    ChangelogEncoder,
     Codec,
     CodecContext,
     ColumnTypes,
     Decoded,
+    DecodedChanges,
     Decoder,
     Encoder,
     FormatOptionError,
@@ -14,11 +22,19 @@ from .codec import (
 from .registry import available_formats, codec_class, make_codec, register_codec
 
 __all__ = [
+    "DELETE",
+    "INSERT",
     "SPARK_TYPES",
+    "UPDATE_AFTER",
+    "UPDATE_BEFORE",
+    "ChangelogCodec",
+    "ChangelogDecoder",
+    "ChangelogEncoder",
     "Codec",
     "CodecContext",
     "ColumnTypes",
     "Decoded",
+    "DecodedChanges",
     "Decoder",
     "Encoder",
     "FormatOptionError",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import ClassVar
 
@@ -131,6 +131,43 @@ class Encoder(ABC):
         """Encode every row of `batch` (columns in the encoder's schema) into one payload each."""
 
 
+# The change kinds a changelog decoder reports for each row it decodes (Flink's RowKinds, in the names of Delta's
+# change data feed): a pre-image is always directly followed by its post-image.
+INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = "insert", "update_preimage", "update_postimage", "delete"
+
+
+@dataclass(frozen=True)
+class DecodedChanges:
+    """Decoded change envelopes (debezium-json, ...): each payload gave zero or more rows, each with a kind.
+
+    `batch`: the rows, in the decoder's schema; `kinds`: one of INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE
+    per row; `records`: per row, the index of the payload it came from (non-decreasing: rows come in payload
+    order, and a payload's rows in the order the envelope gives them); `metadata`: one array per requested
+    format metadata key, per row; `failures`: (index into the input, reason), payloads that gave no row.
+    """
+
+    batch: pa.RecordBatch
+    kinds: pa.Array
+    records: pa.Array
+    metadata: Mapping[str, pa.Array] = field(default_factory=dict)
+    failures: tuple[tuple[int, str], ...] = ()
+
+
+class ChangelogDecoder(ABC):
+    @abstractmethod
+    def decode_changes(self, payloads: Sequence[bytes]) -> DecodedChanges:
+        """Decode non-null payloads, each a change envelope, into the rows they carry."""
+
+
+class ChangelogEncoder(Encoder):
+    @abstractmethod
+    def encode_changes(self, batch: pa.RecordBatch, deletes: pa.BooleanArray) -> list[bytes]:
+        """One envelope per row of `batch`: a delete where `deletes` is true, an insert elsewhere."""
+
+    def encode(self, batch: pa.RecordBatch) -> list[bytes]:
+        return self.encode_changes(batch, pa.repeat(pa.scalar(False), batch.num_rows))
+
+
 class Codec(ABC):
     """A named key/value format. Subclasses declare their option names (without the prefix)."""
 
@@ -164,6 +201,29 @@ class Codec(ABC):
         """The columns this format's own schema declares (e.g. a registry subject's latest schema), used
         when the user gives none; None when the format has no schema of its own."""
         return None
+
+
+class ChangelogCodec(Codec):
+    """A value format whose records are change envelopes (Debezium, Canal, Maxwell): a record may carry
+    several rows, each an insert, an update (pre- and post-image) or a delete; rows are read with
+    changelog_decoder, and written as envelopes with encoder(...).encode_changes."""
+
+    #: Format metadata readable through `metadata.columns` as `value.<key>`, and its Arrow type.
+    readable_metadata: ClassVar[Mapping[str, pa.DataType]] = {}
+    #: False: rows are upserts and deletes of their key; True: Flink's full changelog, pre-images included.
+    full_changelog: bool = False
+
+    def decoder(self, schema: pa.Schema) -> Decoder:
+        raise FormatOptionError(
+            f"'{self.name}' is a changelog format: its records carry changes, read with changelog_decoder()"
+        )
+
+    @abstractmethod
+    def changelog_decoder(self, schema: pa.Schema, metadata: Sequence[str] = ()) -> ChangelogDecoder:
+        """A decoder of rows of `schema`, also reporting the format metadata keys `metadata`."""
+
+    @abstractmethod
+    def encoder(self, schema: pa.Schema) -> ChangelogEncoder: ...
 
 
 def option_flag(options: Mapping[str, str], name: str, prefix: str, default: bool = False) -> bool:

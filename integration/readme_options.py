@@ -21,7 +21,7 @@ _BLOCK = re.escape(START) + r"(.*?)" + re.escape(END)
 TYPES_START = "<!-- format-types:start (generated: python -m integration.readme_options) -->"
 TYPES_END = "<!-- format-types:end -->"
 _TYPES_BLOCK = re.escape(TYPES_START) + r"(.*?)" + re.escape(TYPES_END)
-BUILT_IN_FORMATS = ("json", "csv", "raw", "avro", "avro-confluent")
+BUILT_IN_FORMATS = ("json", "csv", "raw", "avro", "avro-confluent", "debezium-json", "canal-json", "maxwell-json")
 
 
 def _row(doc: OptionDoc) -> str:

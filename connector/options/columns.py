@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from pyspark.sql.pandas.types import to_arrow_type
+from pyspark.sql.pandas.types import from_arrow_type, to_arrow_type
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -30,6 +30,7 @@ from pyspark.sql.types import (
 )
 
 from ..errors import OptionError, SchemaError, did_you_mean
+from ..formats import ChangelogCodec, Codec, FormatOptionError, codec_class
 from .common import changelog_column_name, require
 
 # Flink's kafka connector metadata keys and their types in Spark.
@@ -44,13 +45,20 @@ METADATA_TYPES: dict[str, DataType] = {
     "watermark": TimestampType(),  # not the record's: the merged watermark when the batch was planned
 }
 WRITABLE_METADATA = frozenset({"timestamp", "headers"})
+VALUE_METADATA = "value."  # `value.<key>`: a changelog value format's own metadata (read only)
 _CASE = "column names compare case-insensitively, as in Spark"
 
 
 @dataclass(frozen=True)
 class MetadataColumn:
     column: str  # the table column
-    kind: str  # one of METADATA_TYPES
+    kind: str  # one of METADATA_TYPES, or `value.<key>`: metadata of a changelog value format (read only)
+    data_type: DataType  # its type in Spark
+
+    @property
+    def value_key(self) -> str | None:
+        """The value format's own metadata key (`value.<key>`); None for the record's metadata."""
+        return self.kind[len(VALUE_METADATA) :] if self.kind.startswith(VALUE_METADATA) else None
 
 
 @dataclass(frozen=True)
@@ -82,6 +90,13 @@ def parse_column_options(options: Mapping[str, str]) -> ColumnOptions:
     if include not in ("ALL", "EXCEPT_KEY"):
         raise OptionError(f"option 'value.fields-include' must be ALL or EXCEPT_KEY, got '{given}'")
     prefix = options.get("key.fields-prefix", "")
+    if include != "ALL" or prefix:
+        value_format = _value_codec_class(options)
+        if issubclass(value_format, ChangelogCodec):
+            raise OptionError(
+                f"option 'value.fields-include': value format '{value_format.name}' carries whole rows (the key "
+                "columns among them): it needs 'value.fields-include' = ALL and no 'key.fields-prefix'"
+            )
     if prefix and include != "EXCEPT_KEY":
         raise OptionError(
             "option 'key.fields-prefix' requires 'value.fields-include' to be EXCEPT_KEY (the prefix keeps "
@@ -105,14 +120,19 @@ def parse_column_options(options: Mapping[str, str]) -> ColumnOptions:
 def _parse_metadata(options: Mapping[str, str], changelog: str) -> tuple[MetadataColumn, ...]:
     """`metadata.columns`: `kind` or `column=kind`, comma-separated, e.g. `offset, event_time=timestamp`."""
     raw = options.get("metadata.columns", "").strip()
+    # A changelog value format's own metadata, read only (Flink's `value.<key>` keys of the kafka connector).
+    known = METADATA_TYPES | (_value_format_metadata(options) if VALUE_METADATA in raw.lower() else {})
     columns: list[MetadataColumn] = []
     for entry in filter(None, (part.strip() for part in raw.split(","))):
         column, _, kind = entry.rpartition("=")
         column, kind = (column.strip() or kind.strip()), kind.strip().lower()
-        if kind not in METADATA_TYPES:
-            hint = did_you_mean(kind, METADATA_TYPES)
+        if kind not in known:
+            hint = did_you_mean(kind, known)
+            value_format = options.get("value.format", "json").strip()
+            none = kind.startswith(VALUE_METADATA) and len(known) == len(METADATA_TYPES)
+            note = f" (value format '{value_format}' has none)" if none else ""
             raise OptionError(
-                f"option 'metadata.columns': unknown metadata '{kind}'.{hint} Available: {', '.join(METADATA_TYPES)}"
+                f"option 'metadata.columns': unknown metadata '{kind}'{note}.{hint} Available: {', '.join(known)}"
             )
         if "=" in column or "`" in column:
             raise OptionError(
@@ -126,12 +146,26 @@ def _parse_metadata(options: Mapping[str, str], changelog: str) -> tuple[Metadat
                 f"option 'metadata.columns': column '{column}' is the change-type column (option "
                 "'changelog.column'); name the metadata column otherwise, e.g. 'record_{kind}={kind}'"
             )
-        columns.append(MetadataColumn(column, kind))
+        columns.append(MetadataColumn(column, kind, known[kind]))
     return tuple(columns)
 
 
+def _value_codec_class(options: Mapping[str, str]) -> type[Codec]:
+    try:
+        return codec_class(options.get("value.format", "json").strip(), "value.format")
+    except FormatOptionError as e:
+        raise OptionError(str(e)) from None
+
+
+def _value_format_metadata(options: Mapping[str, str]) -> dict[str, DataType]:
+    """The value format's readable metadata as `value.<key>` -> Spark type; none for a format without."""
+    cls = _value_codec_class(options)
+    readable = cls.readable_metadata if issubclass(cls, ChangelogCodec) else {}
+    return {VALUE_METADATA + key: from_arrow_type(t) for key, t in readable.items()}
+
+
 def metadata_fields(columns: ColumnOptions) -> list[StructField]:
-    return [StructField(c.column, METADATA_TYPES[c.kind]) for c in columns.metadata]
+    return [StructField(c.column, c.data_type) for c in columns.metadata]
 
 
 def resolve_columns(schema: StructType, columns: ColumnOptions) -> ColumnRoles:
@@ -204,7 +238,7 @@ def _repeated(names: list[str]) -> tuple[str, str] | None:
 
 
 def _metadata_field(c: MetadataColumn, fields: dict[str, StructField], schema: StructType) -> StructField:
-    expected = type_text(METADATA_TYPES[c.kind])
+    expected = type_text(c.data_type)
     f = fields.get(c.column.lower())
     if f is None:
         raise SchemaError(

@@ -18,7 +18,7 @@ from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
 from ..errors import OptionError, SchemaError
-from ..formats import Codec, CodecContext, FormatOptionError, codec_class, make_codec, spark_type_name
+from ..formats import ChangelogCodec, Codec, CodecContext, FormatOptionError, codec_class, make_codec, spark_type_name
 from .columns import (
     ColumnOptions,
     MetadataColumn,
@@ -136,9 +136,19 @@ def check_codecs(layout: Layout, writing: bool) -> None:
         ("value", layout.value_codec, layout.value_schema),
     ):
         try:
-            codec.encoder(schema) if writing else codec.decoder(schema)
+            if writing:
+                codec.encoder(schema)
+            elif isinstance(codec, ChangelogCodec):  # a changelog format also reads its own metadata
+                codec.changelog_decoder(schema, format_metadata(layout))
+            else:
+                codec.decoder(schema)
         except FormatOptionError as e:
             raise OptionError(f"option '{role}.format' ({codec.name}): {e}") from None
+
+
+def format_metadata(layout: Layout) -> tuple[str, ...]:
+    """The value format's own metadata keys the table reads (`value.<key>` in option 'metadata.columns')."""
+    return tuple(c.value_key for c in layout.metadata if c.value_key is not None)
 
 
 def _codec(options: Mapping[str, str], role: str, topics: tuple[str, ...]) -> Codec:

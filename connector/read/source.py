@@ -20,7 +20,7 @@ from pyspark.sql.streaming.datasource import (
 
 from ..errors import UpsertKafkaError
 from . import offsets
-from .decode import RangeDecoder
+from .decode import range_decoder
 from .fetch import fetch_range
 from .offsets import BatchPlan, PartitionRange, clip_starts, ranges_between, split_ranges
 from .planner import Planner, limit_by_backlog
@@ -33,7 +33,7 @@ log = logging.getLogger("upsert_kafka")
 def read_range(spec: ReadSpec, rng: InputPartition) -> Iterator[pa.RecordBatch]:
     if not isinstance(rng, PartitionRange):
         return iter(())  # Spark's stand-in InputPartition(None) for a plan with no ranges
-    decoder = RangeDecoder(spec, rng)
+    decoder = range_decoder(spec, rng)
     kinds = tuple(c.kind for c in spec.layout.metadata)
     chunks = fetch_range(spec.kafka, rng, kinds, spec.fail_on_data_loss)
     return decoder.changelog(chunks) if spec.changelog else decoder.table(chunks)

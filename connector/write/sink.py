@@ -17,6 +17,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowW
 from pyspark.sql.types import StructType
 
 from ..errors import OptionError
+from ..formats import ChangelogCodec
 from ..kafka import describe_write_target
 from ..options.layout import check_codecs
 from .overwrite import tombstone_missing_keys
@@ -40,6 +41,12 @@ def plan_write(options: dict, schema: StructType, overwrite: bool, query_id: str
             "save mode overwrite with option 'topic-pattern' would tombstone the keys of every topic the pattern "
             "matches, now or later: list the topics with option 'topic' (the DataFrame's rows name theirs in the "
             "topic column)"
+        )
+    if overwrite and isinstance(spec.layout.value_codec, ChangelogCodec):
+        raise OptionError(
+            f"save mode overwrite deletes the keys the DataFrame lacks with tombstones, which a "
+            f"'{spec.layout.value_codec.name}' reader skips: write with mode append and `delete` rows for the keys "
+            "to remove"
         )
     check_codecs(spec.layout, writing=True)  # before any task; may ask the schema registry
     # 0: no transactions; None: exactly-once with the default transaction timeout.

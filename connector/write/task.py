@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from pyspark.sql.datasource import WriterCommitMessage
 
 from ..errors import RecordError, WriteTaskError
-from ..formats import Encoder
+from ..formats import ChangelogEncoder, Encoder
 from ..kafka import WriteTarget
 from .buffer import FlushTimer, Pending, ReducingBuffer
 from .producer import Sender
@@ -220,14 +220,26 @@ class RecordWriter:
             )
         return values
 
-    def _encode(self, encoder: Encoder, part: pa.RecordBatch, rows: pa.RecordBatch, role: str) -> list[bytes]:
+    def _encode(
+        self,
+        encoder: Encoder,
+        part: pa.RecordBatch,
+        rows: pa.RecordBatch,
+        role: str,
+        deletes: pa.BooleanArray | None = None,
+    ) -> list[bytes]:
+        """Encode `part` (the key or value columns of `rows`); with `deletes`, as change envelopes."""
+
+        def encode(batch: pa.RecordBatch, flags: pa.BooleanArray | None) -> list[bytes]:
+            return encoder.encode(batch) if flags is None else encoder.encode_changes(batch, flags)  # type: ignore[attr-defined]
+
         try:
-            return encoder.encode(part)
+            return encode(part, deletes)
         except (ValueError, TypeError, OverflowError) as batch_error:
             # Find the row to name it; only on this error path is encoding done row by row.
             for i in range(part.num_rows):
                 try:
-                    encoder.encode(part.slice(i, 1))
+                    encode(part.slice(i, 1), None if deletes is None else deletes.slice(i, 1))
                 except (ValueError, TypeError, OverflowError) as e:
                     raise RecordError(
                         f"cannot encode the {role} of the row with key {self._key_text(rows, i)} for "
@@ -285,6 +297,8 @@ class RecordWriter:
     def _values(self, pending: Pending) -> list[bytes | None]:
         rows, deletes = pending.rows, pending.deletes
         columns = list(self.layout.value_fields)
+        if isinstance(self.value_encoder, ChangelogEncoder):  # a delete is an envelope too, not a tombstone
+            return self._encode(self.value_encoder, rows.select(columns), rows, "value", deletes)  # type: ignore[return-value]
         if not pc.any(deletes).as_py():
             return self._encode(self.value_encoder, rows.select(columns), rows, "value")
         upserts = rows.filter(pc.invert(deletes))

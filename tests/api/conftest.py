@@ -1,9 +1,9 @@
-"""Counts the cases of the generated bad-input suite (test_bad_options.py, test_bad_schemas.py) for the
-session's summary line."""
+"""Counts the cases of the generated bad-input suite (test_bad_options.py, test_bad_format_options.py,
+test_bad_schemas.py, test_bad_types.py) for the session's summary line."""
 
 from __future__ import annotations
 
-_SUITE = ("test_bad_options.py::", "test_bad_schemas.py::")
+_SUITE = ("test_bad_options.py::", "test_bad_format_options.py::", "test_bad_schemas.py::", "test_bad_types.py::")
 _counts = {"passed": 0, "failed": 0, "skipped": 0, "spark": 0, "seconds": 0.0}
 
 

@@ -1,32 +1,27 @@
 """The generated bad-input suite, options (issue 19): every option of the catalog with values of the wrong type,
-out of range, empty and malformed (by the option's kind), every format option of the built-in formats likewise,
-unknown options and disagreeing aliases; for reads, streaming reads and writes. Each mistake must be one error of
-the connector's own type naming the option, raised while the driver builds the read or write spec: pure logic,
-no broker, no Spark. The schema half, with the cases through Spark itself, is test_bad_schemas.py; the session's
-summary line counts both (tests/api/conftest.py). Deterministic: no random input.
+out of range, empty and malformed (by the option's kind), unknown options and disagreeing aliases; for reads,
+streaming reads and writes. Each mistake must be one error of the connector's own type naming the option, raised
+while the driver builds the read or write spec: pure logic, no broker, no Spark. The format options are in
+test_bad_format_options.py, the schema half (with the cases through Spark itself) in test_bad_schemas.py and
+test_bad_types.py; the session's summary line counts them all (tests/api/conftest.py). Deterministic: no random
+input.
 """
 
 from __future__ import annotations
 
 import pytest
-from pyspark.sql.types import (
-    IntegerType,
-    StringType,
-)
 from pyspark_upsert_kafka import OptionError, SchemaError
-from pyspark_upsert_kafka.formats import codec_class
 from pyspark_upsert_kafka.options.catalog import OPTIONS
 
 from tests.support.bad_inputs import (
     BASE,
+    CHANGELOG_FORMATS,
     CONTEXTS,
     READ,
     READ_STREAM,
     WRITE,
-    format_options,
     plan,
     rejected,
-    struct,
 )
 
 
@@ -169,10 +164,20 @@ PARTICULAR: dict[str, list[OptionCase]] = {
             None,
         ),
         ("the-whole-key-name", {"key.fields-prefix": "id", "value.fields-include": "EXCEPT_KEY"}, OptionError, None),
+        (
+            "with-a-changelog-value-format",
+            {"key.fields-prefix": "k_", "value.fields-include": "EXCEPT_KEY", "value.format": "canal-json"},
+            OptionError,
+            None,
+        ),
     ],
     "include": [
         (label, {"value.fields-include": value}, OptionError, None)
         for label, value in (("empty", ""), ("unknown", "NONE"), ("dashed", "except-key"), ("both", "ALL,EXCEPT_KEY"))
+    ]
+    + [  # a change envelope holds whole rows
+        (f"except-key-with-{fmt}", {"value.fields-include": "EXCEPT_KEY", "value.format": fmt}, OptionError, None)
+        for fmt in CHANGELOG_FORMATS
     ],
     "metadata": [
         ("unknown-kind", {"metadata.columns": "offsets"}, OptionError, None),
@@ -182,6 +187,25 @@ PARTICULAR: dict[str, list[OptionCase]] = {
         ("two-equals", {"metadata.columns": "a=b=offset"}, OptionError, None),
         ("the-change-column", {"metadata.columns": "_change_type=offset"}, OptionError, None),
         ("missing-from-the-schema", {"metadata.columns": "offset"}, SchemaError, None),
+        ("value-metadata-of-a-format-without", {"metadata.columns": "value.source.timestamp"}, OptionError, None),
+        (
+            "unknown-value-metadata",
+            {"metadata.columns": "value.source.timestamps", "value.format": "debezium-json"},
+            OptionError,
+            None,
+        ),
+        (
+            "other-formats-value-metadata",
+            {"metadata.columns": "value.source.table", "value.format": "maxwell-json"},
+            OptionError,
+            None,
+        ),
+        (
+            "value-metadata-missing-from-the-schema",
+            {"metadata.columns": "value.table", "value.format": "canal-json"},
+            SchemaError,
+            None,
+        ),
     ],
     **{
         f"{role}-format": [
@@ -189,13 +213,18 @@ PARTICULAR: dict[str, list[OptionCase]] = {
             for label, value in (
                 ("empty", ""),
                 ("unknown", "jsn"),
-                ("changelog-format", "debezium-json"),
+                ("changelog-format-not-built-in", "ogg-json"),
                 ("missing-module", "no_such_module_here:Codec"),
                 ("missing-class", "json:NoSuchCodec"),
                 ("not-a-codec", "builtins:int"),
             )
         ]
         + [(f"raw-{role}-of-two-columns", {f"{role}.format": "raw", "key.fields": "id;name"}, SchemaError, None)]
+        + [  # a change envelope holds whole rows: a value format only
+            (f"changelog-format-{fmt}", {"key.format": fmt}, OptionError, None)
+            for fmt in CHANGELOG_FORMATS
+            if role == "key"
+        ]
         for role in ("key", "value")
     },
     "ddl": [
@@ -413,91 +442,3 @@ def test_unknown_or_conflicting_options_are_one_error_naming_them(context, label
 def test_every_catalog_option_has_bad_values():
     catalog = {doc.name for doc in OPTIONS}
     assert catalog == set(OPTION_KINDS), f"give the bad-input suite values for: {catalog ^ set(OPTION_KINDS)}"
-
-
-# =============================================================================================================
-# Format options of the built-in formats
-
-# Per format option: bad values (label, value). An option not listed takes any text (a name, a literal).
-FORMAT_BAD: dict[str, dict[str, list[tuple[str, str]]]] = {
-    "json": {
-        "fail-on-missing-field": [("word", "maybe")],
-        "ignore-parse-errors": [("word", "maybe"), ("number", "1")],
-        "timestamp-format.standard": [("unknown", "ISO"), ("empty", "")],
-        "map-null-key.mode": [("unknown", "KEEP")],
-        "encode.decimal-as-plain-number": [("word", "yes")],
-        "encode.ignore-null-fields": [("empty", "")],
-    },
-    "csv": {
-        "field-delimiter": [("empty", ""), ("two-characters", ";;"), ("line-break", "\n")],
-        "quote-character": [("two-characters", "''"), ("same-as-delimiter", ",")],
-        "disable-quote-character": [("word", "maybe")],
-        "allow-comments": [("word", "maybe")],
-        "ignore-parse-errors": [("word", "maybe")],
-        "array-element-delimiter": [("empty", "")],
-        "escape-character": [("two-characters", "ab"), ("same-as-quote", '"')],
-    },
-    "raw": {
-        "charset": [("unknown", "klingon"), ("not-text", "base64"), ("empty", "")],
-        "endianness": [("unknown", "middle")],
-        "ignore-parse-errors": [("word", "maybe")],
-    },
-    "avro": {
-        "schema": [("not-json", "{not json"), ("not-a-schema", '{"type": "nope"}')],
-        "ignore-parse-errors": [("word", "maybe")],
-    },
-    "avro-confluent": {
-        "url": [("empty", ""), ("not-http", "ftp://registry:8081")],
-        "auto.register.schemas": [("word", "maybe")],
-        "basic-auth.credentials-source": [("unknown", "SASL_INHERIT")],
-        "bearer-auth.credentials-source": [("unknown", "OAUTH")],
-        "schema": [("not-json", "{not json")],
-        "ignore-parse-errors": [("word", "maybe")],
-    },
-}
-FREE_TEXT = {
-    "json": {"map-null-key.literal"},
-    "csv": {"null-literal"},
-    "raw": set(),
-    "avro": {"record-name", "record-namespace"},
-    "avro-confluent": {
-        "subject",
-        "record-name",
-        "record-namespace",
-        "basic-auth.user-info",
-        "bearer-auth.token",
-        "ssl.keystore.location",
-        "ssl.keystore.password",
-        "ssl.truststore.location",
-        "ssl.truststore.password",
-    },
-}
-
-
-def _format_cases() -> list:
-    cases = []
-    for fmt, bad in FORMAT_BAD.items():
-        for role in ("key", "value"):
-            for option, values in bad.items():
-                name = f"{role}.{fmt}.{option}"
-                for label, value in values:
-                    for context in (READ, WRITE):
-                        more = format_options(fmt, role) | {name: value}
-                        cases.append(pytest.param(context, more, name, id=f"{context}-{name}-{label}"))
-            unknown = f"{role}.{fmt}.no-such-option"
-            for context in (READ, WRITE):
-                more = format_options(fmt, role) | {unknown: "x"}
-                cases.append(pytest.param(context, more, unknown, id=f"{context}-{unknown}"))
-    return cases
-
-
-@pytest.mark.parametrize(("context", "more", "name"), _format_cases())
-def test_bad_format_option_is_one_error_naming_it(context, more, name):
-    schema = struct(("id", IntegerType()), ("name", StringType()), ("_change_type", StringType()))
-    rejected(context, BASE | more, schema if context != WRITE else None, OptionError, (name,), quoted=False)
-
-
-@pytest.mark.parametrize("fmt", sorted(FORMAT_BAD))
-def test_every_built_in_format_option_has_bad_values_or_takes_any_text(fmt):
-    declared = set(codec_class(fmt, "value.format").option_names)
-    assert declared == set(FORMAT_BAD[fmt]) | FREE_TEXT[fmt]

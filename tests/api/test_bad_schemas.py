@@ -1,175 +1,46 @@
-"""The generated bad-input suite, schemas (issue 19): every Spark type in key and value position for every
-format, duplicate names, reserved columns of other types, missing key and reserved columns; for reads,
-streaming reads and writes. Each mistake must be one error of the connector's own type naming the column or
-option, raised on the driver before any Kafka call or task. Most cases build the spec as pure logic; the last
-group goes through spark.read / readStream / write / writeStream with a broker address nothing listens on, so
-a case that got past validation would fail on the connection instead. Options: test_bad_options.py.
+"""The generated bad-input suite, schemas (issue 19): duplicate names, reserved columns of other types, missing
+key and reserved columns; for reads, streaming reads and writes. Each mistake must be one error of the connector's
+own type naming the column or option, raised on the driver before any Kafka call or task. Most cases build the
+spec as pure logic; the last group goes through spark.read / readStream / write / writeStream with a broker address
+nothing listens on, so a case that got past validation would fail on the connection instead. Every type in every
+format: test_bad_types.py; options: test_bad_options.py, test_bad_format_options.py.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-from decimal import Decimal
-
-import pyarrow as pa
 import pytest
-from pyspark.sql.pandas.types import to_arrow_type
+from pyspark.sql.pandas.types import from_arrow_type
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
     BooleanType,
-    ByteType,
-    CalendarIntervalType,
     CharType,
     DataType,
-    DateType,
-    DayTimeIntervalType,
-    DecimalType,
-    DoubleType,
-    FloatType,
     IntegerType,
     LongType,
     MapType,
-    NullType,
-    ShortType,
     StringType,
     StructField,
     StructType,
     TimestampNTZType,
     TimestampType,
-    TimeType,
-    VarcharType,
-    VariantType,
-    YearMonthIntervalType,
 )
 from pyspark_upsert_kafka import OptionError, SchemaError
-from pyspark_upsert_kafka.formats import CodecContext, codec_class, make_codec
+from pyspark_upsert_kafka.formats import codec_class
 from pyspark_upsert_kafka.options.columns import METADATA_TYPES
 
 from tests.support.bad_inputs import (
     BASE,
+    CHANGELOG_FORMATS,
     CONTEXTS,
     DATA,
     READ,
     READ_STREAM,
     WRITE,
-    format_options,
     plan,
     rejected,
     struct,
 )
-
-# =============================================================================================================
-# Schemas: every Spark type in key and value position, for every format
-
-AT = dt.datetime(2024, 5, 6, 7, 8, 9, 123456)
-# The types every format but raw holds, with a value each (for the round trip through the codec).
-HELD: dict[str, tuple[DataType, object]] = {
-    "BOOLEAN": (BooleanType(), True),
-    "TINYINT": (ByteType(), -5),
-    "SMALLINT": (ShortType(), 300),
-    "INT": (IntegerType(), -70000),
-    "BIGINT": (LongType(), 2**40),
-    "FLOAT": (FloatType(), 0.5),
-    "DOUBLE": (DoubleType(), 1e-300),
-    "DECIMAL(10,2)": (DecimalType(10, 2), Decimal("12.34")),
-    "STRING": (StringType(), 'h\u00e9 "x" y'),
-    "STRING COLLATE UTF8_LCASE": (StringType("UTF8_LCASE"), "Case"),
-    "BINARY": (BinaryType(), b"\x00\xff"),
-    "DATE": (DateType(), dt.date(1999, 12, 31)),
-    "TIMESTAMP": (TimestampType(), AT.replace(tzinfo=dt.timezone.utc)),
-    "TIMESTAMP_NTZ": (TimestampNTZType(), AT),
-    "ARRAY<INT>": (ArrayType(IntegerType()), [1, None, 3]),
-    "ARRAY<ARRAY<STRING>>": (ArrayType(ArrayType(StringType())), [["a"], None]),
-    "MAP<STRING,DOUBLE>": (MapType(StringType(), DoubleType()), [("a", 1.0), ("b", None)]),
-    "STRUCT<a:STRING,b:ARRAY<BIGINT>>": (
-        struct(("a", StringType()), ("b", ArrayType(LongType()))),
-        {"a": "x", "b": [1, 2]},
-    ),
-    "ARRAY<STRUCT<x:DATE>>": (ArrayType(struct(("x", DateType()))), [{"x": dt.date(2024, 1, 2)}]),
-}
-RAW_HOLDS = {"BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "BINARY", "STRING"}
-RAW_HOLDS |= {"STRING COLLATE UTF8_LCASE"}
-# Types no format holds: (type, what the error says instead of the format's types, when Spark has no Arrow
-# form for it).
-NOT_HELD: dict[str, tuple[DataType, str | None]] = {
-    "VOID": (NullType(), None),
-    "INTERVAL DAY TO SECOND": (DayTimeIntervalType(), None),
-    "INTERVAL DAY": (DayTimeIntervalType(0, 0), None),
-    "TIME": (TimeType(), None),
-    "VARIANT": (VariantType(), None),
-    "MAP<INT,STRING>": (MapType(IntegerType(), StringType()), None),
-    "MAP<DATE,STRING>": (MapType(DateType(), StringType()), None),
-    "ARRAY<INTERVAL DAY>": (ArrayType(DayTimeIntervalType(0, 0)), None),
-    "STRUCT<a:TIME>": (struct(("a", TimeType())), None),
-    "MAP<STRING,VOID>": (MapType(StringType(), NullType()), None),
-    "INTERVAL YEAR TO MONTH": (YearMonthIntervalType(), "no Arrow form"),
-    "INTERVAL": (CalendarIntervalType(), "no Arrow form"),
-    "CHAR(3)": (CharType(3), "declare it as STRING"),
-    "VARCHAR(3)": (VarcharType(3), "declare it as STRING"),
-}
-FORMATS = ("json", "csv", "avro", "avro-confluent", "raw")
-
-
-def _holds(fmt: str, label: str) -> bool:
-    return label in HELD and (fmt != "raw" or label in RAW_HOLDS)
-
-
-def _typed_schema(context: str, role: str, t: DataType) -> tuple[StructType, dict[str, str]]:
-    """A schema with one column `c` of type t in the key or value, and the options that put it there."""
-    if role == "key":
-        fields = [("c", t), ("name", StringType())]
-        more = {"key.fields": "c"}
-    else:
-        fields = [("id", IntegerType()), ("c", t)]
-        more = {}
-    if context != WRITE:
-        fields.append(("_change_type", StringType()))
-    return struct(*fields), more
-
-
-def _type_cases() -> list:
-    cases = []
-    for fmt in FORMATS:
-        for label in [*HELD, *NOT_HELD]:
-            for role in ("key", "value"):
-                for context in CONTEXTS:
-                    cases.append(pytest.param(fmt, label, role, context, id=f"{context}-{role}-{fmt}-{label}"))
-    return cases
-
-
-@pytest.mark.parametrize(("fmt", "label", "role", "context"), _type_cases())
-def test_every_type_in_key_and_value_is_held_or_one_schema_error(fmt, label, role, context):
-    t = HELD[label][0] if label in HELD else NOT_HELD[label][0]
-    schema, more = _typed_schema(context, role, t)
-    options = BASE | more | format_options(fmt, role)
-    if _holds(fmt, label):
-        plan(context, options, schema)
-        return
-    message = rejected(context, options, schema, SchemaError, ("c",))
-    instead = NOT_HELD.get(label, (None, None))[1]
-    if instead is None:  # the format's own list of the types it holds, and the option choosing it
-        types = codec_class(fmt, f"{role}.format").column_types
-        assert types.describe() in message and f"'{role}.format'" in message, message
-    else:
-        assert instead in message, message
-
-
-@pytest.mark.parametrize(
-    ("fmt", "label"),
-    [(fmt, label) for fmt in FORMATS if fmt != "avro-confluent" for label in HELD if _holds(fmt, label)],
-)  # avro-confluent shares avro's declaration and needs a registry
-def test_a_type_the_format_declares_is_written_and_read_back_by_it(fmt, label):
-    """The declarations are true: each type a format says it holds survives its codec, null included."""
-    t, value = HELD[label]
-    schema = pa.schema([pa.field("c", to_arrow_type(t, timezone="UTC"))])
-    codec = make_codec(fmt, "value.format", {}, CodecContext(role="value"))
-    rows = [value] if fmt == "raw" else [value, None]  # a raw null is a tombstone, not a value
-    batch = pa.RecordBatch.from_arrays([pa.array(rows, schema.field(0).type)], schema=schema)
-    decoded = codec.decoder(schema).decode(codec.encoder(schema).encode(batch))
-    assert decoded.failures == ()
-    assert decoded.batch.column(0).to_pylist() == batch.column(0).to_pylist()
-
 
 # =============================================================================================================
 # Schemas: duplicates, reserved columns, missing columns
@@ -230,29 +101,46 @@ def test_a_change_column_of_another_type_than_string_is_one_schema_error(context
     assert f"must have type STRING, not {label}" in message
 
 
+def _metadata_kinds() -> dict[str, tuple[str, str, DataType]]:
+    """Every metadata kind, as label -> (value format, kind, type): the record's, with json values, and each
+    changelog value format's own (`value.<key>`)."""
+    kinds = {kind: ("json", kind, t) for kind, t in METADATA_TYPES.items()}
+    for fmt in CHANGELOG_FORMATS:
+        readable = codec_class(fmt, "value.format").readable_metadata
+        kinds |= {f"{fmt}-value.{k}": (fmt, f"value.{k}", from_arrow_type(t)) for k, t in readable.items()}
+    return kinds
+
+
+METADATA_KINDS = _metadata_kinds()
+
+
 def _metadata_cases() -> list:
     others = [StringType(), IntegerType(), LongType(), TimestampNTZType(), MapType(StringType(), StringType())]
     cases = []
-    for kind, expected in METADATA_TYPES.items():
+    for label, (_, _, expected) in METADATA_KINDS.items():
         wrong = [t for t in others if t.simpleString() != expected.simpleString()][:3]
         for t in wrong:
             for context in CONTEXTS:
-                cases.append(pytest.param(kind, t, context, id=f"{context}-{kind}-as-{t.simpleString()}"))
+                cases.append(pytest.param(label, t, context, id=f"{context}-{label}-as-{t.simpleString()}"))
     return cases
 
 
-@pytest.mark.parametrize(("kind", "t", "context"), _metadata_cases())
-def test_a_metadata_column_of_another_type_is_one_schema_error_naming_the_type(kind, t, context):
+@pytest.mark.parametrize(("label", "t", "context"), _metadata_cases())
+def test_a_metadata_column_of_another_type_is_one_schema_error_naming_the_type(label, t, context):
+    fmt, kind, expected = METADATA_KINDS[label]
     schema = struct(("id", IntegerType()), ("name", StringType()), ("meta", t), ("_change_type", StringType()))
-    message = rejected(context, BASE | {"metadata.columns": f"meta={kind}"}, schema, SchemaError, ("meta",))
-    assert f"must have type {METADATA_TYPES[kind].simpleString().upper()}" in message
+    more = {"value.format": fmt, "metadata.columns": f"meta={kind}"}
+    message = rejected(context, BASE | more, schema, SchemaError, ("meta",))
+    assert f"must have type {expected.simpleString().upper()}" in message
 
 
 @pytest.mark.parametrize("context", CONTEXTS)
-@pytest.mark.parametrize("kind", list(METADATA_TYPES))
-def test_a_metadata_column_missing_from_the_schema_says_how_to_add_it(context, kind):
-    message = rejected(context, BASE | {"metadata.columns": f"meta={kind}"}, None, SchemaError, ("meta",))
-    assert f"`meta` {METADATA_TYPES[kind].simpleString().upper()}" in message
+@pytest.mark.parametrize("label", list(METADATA_KINDS))
+def test_a_metadata_column_missing_from_the_schema_says_how_to_add_it(context, label):
+    fmt, kind, expected = METADATA_KINDS[label]
+    more = {"value.format": fmt, "metadata.columns": f"meta={kind}"}
+    message = rejected(context, BASE | more, None, SchemaError, ("meta",))
+    assert f"`meta` {expected.simpleString().upper()}" in message
 
 
 MISSING: dict[str, tuple[dict[str, str], StructType, type, str]] = {
@@ -298,6 +186,18 @@ def test_the_change_column_listed_in_option_schema_is_read_once(context, column)
     assert (spec.layout.changelog_column, spec.layout.value_fields) == (column, ("id", "v"))
 
 
+@pytest.mark.parametrize("context", [READ, READ_STREAM])
+def test_option_schema_adds_a_value_format_metadata_column_with_the_formats_type(context):
+    metadata = "at=value.source.timestamp, props=value.source.properties"
+    more = {"value.format": "debezium-json", "metadata.columns": metadata}
+    spec = plan(context, BASE | more | {"schema": "id INT, name STRING"})
+    assert [(f.name, f.dataType) for f in spec.layout.schema.fields[-2:]] == [
+        ("at", TimestampType()),
+        ("props", MapType(StringType(), StringType())),
+    ]
+    assert spec.layout.value_fields == ("id", "name")
+
+
 @pytest.mark.parametrize("context", CONTEXTS)
 def test_reserved_and_key_columns_match_in_any_case(context):
     schema = struct(
@@ -332,6 +232,11 @@ SPARK_CASES = [
      ("option 'value.format'", "exactly one column")),
     ("readStream-metadata-type", READ_STREAM, {"metadata.columns": "offset"},
      "id INT, offset INT, _change_type STRING", SchemaError, ("column 'offset'", "BIGINT")),
+    ("readStream-value-format-metadata-type", READ_STREAM,
+     {"value.format": "canal-json", "metadata.columns": "pks=value.pk-names"},
+     "id INT, pks STRING, _change_type STRING", SchemaError, ("column 'pks'", "ARRAY<STRING>")),
+    ("read-changelog-format-except-key", READ, {"value.format": "maxwell-json", "value.fields-include": "EXCEPT_KEY"},
+     "id INT, name STRING", OptionError, ("option 'value.fields-include'", "maxwell-json")),
     ("readStream-duration", READ_STREAM, {"scan.topic-partition-discovery.interval": "soon"},
      "id INT, _change_type STRING", OptionError, ("option 'scan.topic-partition-discovery.interval'",)),
     ("readStream-key-missing", READ_STREAM, {"key.fields": "nope"}, "id INT, _change_type STRING", OptionError,

@@ -1,5 +1,5 @@
-"""Shared by the generated bad-input suite (tests/api/test_bad_options.py, test_bad_schemas.py): what Spark asks
-of the connector on the driver, and the check that a mistake is one error of the expected connector type naming
+"""Shared by the generated bad-input suite (tests/api/test_bad_*.py): what Spark asks of the connector on the
+driver, the formats it covers, and the check that a mistake is one error of the expected connector type naming
 the option or column."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from pyspark.sql.types import (
     StructType,
 )
 from pyspark_upsert_kafka import UpsertKafkaError
+from pyspark_upsert_kafka.formats import ChangelogCodec, available_formats, codec_class
 from pyspark_upsert_kafka.options.layout import check_codecs, table_schema
 from pyspark_upsert_kafka.read.spec import parse_read_spec
 from pyspark_upsert_kafka.write.spec import parse_write_spec
@@ -22,6 +23,9 @@ BASE = {"topic": "t", "properties.bootstrap.servers": NOWHERE, "key.fields": "id
 READ, READ_STREAM, WRITE = "read", "readStream", "write"
 CONTEXTS = (READ, READ_STREAM, WRITE)
 REGISTRY = "http://127.0.0.1:9"  # never asked while validating
+# Every built-in format, so that a format added is covered; the change-envelope ones are value formats only.
+FORMATS = tuple(available_formats())
+CHANGELOG_FORMATS = tuple(f for f in FORMATS if issubclass(codec_class(f, "value.format"), ChangelogCodec))
 
 
 def struct(*fields: tuple[str, DataType]) -> StructType:
