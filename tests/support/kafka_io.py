@@ -62,12 +62,17 @@ def consume_all(bootstrap: Servers, topic: str) -> list[tuple[int, int, bytes | 
         ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in partitions}
         pending = {p: high for p, (low, high) in ends.items() if high > low}
         consumer.assign([TopicPartition(topic, p, ends[p][0]) for p in pending])
-        while pending:  # until each partition reaches its end offset or EOF (trailing transaction markers)
+        # Until each partition reaches its end offset, or EOF there (trailing transaction markers). An EOF before
+        # it is the last stable offset: a transaction's commit markers are written after its commit returned, so
+        # a read right after a commit waits for them (bounded: an open transaction may stay open).
+        deadline = time.monotonic() + 15
+        while pending:
             for m in consumer.consume(10_000, timeout=0.5):
                 if m.error():
                     if m.error().code() != KafkaError._PARTITION_EOF:
                         raise RuntimeError(m.error().str())
-                    pending.pop(m.partition(), None)
+                    if m.offset() >= pending.get(m.partition(), 0) or time.monotonic() > deadline:
+                        pending.pop(m.partition(), None)
                     continue
                 out.append((m.partition(), m.offset(), m.key(), m.value()))
                 if m.offset() + 1 >= pending.get(m.partition(), 0):
