@@ -14,17 +14,22 @@ from .errors import (
     KafkaUnavailableError,
     OptionError,
     RecordError,
+    SchemaError,
     TopicError,
     UpsertKafkaError,
+    WriteTaskError,
 )
 from .foreach_batch import upsert_writer
-from .formats import Codec, CodecContext, Decoded, Decoder, Encoder, FormatOptionError, register_codec
+from .formats import Codec, CodecContext, ColumnTypes, Decoded, Decoder, Encoder, FormatOptionError, register_codec
+from .secrets import SPARK_REDACTION_REGEX, redact_secret_options
 
 DefaultSource = UpsertKafkaDataSource
 
 __all__ = [
+    "SPARK_REDACTION_REGEX",
     "Codec",
     "CodecContext",
+    "ColumnTypes",
     "DataLossError",
     "Decoded",
     "Decoder",
@@ -37,9 +42,12 @@ __all__ = [
     "KafkaUnavailableError",
     "OptionError",
     "RecordError",
+    "SchemaError",
     "TopicError",
     "UpsertKafkaDataSource",
     "UpsertKafkaError",
+    "WriteTaskError",
+    "redact_secret_options",
     "register_codec",
     "upsert_writer",
 ]

@@ -12,7 +12,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from .options.layout import schema_ddl
+from .options.layout import table_schema
 from .read.source import UpsertKafkaBatchReader, UpsertKafkaStreamReader
 from .read.spec import parse_read_spec
 from .write.sink import UpsertKafkaStreamWriter, UpsertKafkaWriter, plan_write
@@ -25,8 +25,8 @@ class UpsertKafkaDataSource(DataSource):
     def name(cls) -> str:
         return "upsert-kafka"
 
-    def schema(self) -> str:
-        return schema_ddl(self.options)
+    def schema(self) -> StructType:
+        return table_schema(self.options)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return UpsertKafkaBatchReader(parse_read_spec(self.options, schema, streaming=False))

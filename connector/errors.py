@@ -52,7 +52,19 @@ class DataLossError(UpsertKafkaError):
     """Records the query needs are no longer in Kafka."""
 
 
+class WriteTaskError(UpsertKafkaError):
+    """A write task must not commit: its input was cut short, or it cannot tell, or it holds other rows than
+    an earlier attempt committed under its exactly-once id."""
+
+
 def did_you_mean(given: str, candidates: Iterable[str], cutoff: float = 0.6) -> str:
     """' Did you mean 'x'?' for the closest candidate, or '' when none is close."""
     close = difflib.get_close_matches(given, list(candidates), n=1, cutoff=cutoff)
     return f" Did you mean '{close[0]}'?" if close else ""
+
+
+class SchemaError(OptionError):
+    """The table's columns (`.schema(...)`, option 'schema' or the DataFrame written) do not fit the options or
+    the formats: a column twice, a reserved column of another type, a missing key column, a type its format
+    cannot hold. Raised on the driver before any task runs; an OptionError too, so that `except OptionError`
+    catches every mistake found before a query starts."""

@@ -43,12 +43,18 @@ def admin_client(kafka: KafkaSpec, errors: ClientErrors | None = None, **owned: 
     return admin
 
 
-def consumer(kafka: KafkaSpec, errors: ClientErrors | None = None) -> Consumer:
-    """A consumer for explicitly assigned ranges: no group membership, no offset commits."""
-    return _new(Consumer, kafka, _consumer_config(kafka, errors))
+# librdkafka requires a consumer to have a group and looks up its coordinator even when it is never joined: a
+# user without DESCRIBE on it gets this error, which says nothing about the ranges read.
+UNUSED_GROUP_ERRORS = frozenset({KafkaError.GROUP_AUTHORIZATION_FAILED})
 
 
-def _consumer_config(kafka: KafkaSpec, errors: ClientErrors | None) -> dict[str, Any]:
+def consumer(kafka: KafkaSpec) -> tuple[Consumer, ClientErrors]:
+    """A consumer for explicitly assigned ranges (no group membership, no offset commits), and its errors."""
+    errors = ClientErrors(ignore=UNUSED_GROUP_ERRORS)
+    return _new(Consumer, kafka, _consumer_config(kafka, errors)), errors
+
+
+def _consumer_config(kafka: KafkaSpec, errors: ClientErrors) -> dict[str, Any]:
     # The range reader depends on every one of these; the user's properties cannot change them. A start
     # below the log start must fail (data loss), unless the user chose to skip lost offsets.
     return kafka.client_config(
@@ -61,7 +67,7 @@ def _consumer_config(kafka: KafkaSpec, errors: ClientErrors | None) -> dict[str,
             "enable.partition.eof": True,
             "auto.offset.reset": "error",  # a start below the log start is data loss (read.fetch decides)
             "logger": _client_log,
-            **_error_cb(errors),
+            "error_cb": errors,
         },
     )
 
@@ -146,7 +152,7 @@ class DeliveryRelay:
 
 def borrow_consumer(kafka: KafkaSpec) -> Pooled[Consumer]:
     """A range consumer (as `consumer` makes it), unassigned; hand it back with `give_back`."""
-    errors = ClientErrors()
+    errors = ClientErrors(ignore=UNUSED_GROUP_ERRORS)
     config = _consumer_config(kafka, errors)
     key = _pool_key("consumer", config)
     return POOL.borrow(key, lambda: Pooled(key, _new(Consumer, kafka, config), errors, _unassigned, _close))
@@ -237,7 +243,7 @@ class Brokers:
     def __init__(self, kafka: KafkaSpec, **owned: Any) -> None:
         self.kafka, self._owned = kafka, owned
         self._admin: AdminClient | None = None
-        self._errors = ClientErrors()
+        self._errors = ClientErrors()  # kept across clients: what no retry cures stays true
 
     def __getstate__(self) -> dict:  # a client never travels: the receiver makes its own
         return {"kafka": self.kafka, "_owned": self._owned, "_admin": None, "_errors": ClientErrors()}
@@ -245,8 +251,7 @@ class Brokers:
     @property
     def admin(self) -> AdminClient:
         if self._admin is None:
-            self._errors = ClientErrors()
-            self._admin = admin_client(self.kafka, self._errors, **self._owned)
+            self._admin = admin_client(self.kafka, self._errors, **self._owned)  # serves the callbacks of this one
         return self._admin
 
     def _reset(self) -> None:
@@ -277,6 +282,13 @@ class Brokers:
         return self.call(
             what, lambda admin, timeout: admin.list_topics(topic=topic, timeout=timeout), "DESCRIBE on the topics"
         )
+
+    def hidden(self, topics: list[str]) -> list[str]:
+        """Of topics absent from the listing, those that exist but this user may not DESCRIBE: asked by name,
+        they answer 'not authorized' rather than 'unknown' (never ask with a client that may create topics)."""
+        denied = KafkaError.TOPIC_AUTHORIZATION_FAILED
+        found = {t: self.metadata(t).topics.get(t) for t in topics}
+        return [t for t, m in found.items() if m is not None and m.error is not None and m.error.code() == denied]
 
     def topic_partitions(self, topic: str) -> list[int]:
         """The topic's partition ids, sorted; a missing topic is an error naming it."""
@@ -317,7 +329,7 @@ class Brokers:
             lambda admin, timeout: (
                 admin.list_consumer_group_offsets(request, request_timeout=timeout)[group].result().topic_partitions
             ),
-            f"DESCRIBE on consumer group '{group}' and DESCRIBE on the topics",
+            f"READ on consumer group '{group}' (or DESCRIBE, which READ includes) and DESCRIBE on the topics",
         )
         out: dict[str, dict[int, int]] = {}
         for tp in committed:
@@ -421,15 +433,12 @@ def check_missing_topics(brokers: Brokers, missing: list[str], creates_topics: b
     A topic that is not there fails the write unless the brokers create topics on first write
     (creates_topics; None: their configuration is not readable, so the first record will tell)."""
     kafka = brokers.kafka
-    for topic in missing:
-        found = brokers.metadata(topic).topics.get(topic)
-        code = found.error.code() if found is not None and found.error is not None else None
-        if code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
-            raise KafkaAuthorizationError(
-                f"not authorized to write topic '{topic}' at {kafka.describe()}: grant this client's user WRITE "
-                "and DESCRIBE on the topic (exactly-once also needs READ on it, WRITE on the transactional ids "
-                "and READ on their consumer groups)"
-            )
+    for topic in brokers.hidden(missing):
+        raise KafkaAuthorizationError(
+            f"not authorized to write topic '{topic}' at {kafka.describe()}: grant this client's user WRITE "
+            "and DESCRIBE on the topic (exactly-once also needs READ on it, WRITE on the transactional ids "
+            "and READ on their consumer groups)"
+        )
     if creates_topics is False:
         raise TopicError(
             f"topic '{missing[0]}' does not exist at {kafka.describe()} and the brokers do not create topics on "

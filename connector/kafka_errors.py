@@ -82,33 +82,61 @@ _GRANTS = {
 ACCESS_CODES = frozenset({*_AUTHENTICATION, _E._SSL, *_GRANTS})
 
 
+def is_tls(error: KafkaError) -> bool:
+    # librdkafka reports a failed TLS handshake (an untrusted certificate, a host name it does not name) as _SSL
+    # or as a transport failure whose text says so.
+    return error.code() == _E._SSL or "SSL handshake failed" in error.str() or "certificate verify" in error.str()
+
+
 def is_transient(error: KafkaError) -> bool:
-    return not error.fatal() and (error.retriable() or error.code() in TRANSIENT)
+    return not error.fatal() and not is_tls(error) and (error.retriable() or error.code() in TRANSIENT)
 
 
 def is_final_signal(error: KafkaError) -> bool:
-    """An error-callback report that no retry will cure: credentials, TLS, a fatal client error."""
-    return error.fatal() or error.code() in _AUTHENTICATION or error.code() == _E._SSL
+    """An error-callback report that no retry will cure: credentials, TLS, an ACL, a fatal client error."""
+    return error.fatal() or error.code() in ACCESS_CODES or is_tls(error)
 
 
 class ClientErrors:
     """A client's `error_cb`: keeps the last error librdkafka reported only through the callback, and the
-    first one no retry will cure. `serve` (a producer's or admin's poll) lets the callback run on demand."""
+    first one no retry will cure. `serve` (a producer's or admin's poll) lets the callback run on demand;
+    `ignore` lists codes that do not concern the client's work (e.g. its never-used group's coordinator)."""
 
-    def __init__(self) -> None:
+    def __init__(self, ignore: frozenset[int] = frozenset()) -> None:
+        self.ignore = ignore
         self.last: KafkaError | None = None
         self.final: KafkaError | None = None
         self.serve: Callable[[float], Any] | None = None
 
     def __call__(self, error: KafkaError) -> None:
+        try:
+            code = error.code()
+        except SystemError as e:
+            self.pending(e)
+            return
+        if code in self.ignore:
+            return
         self.last = error
         if self.final is None and is_final_signal(error):
             self.final = error
 
+    def pending(self, error: SystemError) -> None:
+        """confluent-kafka leaves a fatal client error pending as an exception when it next calls back into
+        Python (seen: an ACL denying the idempotent producer its id); the first call on any of its objects then
+        raises SystemError with the fatal error as its cause. Keep that error; re-raise anything else."""
+        cause = error.__cause__ or error.__context__
+        if not (isinstance(cause, KafkaException) and cause.args and isinstance(cause.args[0], KafkaError)):
+            raise error
+        self(cause.args[0])
+
     def check(self) -> KafkaError | None:
         """The final error reported so far, after serving pending callbacks."""
         if self.serve is not None and self.final is None:
-            self.serve(0)
+            try:
+                self.serve(0)
+            except KafkaException as e:  # a fatal error surfaces from poll() itself
+                if e.args and isinstance(e.args[0], KafkaError):
+                    self(e.args[0])
         return self.final
 
 
@@ -132,7 +160,7 @@ def kafka_error(
             "Check options 'properties.sasl.username' and 'properties.sasl.password', "
             "'properties.sasl.mechanism' and 'properties.security.protocol'"
         )
-    if code == _E._SSL:
+    if is_tls(error):
         return KafkaAuthenticationError(
             f"the TLS connection to the Kafka brokers {servers} failed ({kafka.security_summary()}): {error.str()}. "
             + _tls_hint(error.str())
@@ -161,13 +189,14 @@ def unavailable(kafka: KafkaSpec, what: str, error: KafkaError | str, waited_s: 
 
 
 def _tls_hint(reason: str) -> str:
-    if "verify failed" in reason or "certificate" in reason:
+    if "verif" in reason or "certificate" in reason:
         return (
-            "The brokers' certificate could not be verified: set option 'properties.ssl.ca.location' to the CA "
-            "file that signed it (hostname verification is on: "
-            "'properties.ssl.endpoint.identification.algorithm')"
+            "The brokers' certificate could not be verified: either it is signed by a CA this client does not "
+            "trust (set option 'properties.ssl.ca.location' to the CA file that signed it), or it does not name "
+            "the host given in 'properties.bootstrap.servers' (hostname verification is on by default: connect by "
+            "a name the certificate holds; 'properties.ssl.endpoint.identification.algorithm=none' turns it off)"
         )
-    return "Check options 'properties.security.protocol' and 'properties.ssl.*'"
+    return "Check options 'properties.security.protocol', 'properties.ssl.ca.location' and 'properties.ssl.*'"
 
 
 def call(

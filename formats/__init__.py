@@ -1,12 +1,40 @@
 """Key/value formats (codecs) for upsert-kafka: bytes <-> Arrow, per batch."""
 
-from .codec import Codec, CodecContext, Decoded, Decoder, Encoder, FormatOptionError
+from .codec import (
+    DELETE,
+    INSERT,
+    SPARK_TYPES,
+    UPDATE_AFTER,
+    UPDATE_BEFORE,
+    ChangelogCodec,
+    ChangelogDecoder,
+    ChangelogEncoder,
+    Codec,
+    CodecContext,
+    ColumnTypes,
+    Decoded,
+    DecodedChanges,
+    Decoder,
+    Encoder,
+    FormatOptionError,
+    spark_type_name,
+)
 from .registry import available_formats, codec_class, make_codec, register_codec
 
 __all__ = [
+    "DELETE",
+    "INSERT",
+    "SPARK_TYPES",
+    "UPDATE_AFTER",
+    "UPDATE_BEFORE",
+    "ChangelogCodec",
+    "ChangelogDecoder",
+    "ChangelogEncoder",
     "Codec",
     "CodecContext",
+    "ColumnTypes",
     "Decoded",
+    "DecodedChanges",
     "Decoder",
     "Encoder",
     "FormatOptionError",
@@ -14,4 +42,5 @@ __all__ = [
     "codec_class",
     "make_codec",
     "register_codec",
+    "spark_type_name",
 ]

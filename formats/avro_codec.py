@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 
-from .avro_schema import AvroType, arrow_schema, avro_schema, reader_schema
+from .avro_schema import AVRO_TYPES, AvroType, arrow_schema, avro_schema, reader_schema
 from .codec import (
     Codec,
     CodecContext,
@@ -34,6 +34,7 @@ from .schema_registry import RegistryError
 class AvroCodec(Codec):
     name = "avro"
     option_names = frozenset({"schema", "record-name", "record-namespace", "ignore-parse-errors"})
+    column_types = AVRO_TYPES
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)

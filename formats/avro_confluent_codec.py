@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 
 from .avro_codec import AvroBodyReader, AvroEncoder, load_schema_option, records_to_batch
-from .avro_schema import arrow_schema, avro_schema
+from .avro_schema import AVRO_TYPES, arrow_schema, avro_schema
 from .codec import (
     Codec,
     CodecContext,
@@ -31,7 +31,6 @@ from .schema_registry import (
     RegistrySettings,
     SchemaNotUsable,
     SchemaRegistry,
-    basic_authorization,
     registry_client,
     split_credentials,
 )
@@ -63,6 +62,7 @@ class AvroConfluentCodec(Codec):
             "ignore-parse-errors",
         }
     )
+    column_types = AVRO_TYPES
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
@@ -143,12 +143,12 @@ def _settings(options: Mapping[str, str], prefix: str) -> RegistrySettings:
         raise FormatOptionError(
             f"options '{prefix}basic-auth.*' and '{prefix}bearer-auth.*' cannot both be set: choose one"
         )
-    authorization = basic_authorization(basic) if basic else (f"Bearer {bearer}" if bearer else None)
     if options.get("ssl.truststore.password") is not None and options.get("ssl.truststore.location") is None:
         raise FormatOptionError(f"option '{prefix}ssl.truststore.password' needs '{prefix}ssl.truststore.location'")
     return RegistrySettings(
         url=url,
-        authorization=authorization,
+        user_info=basic,
+        bearer_token=bearer,
         ca_file=_pem_file(options, "ssl.truststore.location", prefix),
         cert_file=_pem_file(options, "ssl.keystore.location", prefix),
         key_password=options.get("ssl.keystore.password"),

@@ -25,7 +25,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from .codec import FormatOptionError
+from .codec import SPARK_TYPES, ColumnTypes, FormatOptionError
+
+# What the mapping above holds, for both avro formats: every Spark type, with Avro's string map keys.
+AVRO_TYPES = ColumnTypes(SPARK_TYPES, map_keys=("STRING",))
 
 AvroType = Any  # an Avro schema in its JSON form: a name, a list (union) or a dict
 

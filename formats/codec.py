@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import ClassVar
 
@@ -27,6 +27,85 @@ class CodecContext:
     role: str  # "key" or "value"
     topics: tuple[str, ...] = ()
     topic_pattern: str | None = None
+
+
+# The column types Spark hands a Python data source, by their Spark SQL names, in the README's order.
+SPARK_TYPES = (
+    "BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DECIMAL", "STRING", "BINARY",
+    "DATE", "TIMESTAMP", "TIMESTAMP_NTZ", "ARRAY", "MAP", "STRUCT",
+)  # fmt: skip
+_PRIMITIVE_NAMES = {
+    pa.bool_(): "BOOLEAN",
+    pa.int8(): "TINYINT",
+    pa.int16(): "SMALLINT",
+    pa.int32(): "INT",
+    pa.int64(): "BIGINT",
+    pa.float32(): "FLOAT",
+    pa.float64(): "DOUBLE",
+    pa.string(): "STRING",
+    pa.large_string(): "STRING",
+    pa.binary(): "BINARY",
+    pa.large_binary(): "BINARY",
+    pa.date32(): "DATE",
+    pa.null(): "VOID",
+}
+
+
+def spark_type_name(t: pa.DataType) -> str:
+    """The Spark SQL name of the kind of column Spark hands over as Arrow type `t` ('DECIMAL' for every
+    decimal, 'ARRAY' for every list); Spark's types without a name in SPARK_TYPES are named as Spark names
+    them (VOID, TIME, INTERVAL DAY TO SECOND, VARIANT, ...)."""
+    if t in _PRIMITIVE_NAMES:
+        return _PRIMITIVE_NAMES[t]
+    if pa.types.is_decimal(t):
+        return "DECIMAL"
+    if pa.types.is_timestamp(t):
+        return "TIMESTAMP" if t.tz else "TIMESTAMP_NTZ"
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return "ARRAY"
+    if pa.types.is_map(t):
+        return "MAP"
+    if pa.types.is_struct(t):
+        # Spark's VARIANT, GEOMETRY and GEOGRAPHY travel as structs with a tagged field (pyspark's to_arrow_type).
+        tags = {key for f in t for key in (f.metadata or {})}
+        return next((tag.decode().upper() for tag in (b"variant", b"geometry", b"geography") if tag in tags), "STRUCT")
+    if pa.types.is_duration(t):
+        return "INTERVAL DAY TO SECOND"
+    if pa.types.is_time(t):
+        return "TIME"
+    return str(t)
+
+
+@dataclass(frozen=True)
+class ColumnTypes:
+    """The column types a format holds, declared once per codec (`Codec.column_types`). The connector checks
+    the table's columns against it on the driver before any task runs, and the README lists it."""
+
+    kinds: tuple[str, ...]  # names from SPARK_TYPES; the elements of ARRAY, MAP and STRUCT must be among them
+    map_keys: tuple[str, ...] | None = None  # the kinds a MAP key may have; None: any of `kinds`
+    columns: int | None = None  # exactly this many columns (raw: one); None: any number
+
+    def describe(self) -> str:
+        """'BOOLEAN, ..., MAP (STRING keys), STRUCT', as errors and the README list them."""
+        keys = f" ({', '.join(self.map_keys)} keys)" if self.map_keys is not None else ""
+        return ", ".join(k + (keys if k == "MAP" else "") for k in self.kinds)
+
+    def unfit(self, t: pa.DataType) -> str | None:
+        """What in a column of type `t` the format cannot hold ('INTERVAL DAY TO SECOND', 'MAP with INT keys'),
+        looking inside ARRAY, MAP and STRUCT; None when it holds all of it."""
+        name = spark_type_name(t)
+        if name not in self.kinds:
+            return name
+        if name == "ARRAY":
+            return self.unfit(t.value_type)
+        if name == "MAP":
+            key = spark_type_name(t.key_type)
+            if self.map_keys is not None and key not in self.map_keys:
+                return f"MAP with {key} keys"
+            return self.unfit(t.key_type) or self.unfit(t.item_type)
+        if name == "STRUCT":
+            return next((u for u in (self.unfit(f.type) for f in t) if u), None)
+        return None
 
 
 @dataclass(frozen=True)
@@ -52,11 +131,51 @@ class Encoder(ABC):
         """Encode every row of `batch` (columns in the encoder's schema) into one payload each."""
 
 
+# The change kinds a changelog decoder reports for each row it decodes (Flink's RowKinds, in the names of Delta's
+# change data feed): a pre-image is always directly followed by its post-image.
+INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = "insert", "update_preimage", "update_postimage", "delete"
+
+
+@dataclass(frozen=True)
+class DecodedChanges:
+    """Decoded change envelopes (debezium-json, ...): each payload gave zero or more rows, each with a kind.
+
+    `batch`: the rows, in the decoder's schema; `kinds`: one of INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE
+    per row; `records`: per row, the index of the payload it came from (non-decreasing: rows come in payload
+    order, and a payload's rows in the order the envelope gives them); `metadata`: one array per requested
+    format metadata key, per row; `failures`: (index into the input, reason), payloads that gave no row.
+    """
+
+    batch: pa.RecordBatch
+    kinds: pa.Array
+    records: pa.Array
+    metadata: Mapping[str, pa.Array] = field(default_factory=dict)
+    failures: tuple[tuple[int, str], ...] = ()
+
+
+class ChangelogDecoder(ABC):
+    @abstractmethod
+    def decode_changes(self, payloads: Sequence[bytes]) -> DecodedChanges:
+        """Decode non-null payloads, each a change envelope, into the rows they carry."""
+
+
+class ChangelogEncoder(Encoder):
+    @abstractmethod
+    def encode_changes(self, batch: pa.RecordBatch, deletes: pa.BooleanArray) -> list[bytes]:
+        """One envelope per row of `batch`: a delete where `deletes` is true, an insert elsewhere."""
+
+    def encode(self, batch: pa.RecordBatch) -> list[bytes]:
+        return self.encode_changes(batch, pa.repeat(pa.scalar(False), batch.num_rows))
+
+
 class Codec(ABC):
     """A named key/value format. Subclasses declare their option names (without the prefix)."""
 
     name: ClassVar[str]
     option_names: ClassVar[frozenset[str]] = frozenset()
+    #: The column types the format holds, checked before any task runs; None: not declared (every column is
+    #: handed to the codec, whose encoder or decoder may refuse it).
+    column_types: ClassVar[ColumnTypes | None] = None
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         unknown = sorted(set(options) - self.option_names)
@@ -82,6 +201,29 @@ class Codec(ABC):
         """The columns this format's own schema declares (e.g. a registry subject's latest schema), used
         when the user gives none; None when the format has no schema of its own."""
         return None
+
+
+class ChangelogCodec(Codec):
+    """A value format whose records are change envelopes (Debezium, Canal, Maxwell): a record may carry
+    several rows, each an insert, an update (pre- and post-image) or a delete; rows are read with
+    changelog_decoder, and written as envelopes with encoder(...).encode_changes."""
+
+    #: Format metadata readable through `metadata.columns` as `value.<key>`, and its Arrow type.
+    readable_metadata: ClassVar[Mapping[str, pa.DataType]] = {}
+    #: False: rows are upserts and deletes of their key; True: Flink's full changelog, pre-images included.
+    full_changelog: bool = False
+
+    def decoder(self, schema: pa.Schema) -> Decoder:
+        raise FormatOptionError(
+            f"'{self.name}' is a changelog format: its records carry changes, read with changelog_decoder()"
+        )
+
+    @abstractmethod
+    def changelog_decoder(self, schema: pa.Schema, metadata: Sequence[str] = ()) -> ChangelogDecoder:
+        """A decoder of rows of `schema`, also reporting the format metadata keys `metadata`."""
+
+    @abstractmethod
+    def encoder(self, schema: pa.Schema) -> ChangelogEncoder: ...
 
 
 def option_flag(options: Mapping[str, str], name: str, prefix: str, default: bool = False) -> bool:

@@ -21,8 +21,10 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
 from .codec import (
+    SPARK_TYPES,
     Codec,
     CodecContext,
+    ColumnTypes,
     Decoded,
     Decoder,
     Encoder,
@@ -49,6 +51,8 @@ class CsvCodec(Codec):
             "null-literal",
         }
     )
+    # A MAP is a field of JSON text, whose object keys are strings.
+    column_types = ColumnTypes(SPARK_TYPES, map_keys=("STRING",))
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
@@ -71,7 +75,8 @@ class CsvCodec(Codec):
         specials = [c for c in (self.delimiter, self.quote, self.escape) if c is not None]
         if len(set(specials)) != len(specials):
             raise FormatOptionError(
-                f"options '{prefix}field-delimiter', 'quote-character' and 'escape-character' must differ"
+                f"options '{prefix}field-delimiter', '{prefix}quote-character' and '{prefix}escape-character' "
+                "must differ"
             )
 
     def decoder(self, schema: pa.Schema) -> Decoder:

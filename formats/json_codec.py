@@ -20,8 +20,10 @@ import pyarrow.json as pa_json
 
 from . import json_vector
 from .codec import (
+    SPARK_TYPES,
     Codec,
     CodecContext,
+    ColumnTypes,
     Decoded,
     Decoder,
     Encoder,
@@ -56,10 +58,12 @@ class JsonCodec(Codec):
             "encode.ignore-null-fields",
         }
     )
+    # JSON object keys are strings: as in Flink's json format, a MAP's keys are STRING.
+    column_types = ColumnTypes(SPARK_TYPES, map_keys=("STRING",))
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
-        prefix = f"{context.role}.json."
+        prefix = f"{context.role}.{self.name}."  # a changelog format's row JSON: its own name
         self.fail_on_missing_field = option_flag(options, "fail-on-missing-field", prefix)
         self.ignore_parse_errors = option_flag(options, "ignore-parse-errors", prefix)
         if self.fail_on_missing_field and self.ignore_parse_errors:
@@ -126,27 +130,8 @@ class JsonDecoder(Decoder):
         return self._decode_each(payloads)
 
     def _decode_bulk(self, payloads: Sequence[bytes]) -> pa.RecordBatch | None:
-        joined = b"\n".join(payloads)
-        if joined.count(b"\n") != len(payloads) - 1:
-            return None  # some payload spans lines: only the per-record path keeps rows aligned
-        if not _STARTS_WITH_OBJECT.match(joined):
-            return None  # Arrow's reader crashes the process on input that starts with `null` (apache/arrow#47409)
-        try:
-            joined.decode()  # Arrow skips the UTF-8 check in fields it ignores; the per-record path does not
-        except UnicodeDecodeError:
-            return None
-        try:
-            table = pa_json.read_json(
-                io.BytesIO(joined),
-                read_options=pa_json.ReadOptions(block_size=max(1 << 20, len(joined) + 1)),
-                parse_options=self._parse_options,
-            )
-        except pa.ArrowException:
-            return None
-        if table.num_rows != len(payloads):
-            return None  # an empty payload or two objects in one payload
-        batch = table.combine_chunks().to_batches(max_chunksize=len(payloads))[0]
-        if self._decimals and not all(decimals_fit(batch.column(i)) for i in self._decimals):
+        batch = read_json_lines(payloads, self._parse_options)
+        if batch is not None and self._decimals and not all(decimals_fit(batch.column(i)) for i in self._decimals):
             return None  # a number too wide for its DECIMAL: the per-record path names the record
         return batch
 
@@ -181,6 +166,31 @@ class JsonDecoder(Decoder):
                 except RECORD_ERRORS as e:
                     raise ValueError(f"field '{name}': {json_reason(e)}") from None
         return row
+
+
+def read_json_lines(payloads: Sequence[bytes], parse_options: pa_json.ParseOptions) -> pa.RecordBatch | None:
+    """One JSON object per payload, read by Arrow's JSON reader into one batch (schema and field handling in
+    `parse_options`), or None when only a per-record path can keep rows and payloads aligned."""
+    joined = b"\n".join(payloads)
+    if joined.count(b"\n") != len(payloads) - 1:
+        return None  # some payload spans lines: only the per-record path keeps rows aligned
+    if not _STARTS_WITH_OBJECT.match(joined):
+        return None  # Arrow's reader crashes the process on input that starts with `null` (apache/arrow#47409)
+    try:
+        joined.decode()  # Arrow skips the UTF-8 check in fields it ignores; the per-record path does not
+    except UnicodeDecodeError:
+        return None
+    try:
+        table = pa_json.read_json(
+            io.BytesIO(joined),
+            read_options=pa_json.ReadOptions(block_size=max(1 << 20, len(joined) + 1)),
+            parse_options=parse_options,
+        )
+    except pa.ArrowException:
+        return None
+    if table.num_rows != len(payloads):
+        return None  # an empty payload or two objects in one payload
+    return table.combine_chunks().to_batches(max_chunksize=len(payloads))[0]
 
 
 # ---------------------------------------------------------------------------------------------

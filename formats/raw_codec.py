@@ -16,6 +16,7 @@ import pyarrow as pa
 from .codec import (
     Codec,
     CodecContext,
+    ColumnTypes,
     Decoded,
     Decoder,
     Encoder,
@@ -40,6 +41,9 @@ _FIXED: dict[pa.DataType, tuple[int, str]] = {
 class RawCodec(Codec):
     name = "raw"
     option_names = frozenset({"charset", "endianness", "ignore-parse-errors"})
+    column_types = ColumnTypes(
+        ("BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "STRING", "BINARY"), columns=1
+    )
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
@@ -57,17 +61,16 @@ class RawCodec(Codec):
         self.ignore_parse_errors = option_flag(options, "ignore-parse-errors", prefix)
 
     def _field(self, schema: pa.Schema) -> pa.Field:
-        if len(schema) != 1:
+        if len(schema) != self.column_types.columns:
             raise FormatOptionError(
                 f"the raw {self.context.role} format holds exactly one column, got {len(schema)} "
                 f"({', '.join(schema.names)}); use json, csv or avro for several"
             )
         field = schema.field(0)
-        t = field.type
-        if not (pa.types.is_string(t) or pa.types.is_binary(t) or t in _FIXED):
+        if self.column_types.unfit(field.type):
             raise FormatOptionError(
-                f"the raw format cannot hold column '{field.name}' of type {t}: use STRING, BINARY, BOOLEAN "
-                "or an integer or floating-point type"
+                f"the raw format cannot hold column '{field.name}' of type {field.type}: use one of "
+                f"{self.column_types.describe()}"
             )
         return field
 

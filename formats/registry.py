@@ -8,18 +8,31 @@ from importlib.metadata import entry_points
 
 from .avro_codec import AvroCodec
 from .avro_confluent_codec import AvroConfluentCodec
-from .codec import Codec, CodecContext, FormatOptionError
+from .cdc import CanalJsonCodec, DebeziumJsonCodec, MaxwellJsonCodec
+from .codec import ChangelogCodec, Codec, CodecContext, FormatOptionError
 from .csv_codec import CsvCodec
 from .json_codec import JsonCodec
 from .raw_codec import RawCodec
 
 ENTRY_POINT_GROUP = "pyspark_upsert_kafka.formats"
 
-_BUILT_IN: dict[str, type[Codec]] = {c.name: c for c in (JsonCodec, CsvCodec, RawCodec, AvroCodec, AvroConfluentCodec)}
+_BUILT_IN: dict[str, type[Codec]] = {
+    c.name: c
+    for c in (
+        JsonCodec,
+        CsvCodec,
+        RawCodec,
+        AvroCodec,
+        AvroConfluentCodec,
+        DebeziumJsonCodec,
+        CanalJsonCodec,
+        MaxwellJsonCodec,
+    )
+}
 _registered: dict[str, type[Codec]] = {}
 
-# Changelog formats carry their own change semantics; upsert-kafka derives changes from key + tombstone.
-_REJECTED = {"debezium-json", "canal-json", "maxwell-json", "ogg-json", "debezium-avro-confluent"}
+# Flink's other changelog formats, not (yet) built in here.
+_REJECTED = {"ogg-json", "debezium-avro-confluent"}
 
 
 def register_codec(codec: type[Codec]) -> type[Codec]:
@@ -41,8 +54,8 @@ def codec_class(name: str, option: str) -> type[Codec]:
     key = name.strip().lower()
     if key in _REJECTED:
         raise FormatOptionError(
-            f"option '{option}': '{name}' is a changelog format and cannot be the key or value format of "
-            "upsert-kafka (its changes come from the key and tombstones); use json, avro, ... instead"
+            f"option '{option}': '{name}' is a changelog format that upsert-kafka does not read; the changelog "
+            "formats it reads are debezium-json, canal-json and maxwell-json"
         )
     if ":" in name:
         module, _, attr = name.strip().partition(":")
@@ -52,12 +65,22 @@ def codec_class(name: str, option: str) -> type[Codec]:
             raise FormatOptionError(f"option '{option}': cannot load codec '{name}': {e}") from None
         if not (isinstance(cls, type) and issubclass(cls, Codec)):
             raise FormatOptionError(f"option '{option}': '{name}' is not a formats.Codec subclass")
-        return cls
+        return _check_role(cls, name, option)
     cls = _registered.get(key) or _BUILT_IN.get(key) or _entry_point_codecs().get(key)
     if cls is None:
         raise FormatOptionError(
             f"option '{option}': unknown format '{name}'; available: {', '.join(available_formats())}, "
             "or a 'module:Class' codec"
+        )
+    return _check_role(cls, name, option)
+
+
+def _check_role(cls: type[Codec], name: str, option: str) -> type[Codec]:
+    # A change envelope holds whole rows: the record key is the key columns in a key format.
+    if option.startswith("key.") and issubclass(cls, ChangelogCodec):
+        raise FormatOptionError(
+            f"option '{option}': '{name}' is a changelog format: it can be the value format (value.format), "
+            "while the key format encodes the key columns, e.g. json"
         )
     return cls
 

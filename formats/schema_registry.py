@@ -1,23 +1,34 @@
-"""A small client of the Confluent Schema Registry REST API (also served by Apicurio's ccompat API and
-Karapace): register, look up, fetch by id, latest of a subject.
+"""The schema registry client of avro-confluent: confluent-kafka's own maintained `SchemaRegistryClient`
+(HTTP, caching by id and by subject and schema, basic and bearer auth, retries of transient failures with
+backoff, TLS with a custom CA and client certificates), behind the three calls the codec makes. It speaks the
+Confluent REST API, also served by Apicurio's ccompat API (`/apis/ccompat/v7`) and Karapace.
 
-One client per registry and credentials per process, so schema ids and schemas are fetched once per
-executor, not per task or batch. Credentials never appear in a repr, an error or a log line.
+What is still ours, and why:
+- One client per registry settings per process, so ids and schemas are fetched once per executor (the maintained
+  client caches per client object; Spark builds codecs per task).
+- Redirects: the maintained client follows none (an HTTP 307 fails). We let its HTTP session follow them under
+  httpx's own rule: the Authorization header goes only to the configured origin (a redirect to another host or
+  port, or from https to http, arrives without it; http:80 -> https:443 on the same host keeps it).
+- A subject's latest schema is looked up every time (`cache.latest.ttl.sec` 0): a driver that plans a read
+  after a new version was registered must see it.
+- A static bearer token: the maintained client wants Confluent Cloud's logical cluster with it; other
+  registries have none, so an empty one is sent (header `target-sr-cluster`, ignored elsewhere).
+- Schema references: a writer schema that references others (registered under their own subjects) is
+  returned with them inlined at first use, as the codec's Avro reader takes one self-contained schema.
+- Errors: the client's errors become RegistryError naming the registry (never its credentials) and the option
+  to change; "no such schema id" is SchemaNotUsable (the record's fault, not the task's).
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import ssl
 import threading
-import urllib.error
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
-_CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+from ..secrets import redact
 
 
 class RegistryError(RuntimeError):
@@ -31,134 +42,202 @@ class SchemaNotUsable(RegistryError):
 @dataclass(frozen=True)
 class RegistrySettings:
     url: str  # without credentials
-    authorization: str | None = field(default=None, repr=False)  # the Authorization header value
+    user_info: str | None = field(default=None, repr=False)  # basic auth, '<user>:<password>'
+    bearer_token: str | None = field(default=None, repr=False)
     ca_file: str | None = None
-    cert_file: str | None = None
+    cert_file: str | None = None  # PEM: the client certificate and its key (or a bundle of both)
     key_password: str | None = field(default=None, repr=False)
     timeout_s: float = 30.0
 
     def __repr__(self) -> str:
-        auth = "none" if self.authorization is None else self.authorization.split(" ", 1)[0].lower()
+        auth = "basic" if self.user_info else "bearer" if self.bearer_token else "none"
         return f"RegistrySettings({self.url!r}, auth={auth}, ca_file={self.ca_file!r}, cert_file={self.cert_file!r})"
+
+    def client_config(self) -> dict[str, Any]:
+        """The maintained client's configuration."""
+        config: dict[str, Any] = {"url": self.url, "timeout": self.timeout_s, "cache.latest.ttl.sec": 0}
+        if self.user_info:
+            config["basic.auth.user.info"] = self.user_info
+        if self.bearer_token:
+            config |= {
+                "bearer.auth.credentials.source": "STATIC_TOKEN",
+                "bearer.auth.token": self.bearer_token,
+                "bearer.auth.logical.cluster": "",
+            }
+        if self.ca_file:
+            config["ssl.ca.location"] = self.ca_file
+        if self.cert_file:
+            config["ssl.certificate.location"] = self.cert_file
+            if self.key_password is not None:
+                config["ssl.key.password"] = self.key_password
+        return config
+
+    def secrets(self) -> list[str]:
+        return [s for s in (self.user_info, self.bearer_token, self.key_password) if s]
 
 
 def split_credentials(url: str) -> tuple[str, str | None]:
-    """The URL without its `user:password@` part, and that part (None when absent)."""
+    """The URL without its `user:password@` part, and that part, unquoted (None when absent)."""
     parts = urllib.parse.urlsplit(url.strip())
-    if parts.username is None:
+    if "@" not in parts.netloc:
         return url.strip().rstrip("/"), None
-    host = parts.hostname or ""
-    netloc = host + (f":{parts.port}" if parts.port else "")
-    user_info = urllib.parse.unquote(parts.netloc.rsplit("@", 1)[0])
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc)).rstrip("/"), user_info
+    user_info, host = parts.netloc.rsplit("@", 1)  # the host part keeps an IPv6 literal's brackets
+    return urllib.parse.urlunsplit(parts._replace(netloc=host)).rstrip("/"), urllib.parse.unquote(user_info)
 
 
 def basic_authorization(user_info: str) -> str:
+    """The Authorization header value of HTTP basic auth (what the registry receives)."""
     return "Basic " + base64.b64encode(user_info.encode()).decode()
 
 
 class SchemaRegistry:
     def __init__(self, settings: RegistrySettings) -> None:
+        from confluent_kafka.schema_registry import SchemaRegistryClient
+
         self.settings = settings
-        self._ids: dict[tuple[str, str, bool], int] = {}
-        self._schemas: dict[int, Any] = {}
-        self._context = _ssl_context(settings) if settings.url.startswith("https") else None
+        try:
+            self._client = SchemaRegistryClient(settings.client_config())
+        except (ValueError, TypeError, OSError) as e:  # a CA or key file that cannot be loaded, a bad setting
+            raise RegistryError(f"schema registry {settings.url}: {self._clean(e)}") from None
+        # Follow redirects with httpx's rule: Authorization only within the configured origin (see the docstring).
+        self._client._rest_client.session.follow_redirects = True
 
     def __repr__(self) -> str:
         return f"SchemaRegistry({self.settings!r})"
 
     def schema_id(self, subject: str, schema: Any, register: bool) -> int:
         """The id of `schema` under `subject`: registered first when `register`, else looked up."""
-        text = json.dumps(schema, sort_keys=True)
-        key = (subject, text, register)
-        if key not in self._ids:
-            path = f"/subjects/{_quote(subject)}" + ("/versions" if register else "")
-            answer = self._call("POST", path, {"schema": json.dumps(schema)}, subject=subject)
-            self._ids[key] = int(answer["id"])
-            self._schemas.setdefault(self._ids[key], schema)
-        return self._ids[key]
+        from confluent_kafka.schema_registry import Schema
+
+        text = json.dumps(schema)
+        with self._errors(("POST", f"/subjects/{subject}" + ("/versions" if register else "")), subject):
+            if register:
+                return int(self._client.register_schema(subject, Schema(text, "AVRO")))
+            return int(self._client.lookup_schema(subject, Schema(text, "AVRO")).schema_id)
 
     def schema(self, schema_id: int) -> Any:
-        """The schema with this id (what a record's header names)."""
-        if schema_id not in self._schemas:
-            answer = self._call("GET", f"/schemas/ids/{schema_id}", missing=SchemaNotUsable)
-            _check_avro(answer, f"schema id {schema_id}", SchemaNotUsable)
-            try:
-                self._schemas[schema_id] = json.loads(answer["schema"])
-            except (KeyError, TypeError, ValueError):
-                raise SchemaNotUsable(f"schema id {schema_id}: the registry's answer holds no schema") from None
-        return self._schemas[schema_id]
+        """The schema with this id (what a record's header names), its references inlined."""
+        with self._errors(("GET", f"/schemas/ids/{schema_id}"), missing=SchemaNotUsable):
+            found = self._client.get_schema(schema_id)
+        _check_avro(found.schema_type, f"schema id {schema_id}", SchemaNotUsable)
+        try:
+            parsed = json.loads(found.schema_str)
+        except (TypeError, ValueError):
+            raise SchemaNotUsable(f"schema id {schema_id}: the registry's answer holds no schema") from None
+        return self._inline_references(parsed, found.references or [])
 
     def latest(self, subject: str) -> tuple[int, Any]:
-        """The latest schema registered under `subject` and its id (not cached: it changes)."""
-        answer = self._call("GET", f"/subjects/{_quote(subject)}/versions/latest", subject=subject)
-        _check_avro(answer, f"subject '{subject}'")
-        schema = json.loads(answer["schema"])
-        self._schemas.setdefault(int(answer["id"]), schema)
-        return int(answer["id"]), schema
+        """The latest schema registered under `subject` and its id (never cached: it changes)."""
+        with self._errors(("GET", f"/subjects/{subject}/versions/latest"), subject):
+            registered = self._client.get_latest_version(subject)
+        _check_avro(registered.schema.schema_type, f"subject '{subject}'")
+        schema = json.loads(registered.schema.schema_str)
+        return int(registered.schema_id), self._inline_references(schema, registered.schema.references or [])
 
-    def _call(
-        self, method: str, path: str, body: Any = None, subject: str | None = None, missing: type = RegistryError
-    ) -> Any:
-        """The registry's JSON answer; the registry saying it has no such thing raises `missing`, any other
-        failure RegistryError."""
-        url = self.settings.url + path
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(url, data=data, method=method)
-        request.add_header("Accept", _CONTENT_TYPE)
-        if data is not None:
-            request.add_header("Content-Type", _CONTENT_TYPE)
-        if self.settings.authorization:
-            request.add_header("Authorization", self.settings.authorization)
-        where = f"schema registry {self.settings.url}: {method} {path}"
-        try:
-            with urllib.request.urlopen(request, timeout=self.settings.timeout_s, context=self._context) as r:
-                return json.loads(r.read() or b"null")
-        except urllib.error.HTTPError as e:
-            code, reason = _http_reason(e, subject)
-            # Only the registry's own "not found" (40403, ...): a 404 from a wrong URL path is no record's fault.
-            error = missing if e.code == 404 and code != e.code else RegistryError
-            raise error(f"{where} failed: {reason}") from None
-        except (urllib.error.URLError, OSError) as e:
-            reason = getattr(e, "reason", e)
-            raise RegistryError(f"cannot reach the {where} ({reason}); check the format's 'url' option") from None
+    # -- references -------------------------------------------------------------------------------
 
+    def _inline_references(self, schema: Any, references: list, depth: int = 0) -> Any:
+        """`schema` with each referenced named type defined where it is first used."""
+        if not references:
+            return schema
+        if depth > 16:
+            raise SchemaNotUsable("schema references nest deeper than 16 levels (or form a cycle)")
+        named: dict[str, Any] = {}
+        for ref in references:
+            where = ("GET", f"/subjects/{ref.subject}/versions/{ref.version}")
+            with self._errors(where, ref.subject, missing=SchemaNotUsable):
+                version = self._client.get_version(ref.subject, ref.version)
+            referenced = json.loads(version.schema.schema_str)
+            named[ref.name] = self._inline_references(referenced, version.schema.references or [], depth + 1)
+        return _define_first_uses(schema, named, set())
 
-def _quote(subject: str) -> str:
-    return urllib.parse.quote(subject, safe="")
+    # -- errors -----------------------------------------------------------------------------------
+
+    def _clean(self, error: BaseException) -> str:
+        return redact(str(error) or type(error).__name__, self.settings.secrets())
+
+    def _errors(self, request: tuple[str, str], subject: str | None = None, missing: type = RegistryError):
+        return _ErrorMapping(self, request, subject, missing)
 
 
-def _check_avro(answer: Any, what: str, error: type = RegistryError) -> None:
-    kind = (answer.get("schemaType") or "AVRO").upper() if isinstance(answer, dict) else "no"
+class _ErrorMapping:
+    """Turns what the maintained client raises into RegistryError (or `missing` for the registry's own "not
+    found"), naming the registry and the request, never a credential."""
+
+    def __init__(self, registry: SchemaRegistry, request: tuple[str, str], subject: str | None, missing: type):
+        self.registry, self.request, self.subject, self.missing = registry, request, subject, missing
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type | None, error: BaseException | None, _tb: Any) -> bool:
+        if error is None or isinstance(error, RegistryError):
+            return False
+        from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+        method, path = self.request
+        where = f"schema registry {self.registry.settings.url}: {method} {path}"
+        if isinstance(error, SchemaRegistryError):
+            status = error.http_status_code
+            code = error.error_code if isinstance(error.error_code, int) and error.error_code > 0 else status
+            # Only the registry's own "not found" (40403...): a 404 from a wrong URL path is no record's fault.
+            kind_ = self.missing if status == 404 and code != status else RegistryError
+            message = self.registry._clean(error.error_message or "") if error.error_message else ""
+            raise kind_(f"{where} failed: {_http_reason(status, code, message, self.subject)}") from None
+        reason = self.registry._clean(error)
+        if "CERTIFICATE_VERIFY_FAILED" in reason or "certificate verify failed" in reason:
+            raise RegistryError(
+                f"cannot reach the {where}: its TLS certificate could not be verified ({reason}); set the format's "
+                "'ssl.truststore.location' to the CA that signed it (a PEM file)"
+            ) from None
+        raise RegistryError(f"cannot reach the {where} ({reason}); check the format's 'url' option") from None
+
+
+def _define_first_uses(node: Any, named: dict[str, Any], defined: set[str]) -> Any:
+    """Replace the first use of each referenced name by its definition (Avro defines a named type once)."""
+    if isinstance(node, str):
+        if node in named and node not in defined:
+            defined.add(node)
+            return _define_first_uses(named[node], named, defined)
+        return node
+    if isinstance(node, list):
+        return [_define_first_uses(item, named, defined) for item in node]
+    if isinstance(node, dict):
+        if "name" in node and node.get("type") in ("record", "enum", "fixed", "error"):
+            full = (
+                node["name"]
+                if "." in node["name"] or not node.get("namespace")
+                else f"{node['namespace']}.{node['name']}"
+            )
+            defined.add(full)
+        return {k: v if k in ("name", "namespace", "doc", "default", "symbols", "aliases") else
+                _define_first_uses(v, named, defined) for k, v in node.items()}  # fmt: skip
+    return node
+
+
+def _check_avro(schema_type: str | None, what: str, error: type = RegistryError) -> None:
+    kind = (schema_type or "AVRO").upper()
     if kind != "AVRO":
         raise error(f"{what} holds a {kind} schema; the avro-confluent format reads Avro only")
 
 
-def _http_reason(e: urllib.error.HTTPError, subject: str | None) -> tuple[int, str]:
-    """The registry's error code (the HTTP status when the body has none) and a reason that says what to do."""
-    try:
-        detail = json.loads(e.read() or b"{}")
-        message, code = detail.get("message", ""), int(detail.get("error_code", e.code))
-    except (ValueError, AttributeError, TypeError):
-        message, code = "", e.code
+def _http_reason(status: int, code: int, message: str, subject: str | None) -> str:
+    """The registry's answer and what to do about it."""
     hint = ""
-    if e.code in (401, 403):
+    if status in (401, 403):
         hint = " (check the format's basic-auth / bearer-auth options)"
+    elif 300 <= status < 400:
+        hint = " (a redirect that could not be followed: set the format's 'url' option to the registry's own address)"
     elif code == 40401 and subject:
         hint = f" (subject '{subject}' has no schema: write with auto.register.schemas=true first, or set 'subject')"
     elif code in (40403, 40402):
         hint = " (the schema is not registered under this subject; set auto.register.schemas=true)"
-    elif e.code == 409:
+    elif status == 409:
         hint = " (the registry's compatibility rules reject this schema for the subject)"
-    return code, f"HTTP {e.code} {message or e.reason}{hint}"
+    return f"HTTP {status} {message or _STATUS_TEXT.get(status, '')}".rstrip() + hint
 
 
-def _ssl_context(settings: RegistrySettings) -> ssl.SSLContext:
-    context = ssl.create_default_context(cafile=settings.ca_file)
-    if settings.cert_file:
-        context.load_cert_chain(settings.cert_file, password=settings.key_password)
-    return context
-
+_STATUS_TEXT = {401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 409: "Conflict", 500: "Internal Server Error"}
 
 _clients: dict[RegistrySettings, SchemaRegistry] = {}
 _clients_lock = threading.Lock()

@@ -5,6 +5,12 @@ with SIGKILL and ``.restart()`` it on the same data, ports and cluster id) and b
 
     python -m integration.kafka start|stop|status
 
+``KafkaBroker(secured=True)`` is the same broker with security on: a SASL_SSL listener (a CA and a broker
+certificate for 127.0.0.1 made with the openssl CLI at the first start, in the workdir: nothing committed),
+a SASL_PLAINTEXT listener, mechanisms SCRAM-SHA-512 and PLAIN, KRaft's StandardAuthorizer with one super
+user for the harness (``admin_config()``); SCRAM users and ACLs are created through the admin API by the
+tests. Its passwords are made at random per broker.
+
 Test/dev tooling only: the product never imports this package.
 """
 
@@ -14,6 +20,7 @@ import base64
 import contextlib
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -23,6 +30,7 @@ import tempfile
 import time
 import uuid
 from collections import deque
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -115,17 +123,80 @@ def _pid_alive(pid: int, *, kafka: bool = False) -> bool:
     return not kafka or b"kafka.Kafka" in cmdline
 
 
+def _free_ports(count: int) -> list[int]:
+    ports: list[int] = []
+    while len(ports) < count:
+        port = free_port()
+        if port not in ports:
+            ports.append(port)
+    return ports
+
+
+# The harness's super user and the PLAIN users: PLAIN users live in the broker's JAAS configuration (SCRAM
+# users, in the cluster metadata, are created at run time through the admin API).
+ADMIN_USER = "admin"
+PLAIN_USERS = ("plain-alice",)
+
+
+@dataclass(frozen=True)
+class BrokerSecurity:
+    """What a client of the secured broker needs: the CA file that signed the broker's certificate (for
+    ``ssl.ca.location``) and the passwords made for this broker (never shown in a repr)."""
+
+    ca_file: str
+    admin_password: str = field(repr=False)
+    plain_passwords: dict[str, str] = field(repr=False)
+
+    def jaas_plain(self) -> str:
+        users = {ADMIN_USER: self.admin_password, **self.plain_passwords}
+        entries = " ".join(f'user_{name}="{pw}"' for name, pw in users.items())
+        return (
+            "org.apache.kafka.common.security.plain.PlainLoginModule required "
+            f'username="{ADMIN_USER}" password="{self.admin_password}" {entries};'
+        )
+
+
+def _make_tls(folder: Path) -> str:
+    """A CA and the broker's key and certificate (SAN IP:127.0.0.1 only: a client that connects by another
+    name fails hostname verification) in `folder`; returns the CA file."""
+    folder.mkdir(parents=True, exist_ok=True)
+    ca, broker = folder / "ca.pem", folder / "broker.pem"
+    if ca.is_file() and broker.is_file():
+        return str(ca)
+
+    def openssl(*args: str) -> None:
+        _run(["openssl", *args], "openssl")
+
+    key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    openssl("req", "-x509", *key, "-keyout", str(folder / "ca.key"), "-out", str(ca), "-days", "7",
+            "-subj", "/CN=upsert-kafka test CA")  # fmt: skip
+    openssl("req", *key, "-keyout", str(folder / "broker.key"), "-out", str(folder / "broker.csr"),
+            "-subj", "/CN=127.0.0.1")  # fmt: skip
+    (folder / "san.ext").write_text("subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+    openssl("x509", "-req", "-in", str(folder / "broker.csr"), "-CA", str(ca), "-CAkey", str(folder / "ca.key"),
+            "-CAcreateserial", "-out", str(folder / "broker.crt"), "-days", "7",
+            "-extfile", str(folder / "san.ext"))  # fmt: skip
+    # Kafka's PEM keystore: the private key (PKCS#8) and the certificate chain in one file.
+    chain = (folder / "broker.key").read_text() + (folder / "broker.crt").read_text() + ca.read_text()
+    broker.write_text(chain)
+    return str(ca)
+
+
 class KafkaBroker:
     """One combined broker+controller KRaft node on 127.0.0.1 with free ports.
 
     The workdir (data, server.properties, broker.log) is kept after stop() so a failing
-    test can point at the log.
+    test can point at the log. secured=True: SASL_SSL on `port`, SASL_PLAINTEXT on `sasl_plaintext_port`
+    (see the module's docstring).
     """
 
-    def __init__(self, workdir: Path | None = None) -> None:
+    def __init__(self, workdir: Path | None = None, *, secured: bool = False) -> None:
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="upsert-kafka-"))
         self.port = 0
         self.controller_port = 0
+        self.sasl_plaintext_port = 0  # secured only
+        self.secured = secured
+        self.security: BrokerSecurity | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         # Set instead of _proc when attached to a broker the CLI started.
         self._pid: int | None = None
@@ -133,7 +204,24 @@ class KafkaBroker:
 
     @property
     def bootstrap_servers(self) -> str:
+        """The client listener: PLAINTEXT, or SASL_SSL when secured."""
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def sasl_plaintext_servers(self) -> str:
+        return f"127.0.0.1:{self.sasl_plaintext_port}"
+
+    def admin_config(self) -> dict[str, str]:
+        """librdkafka settings of the harness's own clients (the super user, when secured)."""
+        if self.security is None:
+            return {"bootstrap.servers": self.bootstrap_servers}
+        return {
+            "bootstrap.servers": self.sasl_plaintext_servers,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": ADMIN_USER,
+            "sasl.password": self.security.admin_password,
+        }
 
     @property
     def log_path(self) -> Path:
@@ -148,15 +236,49 @@ class KafkaBroker:
             return self._proc.poll() is None
         return self._pid is not None and _pid_alive(self._pid, kafka=True)
 
+    def _listener_config(self, host: str) -> dict[str, str]:
+        cport = self.controller_port
+        if self.security is None:
+            return {
+                "listeners": f"PLAINTEXT://{host}:{self.port},CONTROLLER://{host}:{cport}",
+                "advertised.listeners": f"PLAINTEXT://{host}:{self.port}",
+                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            }
+        ssl, plain = f"SASL_SSL://{host}:{self.port}", f"SASL_PLAINTEXT://{host}:{self.sasl_plaintext_port}"
+        jaas_plain = self.security.jaas_plain()
+        jaas_scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+        tls = Path(self.security.ca_file).parent
+        return {
+            "listeners": f"{ssl},{plain},CONTROLLER://{host}:{cport}",
+            "advertised.listeners": f"{ssl},{plain}",
+            # The controller listener authenticates too (PLAIN, as the super user): no anonymous super user.
+            "listener.security.protocol.map": "SASL_SSL:SASL_SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,"
+            "CONTROLLER:SASL_PLAINTEXT",
+            "inter.broker.listener.name": "SASL_PLAINTEXT",
+            "sasl.mechanism.inter.broker.protocol": "PLAIN",
+            "sasl.mechanism.controller.protocol": "PLAIN",
+            "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.controller.plain.sasl.jaas.config": jaas_plain,
+            "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas_plain,
+            "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": jaas_scram,
+            "listener.name.sasl_ssl.sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN",
+            "listener.name.sasl_ssl.plain.sasl.jaas.config": jaas_plain,
+            "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": jaas_scram,
+            "listener.name.sasl_ssl.ssl.keystore.type": "PEM",
+            "listener.name.sasl_ssl.ssl.keystore.location": str(tls / "broker.pem"),
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users": f"User:{ADMIN_USER}",
+            "allow.everyone.if.no.acl.found": "false",
+        }
+
     def _write_config(self) -> Path:
         host, cport = "127.0.0.1", self.controller_port
         props = {
             "process.roles": "broker,controller",
             "node.id": "1",
             "controller.quorum.voters": f"1@{host}:{cport}",
-            "listeners": f"PLAINTEXT://{host}:{self.port},CONTROLLER://{host}:{cport}",
-            "advertised.listeners": f"PLAINTEXT://{host}:{self.port}",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            **self._listener_config(host),
             "controller.listener.names": "CONTROLLER",
             "log.dirs": str(self.workdir / "data"),
             # A single node can only hold one replica of the internal topics.
@@ -200,9 +322,15 @@ class KafkaBroker:
 
     def _launch(self, cp: str, deadline: float, detach: bool) -> None:
         shutil.rmtree(self.workdir / "data", ignore_errors=True)
-        self.port, self.controller_port = free_port(), free_port()
-        while self.controller_port == self.port:
-            self.controller_port = free_port()
+        self.port, self.controller_port, self.sasl_plaintext_port = _free_ports(3)
+        if not self.secured:
+            self.sasl_plaintext_port = 0
+        elif self.security is None:
+            self.security = BrokerSecurity(
+                ca_file=_make_tls(self.workdir / "tls"),
+                admin_password=secrets.token_urlsafe(16),
+                plain_passwords={name: secrets.token_urlsafe(16) for name in PLAIN_USERS},
+            )
         config = self._write_config()
         fmt = ["kafka.tools.StorageTool", "format", "-t", _random_cluster_id(), "-c", str(config)]
         _run(["java", "-cp", cp, *fmt], "Kafka storage format")
@@ -237,8 +365,9 @@ class KafkaBroker:
         while self.is_running() and time.monotonic() < deadline:
             try:
                 if admin is None:  # probe the port first: no librdkafka "refused" noise
-                    socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                    admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+                    port = self.sasl_plaintext_port or self.port  # the listener the harness uses
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    admin = AdminClient(self.admin_config())
                 if admin.list_topics(timeout=2).brokers:
                     return
             except (OSError, KafkaException):  # not listening / not registered yet

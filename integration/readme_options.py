@@ -1,8 +1,9 @@
-"""The README's option table, generated from connector/options/catalog.py so the two cannot drift apart.
+"""The README's option table, generated from connector/options/catalog.py, and its table of the column types
+each format holds, generated from the codecs' declarations (Codec.column_types), so neither can drift apart.
 
-    integration/dev python -m integration.readme_options    # rewrites the table between the markers
+    integration/dev python -m integration.readme_options    # rewrites the tables between the markers
 
-tests/api/test_options.py checks that the README holds exactly this table.
+tests/api/test_options.py checks that the README holds exactly these tables.
 """
 
 from __future__ import annotations
@@ -10,12 +11,17 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from pyspark_upsert_kafka.formats import codec_class
 from pyspark_upsert_kafka.options.catalog import OPTIONS, OptionDoc
 from pyspark_upsert_kafka.options.common import GUARANTEE_PROPERTIES, RESERVED_PROPERTIES
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 START, END = "<!-- options:start (generated: python -m integration.readme_options) -->", "<!-- options:end -->"
 _BLOCK = re.escape(START) + r"(.*?)" + re.escape(END)
+TYPES_START = "<!-- format-types:start (generated: python -m integration.readme_options) -->"
+TYPES_END = "<!-- format-types:end -->"
+_TYPES_BLOCK = re.escape(TYPES_START) + r"(.*?)" + re.escape(TYPES_END)
+BUILT_IN_FORMATS = ("json", "csv", "raw", "avro", "avro-confluent", "debezium-json", "canal-json", "maxwell-json")
 
 
 def _row(doc: OptionDoc) -> str:
@@ -44,19 +50,37 @@ def reserved_table() -> str:
     return "\n".join(lines)
 
 
-def readme_table(text: str) -> str | None:
+def format_types_table() -> str:
+    """The column types each built-in format holds, as its codec declares them."""
+    lines = ["| format | column types it holds |", "|---|---|"]
+    for name in BUILT_IN_FORMATS:
+        types = codec_class(name, "value.format").column_types
+        one = "; exactly one column (the key, or the value with `value.fields-include=EXCEPT_KEY`)"
+        lines.append(f"| `{name}` | {types.describe()}{one if types.columns == 1 else ''} |")
+    return "\n".join(lines)
+
+
+def readme_table(text: str, block: str = _BLOCK) -> str | None:
     """The table between the markers in the README text, or None when the markers are missing."""
-    match = re.search(_BLOCK, text, re.S)
+    match = re.search(block, text, re.S)
     return match.group(1).strip() if match else None
+
+
+def readme_format_types(text: str) -> str | None:
+    return readme_table(text, _TYPES_BLOCK)
 
 
 def main() -> int:
     text = README.read_text()
-    if readme_table(text) is None:
-        raise SystemExit(f"README.md lacks the markers {START} ... {END}")
-    new = re.sub(_BLOCK, lambda _: f"{START}\n{options_table()}\n{END}", text, flags=re.S)
-    README.write_text(new)
-    print("README.md option table updated")
+    for block, start, end, table in (
+        (_BLOCK, START, END, options_table()),
+        (_TYPES_BLOCK, TYPES_START, TYPES_END, format_types_table()),
+    ):
+        if readme_table(text, block) is None:
+            raise SystemExit(f"README.md lacks the markers {start} ... {end}")
+        text = re.sub(block, lambda _, s=start, t=table, e=end: f"{s}\n{t}\n{e}", text, flags=re.S)
+    README.write_text(text)
+    print("README.md option and format type tables updated")
     return 0
 
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, settings
 
 from tests.support.kafka_io import create_topic
 
-pytest_plugins = ["tests.support.registry_fixtures"]
+pytest_plugins = ["tests.support.registry_fixtures", "tests.support.secure_fixtures"]
 
 # Property tests: random exploration locally; in CI (CI=true) the same examples on every run, from a fixed
 # seed, with no example database and no timing checks (a shared CI machine is slow at random moments).

@@ -63,22 +63,31 @@ COMMON_OPTIONS: tuple[OptionDoc, ...] = (
         "Record metadata as columns: any of `topic`, `partition`, `offset`, `timestamp`, `timestamp-type`, "
         "`headers`, `leader-epoch`, `watermark` (the merged watermark when the batch was planned), comma-separated, "
         "each optionally renamed (`event_time=timestamp`). Written: `timestamp`, `headers`; `topic` picks each "
-        "row's topic when a write names several.",
+        "row's topic when a write names several. A change-data-capture value format adds its own, read only, as "
+        "`value.<key>` (e.g. `value.source.timestamp`: see Formats).",
     ),
-    OptionDoc("key.format", "json", BOTH, "Format of the record key."),
-    OptionDoc("value.format", "json", BOTH, "Format of the record value.", ("format",)),
+    OptionDoc("key.format", "json", BOTH, "Format of the record key (the column types each holds: see Formats)."),
+    OptionDoc(
+        "value.format",
+        "json",
+        BOTH,
+        "Format of the record value (the column types each holds: see Formats).",
+        ("format",),
+    ),
     OptionDoc(
         "schema",
         None,
         BOTH,
         "The table's data columns as DDL (`id INT, name STRING`), when not given with `.schema(...)`; "
-        "the changelog column is then added for you.",
+        "the changelog column is then added for you (or listed once, as STRING).",
     ),
     OptionDoc(
         "changelog.column",
         "_change_type",
         BOTH,
-        "Column holding the change type (`upsert` / `delete`); on write a `delete` becomes a tombstone.",
+        "Column holding the change type (`upsert` / `delete`; with a change-data-capture format's "
+        "`changelog-mode=all`: `insert`, `update_preimage`, `update_postimage`, `delete`); on write a `delete` "
+        "becomes a tombstone (or a delete envelope).",
     ),
     OptionDoc(
         "client.timeout",

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import OptionError, did_you_mean
+from ..secrets import redact, redact_options, secret_values, strip_url_credentials
 from .catalog import OPTIONS, PASS_THROUGH_PREFIXES
 
 DEFAULT_CHANGELOG_COLUMN = "_change_type"
@@ -57,13 +58,6 @@ RESERVED_PROPERTIES: dict[str, ReservedProperty] = {
 }
 # Reserved only under a delivery guarantee that depends on them (sink.delivery-guarantee=none lets them be).
 GUARANTEE_PROPERTIES = ("enable.idempotence", "acks")
-
-
-_SECRET_WORDS = ("password", "secret", "token", "key.pem", "user.info", "credentials")
-
-
-def is_secret(name: str) -> bool:
-    return any(word in name for word in _SECRET_WORDS)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -197,9 +191,9 @@ class KafkaSpec:
     pool_idle_timeout_s: float = 300.0  # how long a client stays pooled in a Python worker (pool.py)
 
     def __repr__(self) -> str:  # the spec may be logged: secret values never are
-        shown = {k: "***" if is_secret(k) else v for k, v in self.properties}
+        shown = redact_options(dict(self.properties))
         return (
-            f"KafkaSpec({self.bootstrap_servers!r}, properties={shown}, timeout_s={self.timeout_s}, "
+            f"KafkaSpec({self.describe()}, properties={shown}, timeout_s={self.timeout_s}, "
             f"retries={self.retries}, retry_interval_s={self.retry_interval_s}, "
             f"pool_idle_timeout_s={self.pool_idle_timeout_s})"
         )
@@ -231,19 +225,17 @@ class KafkaSpec:
         return config
 
     def describe(self) -> str:
-        """For error messages: the servers only, never a credential."""
-        return f"'{self.bootstrap_servers}'"
+        """For error messages: the servers only, never a credential (not even one written into an address)."""
+        return f"'{strip_url_credentials(self.bootstrap_servers)}'"
 
     def redact(self, text: str) -> str:
-        """`text` with the value of every secret property replaced by ***."""
-        for name, value in self.properties:
-            if is_secret(name) and value:
-                text = text.replace(value, "***")
-        return text
+        """`text` fit to show: the value of every secret property replaced, URL credentials stripped."""
+        return redact(text, secret_values(dict(self.properties)))
 
 
 def parse_kafka_spec(options: Mapping[str, str]) -> KafkaSpec:
     servers = require(options, "properties.bootstrap.servers", "broker1:9092,broker2:9092")
+    _check_servers(servers)
     properties = []
     for name, value in sorted(options.items()):
         if not name.startswith("properties.") or name == "properties.bootstrap.servers":
@@ -266,6 +258,20 @@ def parse_kafka_spec(options: Mapping[str, str]) -> KafkaSpec:
         retry_interval_s=parse_duration(options, "client.retry-interval", "1 s", allow_zero=True),
         pool_idle_timeout_s=parse_duration(options, "client.pool.idle-timeout", "5 min", allow_zero=True),
     )
+
+
+def _check_servers(servers: str) -> None:
+    """Each entry is host or host:port (with an optional `protocol://`), as librdkafka reads the list; a
+    malformed one would otherwise surface only as a connection timeout."""
+    for entry in (e.strip() for e in servers.split(",")):
+        address = entry.split("://", 1)[-1]
+        with_port = ":" in address and not address.endswith("]")  # '[::1]' is an IPv6 host without a port
+        host, colon, port = address.rpartition(":") if with_port else (address, "", "")
+        if not host or (colon and not (port.isdigit() and 0 < int(port) < 65536)):
+            raise OptionError(
+                f"option 'properties.bootstrap.servers': '{entry}' is not a broker address; give host:port "
+                "entries separated by ',', e.g. 'broker1:9092,broker2:9092'"
+            )
 
 
 def check_reserved(prop: str, value: str) -> None:
@@ -318,4 +324,14 @@ def parse_topic_selection(options: Mapping[str, str]) -> TopicSelection:
         return TopicSelection(pattern=pattern)
     require(options, "topic", "orders")
     # ';' is Flink's list separator and ',' Spark's (subscribe); neither can occur in a topic name.
-    return TopicSelection(tuple(dict.fromkeys(t.strip() for t in re.split(r"[;,]", listed) if t.strip())))
+    names = tuple(dict.fromkeys(t.strip() for t in re.split(r"[;,]", listed) if t.strip()))
+    for name in names or ("",):
+        if not _TOPIC_NAME.fullmatch(name) or name in (".", ".."):
+            raise OptionError(
+                f"option 'topic': '{name}' is not a Kafka topic name (1 to 249 of the characters a-z, A-Z, 0-9, "
+                "'.', '_' and '-'); several topics are separated by ';'"
+            )
+    return TopicSelection(names)
+
+
+_TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")

@@ -3,7 +3,9 @@
 The table's columns split into: the key columns (`key.fields`, written into the record key without the
 `key.fields-prefix`), the value columns (`value.fields-include`: all data columns, or all but the key),
 the change-type column, and metadata columns (`metadata.columns`: record topic, partition, offset,
-timestamp, ...), which live in the record's envelope rather than its key or value.
+timestamp, ...), which live in the record's envelope rather than its key or value (options/columns.py).
+The layout is built once on the driver, after the schema was checked against the options and each
+column's type against the column types its format declares.
 """
 
 from __future__ import annotations
@@ -13,45 +15,20 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
-from pyspark.sql.types import (
-    BinaryType,
-    DataType,
-    IntegerType,
-    LongType,
-    MapType,
-    StringType,
-    StructType,
-    TimestampType,
+from pyspark.sql.types import StringType, StructField, StructType
+
+from ..errors import OptionError, SchemaError
+from ..formats import ChangelogCodec, Codec, CodecContext, FormatOptionError, codec_class, make_codec, spark_type_name
+from .columns import (
+    ColumnOptions,
+    MetadataColumn,
+    metadata_fields,
+    parse_column_options,
+    resolve_columns,
+    type_text,
 )
-
-from ..errors import OptionError, did_you_mean
-from ..formats import Codec, CodecContext, FormatOptionError, codec_class, make_codec
-from .common import (
-    FORMAT_OPTION,
-    canonical_options,
-    changelog_column_name,
-    parse_topic_selection,
-    require,
-)
-
-# Flink's kafka connector metadata keys and their types in Spark.
-METADATA_TYPES: dict[str, DataType] = {
-    "topic": StringType(),
-    "partition": IntegerType(),
-    "offset": LongType(),
-    "timestamp": TimestampType(),
-    "timestamp-type": StringType(),
-    "headers": MapType(StringType(), BinaryType()),
-    "leader-epoch": IntegerType(),
-    "watermark": TimestampType(),  # not the record's: the merged watermark when the batch was planned
-}
-WRITABLE_METADATA = frozenset({"timestamp", "headers"})
-
-
-@dataclass(frozen=True)
-class MetadataColumn:
-    column: str  # the table column
-    kind: str  # one of METADATA_TYPES
+from .common import FORMAT_OPTION, canonical_options, parse_topic_selection
+from .ddl import ddl_text, parse_ddl
 
 
 @dataclass(frozen=True)
@@ -88,107 +65,90 @@ class Layout:
         return self.arrow_fields(self.value_fields)
 
 
-def parse_metadata_columns(options: Mapping[str, str]) -> tuple[MetadataColumn, ...]:
-    """`metadata.columns`: `kind` or `column=kind`, comma-separated, e.g. `offset, event_time=timestamp`."""
-    raw = options.get("metadata.columns", "").strip()
-    columns: list[MetadataColumn] = []
-    for entry in filter(None, (part.strip() for part in raw.split(","))):
-        column, _, kind = entry.rpartition("=")
-        column, kind = (column.strip() or kind.strip()), kind.strip().lower()
-        if kind not in METADATA_TYPES:
-            hint = did_you_mean(kind, METADATA_TYPES)
-            raise OptionError(
-                f"option 'metadata.columns': unknown metadata '{kind}'.{hint} Available: {', '.join(METADATA_TYPES)}"
-            )
-        if any(c.column == column for c in columns):
-            raise OptionError(f"option 'metadata.columns' names column '{column}' twice")
-        columns.append(MetadataColumn(column, kind))
-    return tuple(columns)
-
-
-def metadata_ddl(columns: tuple[MetadataColumn, ...]) -> str:
-    return ", ".join(f"`{c.column}` {METADATA_TYPES[c.kind].simpleString().upper()}" for c in columns)
-
-
 def parse_layout(options: Mapping[str, str], schema: StructType, topics: tuple[str, ...]) -> Layout:
-    changelog = changelog_column_name(options)
-    metadata = parse_metadata_columns(options)
-    names = [f.name for f in schema.fields]
-    _check_metadata_in_schema(metadata, schema, changelog)
-    meta_names = {c.column for c in metadata}
-    data_columns = [n for n in names if n != changelog and n not in meta_names]
-
-    prefix = options.get("key.fields-prefix", "")
-    include = options.get("value.fields-include", "ALL").strip().upper()
-    if include not in ("ALL", "EXCEPT_KEY"):
-        raise OptionError(f"option 'value.fields-include' must be ALL or EXCEPT_KEY, got '{include}'")
-    if prefix and include != "EXCEPT_KEY":
-        raise OptionError(
-            "option 'key.fields-prefix' requires 'value.fields-include' to be EXCEPT_KEY (the prefix keeps "
-            "key and value field names apart, so the value must not hold the key fields)"
-        )
-    key_fields = _parse_key_fields(options, data_columns, meta_names)
-    for name in key_fields:
-        if not name.startswith(prefix):
-            raise OptionError(
-                f"option 'key.fields': column '{name}' does not start with the 'key.fields-prefix' "
-                f"'{prefix}'; with a prefix, every key column is named with it"
-            )
-    value_fields = tuple(n for n in data_columns if include == "ALL" or n not in key_fields)
+    columns = parse_column_options(options)
+    roles = resolve_columns(schema, columns)
     try:
         key_codec = _codec(options, "key", topics)
         value_codec = _codec(options, "value", topics)
     except FormatOptionError as e:
         raise OptionError(str(e)) from None
-    return Layout(
+    layout = Layout(
         schema=schema,
-        key_fields=key_fields,
-        key_prefix=prefix,
-        value_fields=value_fields,
-        changelog_column=changelog if changelog in names else None,
-        metadata=metadata,
+        key_fields=roles.key_fields,
+        key_prefix=columns.key_prefix,
+        value_fields=roles.value_fields,
+        changelog_column=roles.changelog,
+        metadata=roles.metadata,
         key_codec=key_codec,
         value_codec=value_codec,
     )
+    _check_format_types(layout, columns)
+    return layout
 
 
-def _check_metadata_in_schema(metadata: tuple[MetadataColumn, ...], schema: StructType, changelog: str) -> None:
-    fields = {f.name: f for f in schema.fields}
-    for c in metadata:
-        expected = METADATA_TYPES[c.kind].simpleString()
-        if c.column == changelog:
-            raise OptionError(f"option 'metadata.columns': column '{c.column}' is the changelog column")
-        if c.column not in fields:
-            raise OptionError(
-                f"option 'metadata.columns': column '{c.column}' ({c.kind}) is not in the schema; add "
-                f"`{c.column}` {expected.upper()} to .schema(...), or give the data columns with option "
-                "'schema' and it is added for you"
+def _check_format_types(layout: Layout, columns: ColumnOptions) -> None:
+    """Every key and value column against the column types its format declares (formats.ColumnTypes)."""
+    for role, codec, names in (
+        ("key", layout.key_codec, layout.key_fields),
+        ("value", layout.value_codec, layout.value_fields),
+    ):
+        types = codec.column_types
+        if types is None:  # a codec that declares none: its encoder or decoder decides (check_codecs)
+            continue
+        option = f"{role}.format"
+        if types.columns is not None and len(names) != types.columns:
+            raise SchemaError(
+                f"option '{option}' ({codec.name}): the {codec.name} {role} format holds exactly "
+                f"{'one column' if types.columns == 1 else f'{types.columns} columns'}, got {len(names)} "
+                f"({', '.join(names)}); "
+                + _column_count_hint(role, layout, columns)
             )
-        actual = fields[c.column].dataType.simpleString()
-        if actual != expected:
-            raise OptionError(
-                f"option 'metadata.columns': column '{c.column}' holds the record {c.kind} and must have "
-                f"type {expected.upper()}, not {actual.upper()}"
+        for name in names:
+            arrow_type = layout.arrow_schema.field(name).type
+            unfit = types.unfit(arrow_type)
+            if unfit is None:
+                continue
+            declared = type_text(layout.schema[name].dataType)
+            inside = "" if unfit == spark_type_name(arrow_type) else f" (because of the {unfit} in it)"
+            raise SchemaError(
+                f"column '{name}' has type {declared}, which the {role} format '{codec.name}' (option "
+                f"'{option}') cannot hold{inside}: {codec.name} holds {types.describe()}. Cast the column to "
+                f"one of them, or choose another {role} format"
             )
 
 
-def _parse_key_fields(options: Mapping[str, str], columns: list[str], meta_names: set[str]) -> tuple[str, ...]:
-    raw = require(options, "key.fields", "id" if "id" in columns else ";".join(columns[:1]) or "id")
-    by_lower = {c.lower(): c for c in columns}
-    fields = []
-    for name in (part.strip() for part in raw.split(";")):
-        if name in meta_names:
-            raise OptionError(f"option 'key.fields': column '{name}' is a metadata column, not a data column")
-        column = name if name in columns else by_lower.get(name.lower())
-        if column is None:
-            raise OptionError(
-                f"option 'key.fields': column '{name}' is not in the schema ({', '.join(columns)})."
-                + did_you_mean(name, columns)
-            )
-        if column in fields:
-            raise OptionError(f"option 'key.fields' lists column '{column}' twice")
-        fields.append(column)
-    return tuple(fields)
+def _column_count_hint(role: str, layout: Layout, columns: ColumnOptions) -> str:
+    several = "or choose a format that holds several columns (json, csv, avro)"
+    if role == "key":
+        return f"list one column in option 'key.fields', {several}"
+    rest = [n for n in layout.value_fields if n not in layout.key_fields]
+    if not columns.except_key and len(rest) == 1:
+        return f"set option 'value.fields-include' to EXCEPT_KEY so that the value holds '{rest[0]}' alone, {several}"
+    return f"give the value one column, {several}"
+
+
+def check_codecs(layout: Layout, writing: bool) -> None:
+    """Build the encoders (writes) or decoders (reads) once on the driver, so that a column or format option the
+    codec refuses fails before any task (each task builds its own)."""
+    for role, codec, schema in (
+        ("key", layout.key_codec, layout.key_schema),
+        ("value", layout.value_codec, layout.value_schema),
+    ):
+        try:
+            if writing:
+                codec.encoder(schema)
+            elif isinstance(codec, ChangelogCodec):  # a changelog format also reads its own metadata
+                codec.changelog_decoder(schema, format_metadata(layout))
+            else:
+                codec.decoder(schema)
+        except FormatOptionError as e:
+            raise OptionError(f"option '{role}.format' ({codec.name}): {e}") from None
+
+
+def format_metadata(layout: Layout) -> tuple[str, ...]:
+    """The value format's own metadata keys the table reads (`value.<key>` in option 'metadata.columns')."""
+    return tuple(c.value_key for c in layout.metadata if c.value_key is not None)
 
 
 def _codec(options: Mapping[str, str], role: str, topics: tuple[str, ...]) -> Codec:
@@ -205,9 +165,9 @@ def _codec(options: Mapping[str, str], role: str, topics: tuple[str, ...]) -> Co
     return make_codec(name, option, format_options, CodecContext(role=role, topics=topics))
 
 
-def _inferred_ddl(options: Mapping[str, str]) -> str:
+def _inferred_schema(options: Mapping[str, str], columns: ColumnOptions) -> StructType | None:
     """The data columns from the formats' own schemas (e.g. a registry subject's latest): the key's columns
-    (with the key.fields-prefix) that the value lacks, then the value's; '' when the value format has none."""
+    (with the key.fields-prefix) that the value lacks, then the value's; None when the value format has none."""
     topics = parse_topic_selection(options).names  # a pattern: no topic names, so no default subject
     try:
         key = _codec(options, "key", topics).inferred_schema()
@@ -215,25 +175,32 @@ def _inferred_ddl(options: Mapping[str, str]) -> str:
     except FormatOptionError as e:
         raise OptionError(str(e)) from None
     if value is None:
-        return ""
-    prefix = options.get("key.fields-prefix", "")
-    key_fields = [f.with_name(prefix + f.name) for f in (key or [])]
+        return None
+    key_fields = [f.with_name(columns.key_prefix + f.name) for f in (key or [])]
     fields = [f for f in key_fields if f.name not in value.names] + list(value)
-    return ", ".join(
-        f"`{f.name}` {from_arrow_type(f.type).simpleString()}{'' if f.nullable else ' NOT NULL'}" for f in fields
-    )
+    return StructType([StructField(f.name, from_arrow_type(f.type), f.nullable) for f in fields])
 
 
-def schema_ddl(raw: Mapping[str, str]) -> str:
-    """The schema for a read given no `.schema(...)`: option 'schema', the changelog column (unless table
-    mode) and the metadata columns."""
+def table_schema(raw: Mapping[str, str]) -> StructType:
+    """The schema of a read given no `.schema(...)`: the data columns of option 'schema' (or of the formats'
+    own schemas), the change-type column unless table mode (or listed already), and the metadata columns;
+    checked as a read's schema is."""
     options = canonical_options(raw)
-    ddl = options.get("schema", "").strip() or _inferred_ddl(options)
-    if not ddl:
+    columns = parse_column_options(options)
+    data = parse_ddl(options["schema"]) if "schema" in options else _inferred_schema(options, columns)
+    if data is None:
         raise OptionError(
             "upsert-kafka needs the table's columns: give them with .schema(\"id INT, name STRING\") or option 'schema'"
         )
-    if options.get("read.mode", "").strip().lower() != "table":
-        ddl += f", `{changelog_column_name(options)}` STRING"
-    metadata = parse_metadata_columns(options)
-    return f"{ddl}, {metadata_ddl(metadata)}" if metadata else ddl
+    fields = list(data.fields)
+    listed = {f.name.lower() for f in fields}
+    if options.get("read.mode", "").strip().lower() != "table" and columns.changelog.lower() not in listed:
+        fields.append(StructField(columns.changelog, StringType()))
+    schema = StructType(fields + metadata_fields(columns))
+    resolve_columns(schema, columns)
+    return schema
+
+
+def schema_ddl(raw: Mapping[str, str]) -> str:
+    """table_schema as DDL text."""
+    return ddl_text(table_schema(raw))

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import RecordError, escaped_prefix
-from ..formats import Codec, Decoder
+from ..formats import ChangelogCodec, Codec, Decoder
 from .fetch import CHUNK_RECORDS, Records
 from .offsets import PartitionRange
 from .spec import ReadSpec
@@ -130,10 +130,22 @@ class RangeDecoder:
         self, role: str, decoder: Decoder, codec: Codec, payloads: Sequence[bytes], offsets: Sequence[int]
     ) -> tuple[pa.RecordBatch, set[int]]:
         decoded = decoder.decode(payloads)
-        if not decoded.failures:
-            return decoded.batch, set()
+        return decoded.batch, self._failed(role, codec, decoded.failures, payloads, offsets)
+
+    def _failed(
+        self,
+        role: str,
+        codec: Codec,
+        failures: Sequence[tuple[int, str]],
+        payloads: Sequence[bytes],
+        offsets: Sequence[int],
+    ) -> set[int]:
+        """The records that failed to decode, when ignore-parse-errors skips them (counted); else the error
+        naming the first."""
+        if not failures:
+            return set()
         if not codec.ignore_parse_errors:
-            index, reason = decoded.failures[0]
+            index, reason = failures[0]
             hint = (
                 f" To skip such records set '{role}.{codec.name}.ignore-parse-errors' to true."
                 if "ignore-parse-errors" in codec.option_names
@@ -144,8 +156,9 @@ class RangeDecoder:
                 f"{self.rng.partition} offset {offsets[index]} with format '{codec.name}': {reason}; "
                 f"{role} bytes: {escaped_prefix(payloads[index])}.{hint}"
             )
-        self.bad_records += len(decoded.failures)
-        return decoded.batch, {i for i, _ in decoded.failures}
+        bad = {i for i, _ in failures}
+        self.bad_records += len(bad)
+        return bad
 
     def _assemble(
         self, key_batch: pa.RecordBatch, value_batch: pa.RecordBatch, present: list[bool], records: Records
@@ -200,3 +213,14 @@ class RangeDecoder:
                 self.null_keys,
                 self.bad_records,
             )
+
+
+def range_decoder(spec: ReadSpec, rng: PartitionRange) -> RangeDecoder:
+    """The decoder of a partition range: records keyed by their record key, or change envelopes (a changelog
+    value format: read.changes)."""
+    if isinstance(spec.layout.value_codec, ChangelogCodec):
+        from .changes import ChangeRangeDecoder  # it builds on RangeDecoder
+
+        return ChangeRangeDecoder(spec, rng)
+    return RangeDecoder(spec, rng)
+

@@ -20,7 +20,7 @@ from typing import Any
 from confluent_kafka import KafkaError, TopicPartition
 
 from ..errors import KafkaUnavailableError
-from ..kafka import borrow_consumer, give_back
+from ..kafka import UNUSED_GROUP_ERRORS, borrow_consumer, give_back
 from ..kafka_errors import ClientErrors, call, is_transient, kafka_error
 from ..options.common import KafkaSpec
 from ..pool import Pooled
@@ -128,8 +128,8 @@ def _chunks(
                         position = rng.end
                     continue
                 if error.code() not in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
-                    if is_transient(error):  # librdkafka goes on by itself; the stall bound below applies
-                        continue
+                    if is_transient(error) or error.code() in UNUSED_GROUP_ERRORS:
+                        continue  # librdkafka goes on by itself; the stall bound below applies
                     raise kafka_error(kafka, f"read {rng} (at offset {position})", error, _read_grant(rng))
                 position, last_progress = _past_lost(client, kafka, rng, position, fail_on_data_loss), time.monotonic()
                 break  # what this call returned after the error predates the new position

@@ -214,7 +214,12 @@ def lost(topic: str, partition: int, start: int, stop: int, fail: bool, why: str
     """The data-loss rule, driver and executor alike: offsets [start, stop) are gone. Fail naming them and the
     option, or (scan.fail-on-data-loss=false) log a warning and let the caller skip them."""
     where = f"offsets [{start}, {stop}) of topic '{topic}' partition {partition}"
-    message = f"data loss: {where} are no longer in Kafka ({why})"
+    data_loss(f"{where} are no longer in Kafka ({why})", fail, "skip them")
+
+
+def data_loss(what: str, fail: bool, going_on: str) -> None:
+    """The one wording of data loss: an error naming what is lost and the option, or a warning when the user
+    chose to go on (`going_on` says how)."""
     if fail:
-        raise DataLossError(message + "; set 'scan.fail-on-data-loss' to false to skip them")
-    log.warning("upsert-kafka: %s; skipped", message)
+        raise DataLossError(f"data loss: {what}; set 'scan.fail-on-data-loss' to false to {going_on}")
+    log.warning("upsert-kafka: data loss: %s; going on: %s", what, going_on)

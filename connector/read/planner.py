@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from confluent_kafka.admin import OffsetSpec
 
-from ..errors import DataLossError, OptionError, TopicError
+from ..errors import DataLossError, KafkaAuthorizationError, OptionError, TopicError
 from ..kafka import Brokers
 from .offsets import Offsets, lost
 from .spec import EARLIEST, LATEST, Bound, ReadSpec
@@ -28,7 +28,7 @@ Partitions = dict[str, list[int]]
 class Planner:
     def __init__(self, spec: ReadSpec) -> None:
         self.spec = spec
-        self.brokers = Brokers(spec.kafka)
+        self.brokers = Brokers(spec.kafka, **{"allow.auto.create.topics": False})  # asking never creates
         self._partitions: Partitions | None = None
         self._discovered_at = 0.0
 
@@ -55,6 +55,11 @@ class Planner:
             names = [t for t in metadata.topics if pattern.fullmatch(t) and not t.startswith("__")]
         else:
             missing = [t for t in topics.names if t not in metadata.topics]
+            for topic in self.brokers.hidden(missing):
+                raise KafkaAuthorizationError(
+                    f"not authorized to read topic '{topic}' at {kafka.describe()}: grant this client's user "
+                    "DESCRIBE and READ on it (option 'topic')"
+                )
             if missing:
                 names = ", ".join(f"'{t}'" for t in missing)
                 verb = "topic {} does not exist" if len(missing) == 1 else "topics {} do not exist"

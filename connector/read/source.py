@@ -20,9 +20,9 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from ..errors import DataLossError, UpsertKafkaError
+from ..errors import UpsertKafkaError
 from . import offsets
-from .decode import RangeDecoder
+from .decode import range_decoder
 from .fetch import fetch_range
 from .offsets import BatchPlan, PartitionRange, RangeGroup, clip_starts, coalesce_ranges, ranges_between, split_ranges
 from .planner import Planner, limit_by_backlog
@@ -37,7 +37,7 @@ def read_range(spec: ReadSpec, rng: InputPartition) -> Iterator[pa.RecordBatch]:
         return itertools.chain.from_iterable(read_range(spec, r) for r in rng.ranges)
     if not isinstance(rng, PartitionRange):
         return iter(())  # Spark's stand-in InputPartition(None) for a plan with no ranges
-    decoder = RangeDecoder(spec, rng)
+    decoder = range_decoder(spec, rng)
     kinds = tuple(c.kind for c in spec.layout.metadata)
     chunks = fetch_range(spec.kafka, rng, kinds, spec.fail_on_data_loss)
     return decoder.changelog(chunks) if spec.changelog else decoder.table(chunks)
@@ -167,10 +167,8 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             where = "; ".join(
                 f"topic '{t}' partition {p} now ends at {o}, before offset {begin[t][p]}" for t, p, o in behind
             )
-            message = f"data loss: {where} this query had reached (the topic was recreated or truncated)"
-            if self.spec.fail_on_data_loss:
-                raise DataLossError(message + "; set 'scan.fail-on-data-loss' to false to go on from there")
-            log.warning("upsert-kafka: %s; going on from the log's current end", message)
+            what = f"{where} this query had reached (the topic was recreated or truncated)"
+            offsets.data_loss(what, self.spec.fail_on_data_loss, "go on from the log's current end")
         return end
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:

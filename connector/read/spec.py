@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from pyspark.sql.types import StructType
 
-from ..errors import OptionError
+from ..errors import OptionError, SchemaError
 from ..options.common import (
     KafkaSpec,
     TopicSelection,
@@ -27,7 +27,7 @@ from ..options.common import (
     parse_positive_int,
     parse_topic_selection,
 )
-from ..options.layout import Layout, parse_layout, parse_metadata_columns
+from ..options.layout import Layout, check_codecs, parse_layout
 
 # Spark's JSON offsets use these for "earliest" and "latest".
 EARLIEST, LATEST = -2, -1
@@ -86,15 +86,15 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
         raise OptionError(f"option 'read.mode' must be 'table' or 'changelog', got '{raw.get('read.mode')}'")
     if streaming and mode == "table":
         raise OptionError("option 'read.mode': a streaming read is a changelog; use read.mode=changelog")
-    _check_unique_columns(schema, options)
     layout = parse_layout(options, schema, topics.names)
     if mode == "changelog" and layout.changelog_column is None:
         column = changelog_column_name(options)
-        raise OptionError(
+        raise SchemaError(
             f"a changelog read needs the column '{column} STRING' to say whether a row is an upsert or a "
             f"delete: add it to .schema(...), or give the data columns with option 'schema' and it is "
             f"added for you"
         )
+    check_codecs(layout, writing=False)
     compact = parse_flag(options, "changelog.compact", False)
     if compact and mode != "changelog":
         raise OptionError("option 'changelog.compact' applies to read.mode=changelog (a table is compact already)")
@@ -108,7 +108,10 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
         end = Bound("latest")  # a batch read ends where the topic ends when the query is planned
     group_id = options.get("properties.group.id")
     if "group" in (start.kind, end.kind) and not group_id:
-        raise OptionError("group-offsets needs option 'properties.group.id' naming the consumer group")
+        given = " and ".join(f"'scan.{w}.mode'" for w, b in (("startup", start), ("bounded", end)) if b.kind == "group")
+        raise OptionError(
+            f"group-offsets needs option 'properties.group.id' naming the consumer group (option {given})"
+        )
     fallback = options.get("properties.auto.offset.reset")
     if fallback is not None and fallback.lower() not in (
         "earliest",
@@ -171,19 +174,6 @@ def _check_named_topics(bound: Bound, topics: TopicSelection, option: str) -> No
             )
 
 
-def _check_unique_columns(schema: StructType, options: Mapping[str, str]) -> None:
-    """A name twice in the schema: the `schema` option holds a column that `metadata.columns` adds again."""
-    kinds = {c.column.lower(): c.kind for c in parse_metadata_columns(options)}
-    seen: set[str] = set()
-    for name in (f.name for f in schema.fields):
-        if name.lower() in seen and name.lower() in kinds:
-            raise OptionError(
-                f"option 'metadata.columns': column '{name}' clashes with the data column of that name: rename the "
-                f"metadata column, e.g. 'record_{name}={kinds[name.lower()]}'"
-            )
-        seen.add(name.lower())
-
-
 def _parse_topics(options: Mapping[str, str]) -> TopicSelection:
     selection = parse_topic_selection(options)
     return TopicSelection(tuple(sorted(selection.names)), selection.pattern)
@@ -211,6 +201,19 @@ _SPECIFIC = re.compile(r"^\s*partition\s*:\s*(\d+)\s*,\s*offset\s*:\s*(\d+)\s*$"
 
 def _parse_bound(options: Mapping[str, str], which: str, streaming: bool) -> Bound:
     """scan.startup.* / scan.bounded.* and their Spark twins startingOffsets/Timestamp, endingOffsets/..."""
+    bound = _bound(options, which)
+    mode_option = f"scan.{which}.mode"
+    for suffix, kind, mode in (("timestamp-millis", "timestamp", "timestamp"), ("specific-offsets", "specific", "")):
+        name = f"scan.{which}.{suffix}"
+        if name in options and not (mode_option in options and bound.kind == kind):
+            raise OptionError(
+                f"option '{name}' applies to {mode_option}={mode or suffix} only: set that mode too, or leave the "
+                "option out"
+            )
+    return bound
+
+
+def _bound(options: Mapping[str, str], which: str) -> Bound:
     mode_option = f"scan.{which}.mode"
     spark_offsets, spark_ts = (
         ("startingoffsets", "startingtimestamp") if which == "startup" else ("endingoffsets", "endingtimestamp")
@@ -222,7 +225,7 @@ def _parse_bound(options: Mapping[str, str], which: str, streaming: bool) -> Bou
     if spark_ts in options:
         return Bound("timestamp", timestamp_ms=_millis(options, spark_ts))
     if spark_offsets in options:
-        return _spark_offsets(options[spark_offsets], _shown(spark_offsets))
+        return _spark_offsets(options[spark_offsets], _shown(spark_offsets), ending=which == "bounded")
     raw = options.get(mode_option)
     if raw is None:
         return Bound("none")
@@ -245,7 +248,11 @@ def _verb(which: str) -> str:
 def _millis(options: Mapping[str, str], name: str) -> int:
     raw = options.get(name)
     if raw is None:
-        raise OptionError(f"option '{name}' is required by the timestamp mode, e.g. '1700000000000' (epoch ms)")
+        mode = name.rsplit(".", 1)[0] + ".mode"
+        raise OptionError(
+            f"option '{name}' is required by the timestamp mode, e.g. '1700000000000' (epoch ms), since option "
+            f"'{mode}' is timestamp"
+        )
     if not raw.strip().isdigit():
         raise OptionError(f"option '{_shown(name)}' must be epoch milliseconds, got '{raw}'")
     return int(raw)
@@ -255,30 +262,49 @@ def _flink_specific(options: Mapping[str, str], name: str) -> tuple[tuple[int, i
     raw = options.get(name, "").strip()
     example = "partition:0,offset:42;partition:1,offset:300"
     if not raw:
-        raise OptionError(f"option '{name}' is required by the specific-offsets mode, e.g. '{example}'")
+        mode = name.rsplit(".", 1)[0] + ".mode"
+        raise OptionError(
+            f"option '{name}' is required by the specific-offsets mode, e.g. '{example}', since option '{mode}' is "
+            "specific-offsets"
+        )
     pairs = {}
     for part in filter(None, (p.strip() for p in raw.split(";"))):
         match = _SPECIFIC.match(part)
         if not match:
             raise OptionError(f"option '{name}': cannot read '{part}'; expected the form '{example}'")
-        pairs[int(match.group(1))] = int(match.group(2))
+        partition = int(match.group(1))
+        if partition in pairs:
+            raise OptionError(f"option '{name}' names partition {partition} twice")
+        pairs[partition] = int(match.group(2))
     return tuple(sorted(pairs.items()))
 
 
-def _spark_offsets(raw: str, name: str) -> Bound:
+def _spark_offsets(raw: str, name: str, ending: bool) -> Bound:
     text = raw.strip()
-    if text.lower() in ("earliest", "latest"):
+    allowed = ("latest",) if ending else ("earliest", "latest")
+    if text.lower() in allowed:
         return Bound(text.lower())
+    lowest = LATEST if ending else EARLIEST  # Spark's rule: a read cannot end at the earliest offset
     example = '{"topic":{"0":23,"1":-2}} (-2: earliest, -1: latest)'
     try:
         parsed = json.loads(text)
         specific = tuple(
-            (str(topic), tuple(sorted((int(p), int(o)) for p, o in parts.items())))
+            (str(topic), tuple(sorted((int(p), _offset(o, lowest)) for p, o in parts.items())))
             for topic, parts in sorted(parsed.items())
         )
     except (ValueError, AttributeError, TypeError):
-        raise OptionError(f"option '{name}' must be earliest, latest or JSON like {example}; got '{raw}'") from None
+        words = ", ".join(allowed)
+        raise OptionError(
+            f"option '{name}' must be {words} or JSON like {example}, with whole offsets of at least {lowest}; "
+            f"got '{raw}'"
+        ) from None
     return Bound("specific", specific=specific, option=name)
+
+
+def _offset(value: object, lowest: int) -> int:
+    if type(value) is not int or value < lowest:  # JSON 1.5 or true is no offset
+        raise ValueError(value)
+    return value
 
 
 def _optional_duration(options: Mapping[str, str], name: str) -> float | None:

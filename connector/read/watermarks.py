@@ -129,7 +129,7 @@ class WatermarkTracker:
             kafka = self.spec.kafka
             if "fetch.wait.max.ms" not in dict(kafka.properties):
                 kafka = replace(kafka, properties=(*kafka.properties, ("fetch.wait.max.ms", "10")))
-            self._consumer = consumer(kafka)
+            self._consumer, _ = consumer(kafka)  # a failed look-up keeps a watermark where it was, never ahead
         client = self._consumer
         client.assign([TopicPartition(t, p, o) for (t, p), o in positions.items()])
         found: dict[TP, int] = {}

@@ -18,7 +18,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
-from ..errors import KafkaUnavailableError, RecordError, UpsertKafkaError, escaped_prefix
+from ..errors import KafkaUnavailableError, RecordError, TopicError, UpsertKafkaError, escaped_prefix
 from ..kafka import DEFAULT_TRANSACTION_TIMEOUT_MS, Brokers, WriteTarget, borrow_producer, give_back, producer
 from ..kafka_errors import ACCESS_CODES, ClientErrors, call, kafka_error
 from .partitioners import load_partitioner
@@ -28,6 +28,7 @@ from .transactions import Fingerprint, StaleProducer, TaskTransaction, transacti
 log = logging.getLogger("upsert_kafka")
 
 _UNASSIGNED = -1  # librdkafka: let the partitioner choose
+_PURGED = (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT)
 _POLL_EVERY = 10_000
 
 
@@ -179,7 +180,7 @@ class Sender:
         ).topics.get(topic)
         if found is None or found.error is not None or not found.partitions:
             reason = found.error.str() if found is not None and found.error is not None else "no partitions"
-            raise RecordError(f"cannot write topic '{topic}' at {self.spec.kafka.describe()}: {reason}")
+            raise TopicError(f"cannot write topic '{topic}' at {self.spec.kafka.describe()}: {reason}")
         self.partition_counts[topic] = len(found.partitions)
         return len(found.partitions)
 
@@ -203,8 +204,7 @@ class Sender:
         try:
             return self.client.flush(1.0)
         except (KafkaException, SystemError):
-            # A fatal client error can surface from flush() itself (as a SystemError out of the C extension,
-            # seen on a producer-id request denied by an ACL): report the error the callback recorded.
+            # After a fatal client error flush() itself fails (ClientErrors.pending): report that error.
             self._raise_failure()
             raise
 
@@ -212,23 +212,33 @@ class Sender:
         if error is not None:
             self.failures += 1
             if self.failure is None:
-                self.failure = (error, message.topic(), message.key())
+                try:
+                    self.failure = (error, message.topic(), message.key())
+                except SystemError as e:  # a fatal client error, pending: the purges that follow report it
+                    self.errors.pending(e)
 
     def _raise_failure(self) -> None:
+        # The client's own error first: records purged or timed out because of it say nothing of the cause.
+        final = self.errors.check()
+        if final is None and self.failure is not None and self.failure[0].code() in _PURGED:
+            deadline = time.monotonic() + 1.0  # the error that made librdkafka purge follows its reports
+            while final is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+                final = self.errors.check()
+        if final is not None:
+            raise self._access_error(final, self.failure[1] if self.failure is not None else self.first_topic)
         if self.failure is not None:
             error, topic, key = self.failure
             raise self._record_error(error, topic, key, self.failures)
-        if self.errors.final is not None:
-            raise self._access_error(self.errors.final, self.first_topic)
 
     def _access_error(self, error: Any, topic: str | None) -> Exception:
         where = f"topic '{topic}'" if topic else self.spec.topics.describe()
         return kafka_error(self.spec.kafka, f"write to {where}", error, f"WRITE and DESCRIBE on {where}")
 
     def _record_error(self, error: Any, topic: str, key: bytes | None, count: int) -> Exception:
-        if error.code() in ACCESS_CODES or self.errors.final is not None:
+        if error.code() in ACCESS_CODES:
             # Not this record's fault: the client's user or connection (authorization, authentication, TLS).
-            return self._access_error(self.errors.final or error, topic)
+            return self._access_error(error, topic)
         # Not acknowledged within message.timeout.ms: the brokers were away, the record is not at fault.
         kind = KafkaUnavailableError if error.code() == KafkaError._MSG_TIMED_OUT else RecordError
         return kind(

@@ -20,12 +20,13 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowW
 from pyspark.sql.types import StructType
 
 from ..errors import OptionError
-from ..formats import FormatOptionError
+from ..formats import ChangelogCodec
 from ..kafka import describe_write_target
 from ..options.common import canonical_options, parse_topic_selection
+from ..options.layout import check_codecs
 from .overwrite import tombstone_missing_keys
 from .producer import fence, fence_scope
-from .spec import EXACTLY_ONCE, WriteSpec, parse_write_spec
+from .spec import EXACTLY_ONCE, parse_write_spec
 from .task import RecordWriter, WritePlan, WriteResult
 from .transactions import identify
 
@@ -52,7 +53,13 @@ def plan_write(
             "matches, now or later: list the topics with option 'topic' (the DataFrame's rows name theirs in the "
             "topic column)"
         )
-    _check_encoders(spec)
+    if overwrite and isinstance(spec.layout.value_codec, ChangelogCodec):
+        raise OptionError(
+            f"save mode overwrite deletes the keys the DataFrame lacks with tombstones, which a "
+            f"'{spec.layout.value_codec.name}' reader skips: write with mode append and `delete` rows for the keys "
+            "to remove"
+        )
+    check_codecs(spec.layout, writing=True)  # before any task; may ask the schema registry
     # 0: no transactions; None: exactly-once with the default transaction timeout.
     timeout = spec.transaction_timeout_ms if spec.guarantee == EXACTLY_ONCE else 0
     describe = partial(describe_write_target, spec.kafka, spec.topics.names, spec.topics.pattern, timeout)
@@ -103,20 +110,6 @@ def checkpointed_query_id(options: dict) -> str | None:
         return json.loads(Path(path, "metadata").read_text().splitlines()[0]).get("id")
     except (OSError, ValueError, IndexError, AttributeError):
         return None
-
-
-def _check_encoders(spec: WriteSpec) -> None:
-    """Build the encoders once here, so a column the format cannot hold fails the write before any task
-    (each task builds its own again)."""
-    layout = spec.layout
-    for role, codec, schema in (
-        ("key", layout.key_codec, layout.key_schema),
-        ("value", layout.value_codec, layout.value_schema),
-    ):
-        try:
-            codec.encoder(schema)
-        except FormatOptionError as e:
-            raise OptionError(f"option '{role}.format' ({codec.name}): {e}") from None
 
 
 def _write_task(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> WriteResult:

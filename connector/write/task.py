@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.datasource import WriterCommitMessage
 
-from ..errors import RecordError
-from ..formats import Encoder
+from ..errors import RecordError, WriteTaskError
+from ..formats import ChangelogEncoder, Encoder
 from ..kafka import WriteTarget
 from .buffer import FlushTimer, Pending, ReducingBuffer
 from .producer import Sender
@@ -125,13 +125,13 @@ class RecordWriter:
         rest."""
         complete = input_complete()
         if complete is False:
-            raise RecordError(
+            raise WriteTaskError(
                 f"the input of this write task to {self.spec.topics.describe()} ended early because the task is "
                 "failing (see the error of the step before the write); nothing of it is committed"
             )
         if complete is None and self.txn_id is not None:
             # Fail closed: with exactly-once a partial commit would make every retry skip the rest.
-            raise RecordError(
+            raise WriteTaskError(
                 f"exactly-once write to {self.spec.topics.describe()}: cannot tell whether Spark handed this task "
                 "its whole input (the PySpark worker's input stream was not found), so nothing of it is committed. "
                 "Run the write in a PySpark 4.3 Python worker, or use sink.delivery-guarantee=at-least-once"
@@ -142,7 +142,7 @@ class RecordWriter:
     def _check_same_rows(self, committed: str) -> None:
         """A replayed task skips what an earlier attempt committed: only right if it holds the same rows."""
         if str(self.fingerprint) != committed:
-            raise RecordError(
+            raise WriteTaskError(
                 f"exactly-once write to {self.spec.topics.describe()}: task {self.partition_id} of write "
                 f"'{self.identity.write_id}' was committed by an earlier attempt with other rows ({rows_of(committed)} "
                 f"then, {self.fingerprint.rows} now). The rows of this replayed write reach the Spark tasks "
@@ -227,14 +227,26 @@ class RecordWriter:
             )
         return values
 
-    def _encode(self, encoder: Encoder, part: pa.RecordBatch, rows: pa.RecordBatch, role: str) -> list[bytes]:
+    def _encode(
+        self,
+        encoder: Encoder,
+        part: pa.RecordBatch,
+        rows: pa.RecordBatch,
+        role: str,
+        deletes: pa.BooleanArray | None = None,
+    ) -> list[bytes]:
+        """Encode `part` (the key or value columns of `rows`); with `deletes`, as change envelopes."""
+
+        def encode(batch: pa.RecordBatch, flags: pa.BooleanArray | None) -> list[bytes]:
+            return encoder.encode(batch) if flags is None else encoder.encode_changes(batch, flags)  # type: ignore[attr-defined]
+
         try:
-            return encoder.encode(part)
+            return encode(part, deletes)
         except (ValueError, TypeError, OverflowError) as batch_error:
             # Find the row to name it; only on this error path is encoding done row by row.
             for i in range(part.num_rows):
                 try:
-                    encoder.encode(part.slice(i, 1))
+                    encode(part.slice(i, 1), None if deletes is None else deletes.slice(i, 1))
                 except (ValueError, TypeError, OverflowError) as e:
                     raise RecordError(
                         f"cannot encode the {role} of the row with key {self._key_text(rows, i)} for "
@@ -292,6 +304,8 @@ class RecordWriter:
     def _values(self, pending: Pending) -> list[bytes | None]:
         rows, deletes = pending.rows, pending.deletes
         columns = list(self.layout.value_fields)
+        if isinstance(self.value_encoder, ChangelogEncoder):  # a delete is an envelope too, not a tombstone
+            return self._encode(self.value_encoder, rows.select(columns), rows, "value", deletes)  # type: ignore[return-value]
         if not pc.any(deletes).as_py():
             return self._encode(self.value_encoder, rows.select(columns), rows, "value")
         upserts = rows.filter(pc.invert(deletes))

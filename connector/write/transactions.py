@@ -116,7 +116,10 @@ class TaskTransaction:
         self.timeout_s = spec.kafka.timeout_s
         self.transaction_timeout_ms = transaction_timeout_ms
         self.started: float | None = None
+        # The marker group's consumer reports its own errors (an ACL on the group): served by polling it, which
+        # consumes nothing (it has no assignment).
         self._group = borrow_group_consumer(spec.kafka, transactional_id)
+        self._group.errors.serve = self._serve_group
 
     def begin(self) -> str | None:
         """Fence earlier attempts. When one of them committed this write already, return the fingerprint it
@@ -192,6 +195,11 @@ class TaskTransaction:
     def release(self, clean: bool) -> None:
         """Give the marker consumer back (kept only after a task without error)."""
         give_back(self._group, self.spec.kafka, clean)
+
+    def _serve_group(self, timeout: float) -> None:
+        message = self._group.client.poll(timeout)
+        if message is not None and message.error() is not None:
+            self._group.errors(message.error())
 
     def _call(self, what: str, attempt: Any, errors: ClientErrors | None = None) -> Any:
         """`attempt(timeout_s)` under the retry policy. A transaction step may be retried after a retriable

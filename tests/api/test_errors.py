@@ -118,9 +118,14 @@ def test_null_key_on_write_fails_showing_the_row_key(spark, new_topic, options):
         write(spark, options(new_topic()), [(1, "a"), (None, "b")])
 
 
-def test_changelog_format_as_value_format_is_rejected(spark, new_topic, options):
-    with pytest.raises(Exception, match=r"'debezium-json' is a changelog format"):
-        read(spark, options(new_topic(), {"value.format": "debezium-json"}))
+def test_changelog_format_as_key_format_is_rejected(spark, new_topic, options):
+    with pytest.raises(Exception, match=r"option 'key\.format': 'debezium-json' is a changelog format"):
+        read(spark, options(new_topic(), {"key.format": "debezium-json"}))
+
+
+def test_changelog_format_without_a_reader_here_is_rejected(spark, new_topic, options):
+    with pytest.raises(Exception, match=r"'ogg-json' is a changelog format that upsert-kafka does not read"):
+        read(spark, options(new_topic(), {"value.format": "ogg-json"}))
 
 
 def test_unknown_format_lists_the_available_ones(spark, new_topic, options):

@@ -6,7 +6,7 @@ import pytest
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 from pyspark_upsert_kafka.errors import OptionError
 from pyspark_upsert_kafka.options.common import canonical_options, parse_duration
-from pyspark_upsert_kafka.options.layout import schema_ddl
+from pyspark_upsert_kafka.options.layout import table_schema
 from pyspark_upsert_kafka.read.spec import parse_read_spec
 from pyspark_upsert_kafka.write.spec import parse_write_spec
 
@@ -101,9 +101,19 @@ def test_connector_owned_settings_are_applied_over_the_users_properties():
 
 
 def test_schema_option_gets_the_change_column_unless_table_mode():
-    assert schema_ddl({"schema": "id INT"}) == "id INT, `_change_type` STRING"
-    assert schema_ddl({"schema": "id INT", "changelog.column": "op"}) == "id INT, `op` STRING"
-    assert schema_ddl({"schema": "id INT", "read.mode": "table"}) == "id INT"
+    def columns(more: dict) -> str:
+        return table_schema({"key.fields": "id", "schema": "id INT"} | more).simpleString()
+
+    assert columns({}) == "struct<id:int,_change_type:string>"
+    assert columns({"changelog.column": "op"}) == "struct<id:int,op:string>"
+    assert columns({"read.mode": "table"}) == "struct<id:int>"
+    assert columns({"metadata.columns": "offset"}) == "struct<id:int,_change_type:string,offset:bigint>"
+
+
+def test_schema_option_listing_the_change_column_gets_it_once():
+    # issue 19: the column was added a second time and the read failed inside the JVM
+    listed = table_schema({"key.fields": "id", "schema": "id INT, _Change_Type STRING"})
+    assert listed.simpleString() == "struct<id:int,_Change_Type:string>"
 
 
 def test_secret_values_never_appear_in_errors():
@@ -116,6 +126,12 @@ def test_readme_option_table_is_the_one_generated_from_the_option_table():
     from integration.readme_options import README, options_table, readme_table
 
     assert readme_table(README.read_text()) == options_table(), "run: python -m integration.readme_options"
+
+
+def test_readme_lists_the_column_types_each_format_declares():
+    from integration.readme_options import README, format_types_table, readme_format_types
+
+    assert readme_format_types(README.read_text()) == format_types_table(), "run: python -m integration.readme_options"
 
 
 def test_a_logged_spec_masks_secret_properties():

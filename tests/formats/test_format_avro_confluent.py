@@ -334,3 +334,35 @@ def test_keystore_that_is_not_pem_is_rejected_naming_the_option(tmp_path):
     store.write_bytes(b"\xfe\xed\xfe\xed binary jks")
     with pytest.raises(FormatOptionError, match=r"'value\.avro-confluent\.ssl\.keystore\.location': .* not a PEM"):
         codec("https://r:8081", **{"ssl.keystore.location": str(store)})
+
+
+def test_a_writer_schema_with_references_to_other_subjects_is_read(registry_url):
+    from confluent_kafka.schema_registry import SchemaReference
+
+    client = confluent_client(registry_url)
+    address = {"type": "record", "name": "Address", "namespace": "shop", "fields": [{"name": "city", "type": "string"}]}
+    subject = f"address-{uuid.uuid4().hex}"
+    client.register_schema(subject, Schema(json.dumps(address), "AVRO"))
+    person = {
+        "type": "record", "name": "Person", "namespace": "shop",
+        "fields": [{"name": "id", "type": "int"}, {"name": "home", "type": "shop.Address"},
+                   {"name": "work", "type": ["null", "shop.Address"], "default": None}],
+    }  # fmt: skip
+    writer = Schema(json.dumps(person), "AVRO", [SchemaReference("shop.Address", subject, 1)])
+    serialize = AvroSerializer(client, writer, conf={"auto.register.schemas": True})
+    ctx = SerializationContext("t", MessageField.VALUE)
+    payloads = [
+        serialize({"id": 1, "home": {"city": "Bern"}, "work": {"city": "Basel"}}, ctx),
+        serialize({"id": 2, "home": {"city": "Chur"}, "work": None}, ctx),
+    ]
+    columns = pa.schema([("id", pa.int32()), ("home", pa.struct([("city", pa.string())])),
+                         ("work", pa.struct([("city", pa.string())]))])  # fmt: skip
+
+    read = make_codec("avro-confluent", "value.format", {"url": registry_url}, VALUE_CTX)
+    decoded = read.decoder(columns).decode(payloads)
+
+    assert not decoded.failures
+    assert decoded.batch.to_pylist() == [
+        {"id": 1, "home": {"city": "Bern"}, "work": {"city": "Basel"}},
+        {"id": 2, "home": {"city": "Chur"}, "work": None},
+    ]

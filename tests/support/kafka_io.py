@@ -1,15 +1,26 @@
-"""Test helpers that talk to Kafka directly with confluent-kafka, bypassing the connector."""
+"""Test helpers that talk to Kafka directly with confluent-kafka, bypassing the connector.
+
+`bootstrap` is the servers of the plain broker, or a librdkafka configuration (the secured broker's harness
+super user: `SecureKafka.admin_config`)."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+Servers = str | Mapping[str, str]
 
-def create_topic(bootstrap: str, name: str, partitions: int = 1, config: dict[str, str] | None = None) -> str:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+
+def client_config(bootstrap: Servers, **more: object) -> dict:
+    base = {"bootstrap.servers": bootstrap} if isinstance(bootstrap, str) else dict(bootstrap)
+    return base | more
+
+
+def create_topic(bootstrap: Servers, name: str, partitions: int = 1, config: dict[str, str] | None = None) -> str:
+    admin = AdminClient(client_config(bootstrap))
     admin.create_topics([NewTopic(name, partitions, 1, config=config or {})])[name].result(30)
     deadline = time.monotonic() + 30  # metadata reaches every listener shortly after creation
     while len(getattr(admin.list_topics(timeout=10).topics.get(name), "partitions", None) or {}) < partitions:
@@ -20,10 +31,10 @@ def create_topic(bootstrap: str, name: str, partitions: int = 1, config: dict[st
 
 
 def produce(
-    bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes | None]], partition: int | None = None
+    bootstrap: Servers, topic: str, records: list[tuple[bytes | None, bytes | None]], partition: int | None = None
 ) -> None:
     """Produce (key, value) records with the Java-compatible partitioner, synchronously."""
-    producer = Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random", "linger.ms": 5})
+    producer = Producer(client_config(bootstrap, partitioner="murmur2_random", **{"linger.ms": 5}))
     errors: list = []
     for key, value in records:
         kwargs = {} if partition is None else {"partition": partition}
@@ -31,30 +42,37 @@ def produce(
     assert producer.flush(30) == 0 and not errors, errors
 
 
-def consume_all(bootstrap: str, topic: str) -> list[tuple[int, int, bytes | None, bytes | None]]:
+def consume_all(bootstrap: Servers, topic: str) -> list[tuple[int, int, bytes | None, bytes | None]]:
     """Every record of the topic as (partition, offset, key, value), in partition/offset order."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(client_config(bootstrap))
     partitions = sorted(admin.list_topics(timeout=10).topics[topic].partitions)
     consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "tests",
-            "enable.partition.eof": True,
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-        }
+        client_config(
+            bootstrap,
+            **{
+                "group.id": "tests",
+                "enable.partition.eof": True,
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+            },
+        )
     )
     out = []
     try:
         ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in partitions}
         pending = {p: high for p, (low, high) in ends.items() if high > low}
         consumer.assign([TopicPartition(topic, p, ends[p][0]) for p in pending])
-        while pending:  # until each partition reaches its end offset or EOF (trailing transaction markers)
+        # Until each partition reaches its end offset, or EOF there (trailing transaction markers). An EOF before
+        # it is the last stable offset: a transaction's commit markers are written after its commit returned, so
+        # a read right after a commit waits for them (bounded: an open transaction may stay open).
+        deadline = time.monotonic() + 15
+        while pending:
             for m in consumer.consume(10_000, timeout=0.5):
                 if m.error():
                     if m.error().code() != KafkaError._PARTITION_EOF:
                         raise RuntimeError(m.error().str())
-                    pending.pop(m.partition(), None)
+                    if m.offset() >= pending.get(m.partition(), 0) or time.monotonic() > deadline:
+                        pending.pop(m.partition(), None)
                     continue
                 out.append((m.partition(), m.offset(), m.key(), m.value()))
                 if m.offset() + 1 >= pending.get(m.partition(), 0):

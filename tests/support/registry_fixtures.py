@@ -52,12 +52,30 @@ class RegistryGate:
     url: str
     requests: list[tuple[str, str, str | None]] = field(default_factory=list)
 
+    @property
+    def origin(self) -> str:
+        """scheme://host:port"""
+        return self.url.partition("/apis/")[0]
 
-def _forwarding_handler(target: str, gate: RegistryGate, authorization: str | None) -> type:
+
+# A request to `<gate>/moved/<path>` is redirected to `<gate>/<path>`: a redirect within the origin.
+MOVED = "/moved"
+
+
+def _forwarding_handler(target: str, gate: RegistryGate, authorization: str | None, redirect_to: str | None) -> type:
     class Handler(BaseHTTPRequestHandler):
         def _forward(self) -> None:
             auth = self.headers.get("Authorization")
             gate.requests.append((self.command, self.path, auth))
+            if redirect_to is not None or self.path.startswith(MOVED + "/"):
+                # 307 keeps the method and the body (a POST stays a POST).
+                location = redirect_to + self.path if redirect_to is not None else self.path[len(MOVED) :]
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.send_response(307)
+                self.send_header("Location", location)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             if authorization is not None and auth != authorization:
                 self._answer(401, b'{"error_code":401,"message":"Unauthorized"}')
                 return
@@ -89,10 +107,14 @@ def _forwarding_handler(target: str, gate: RegistryGate, authorization: str | No
 
 @pytest.fixture
 def registry_gate(registry_url: str) -> Iterator[Callable[..., RegistryGate]]:
-    """Start a gate to the real registry: `registry_gate(authorization="Basic ...", tls=certs)`."""
+    """Start a gate to the real registry: `registry_gate(authorization="Basic ...", tls=certs)`. With
+    `redirect_to="http://host:port"` the gate forwards nothing: it redirects every request (HTTP 307) to the same
+    path there. Any gate redirects `/moved/<path>` to its own `/<path>`."""
     servers = []
 
-    def start(authorization: str | None = None, tls: TlsFiles | None = None) -> RegistryGate:
+    def start(
+        authorization: str | None = None, tls: TlsFiles | None = None, redirect_to: str | None = None
+    ) -> RegistryGate:
         base, _, api = registry_url.partition("/apis/")
         server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
         scheme = "http"
@@ -104,7 +126,7 @@ def registry_gate(registry_url: str) -> Iterator[Callable[..., RegistryGate]]:
             server.socket = context.wrap_socket(server.socket, server_side=True)
             scheme = "https"
         gate = RegistryGate(f"{scheme}://127.0.0.1:{server.server_address[1]}/apis/{api}")
-        server.RequestHandlerClass = _forwarding_handler(base, gate, authorization)
+        server.RequestHandlerClass = _forwarding_handler(base, gate, authorization, redirect_to)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         servers.append(server)
         return gate

@@ -52,11 +52,16 @@ def test_value_the_format_cannot_encode_names_the_rows_key(spark, new_topic, opt
         write(spark, opts, [(1, "a"), (2, None)], SCHEMA)
 
 
-def test_type_the_json_format_cannot_write_names_the_rows_key(spark, new_topic, options, bootstrap):
+def test_type_the_json_format_cannot_hold_fails_the_plan_naming_the_column(spark, new_topic, options, bootstrap):
+    # Before issue 19 a task failed on the first row ("cannot encode ... timedelta"): now the driver refuses the
+    # column before any task, naming it, the format option and the types json holds.
     topic = new_topic()
     df = spark.sql("SELECT 7 AS id, INTERVAL '1' DAY AS wait")
-    with pytest.raises(Exception, match=r"cannot encode the value of the row with key \{'id': 7\} .*timedelta"):
+    with pytest.raises(Exception) as error:
         df.write.format("upsert-kafka").options(**options(topic)).mode("append").save()
+    message = str(error.value)
+    assert "[PYTHON_DATA_SOURCE_ERROR]" in message and "SchemaError: column 'wait' has type INTERVAL DAY" in message
+    assert "option 'value.format'" in message and "MAP (STRING keys), STRUCT" in message
     assert consume_all(bootstrap, topic) == []
 
 

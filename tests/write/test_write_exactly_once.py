@@ -347,7 +347,7 @@ def test_an_exactly_once_task_whose_input_cannot_be_checked_commits_nothing(spar
     # Outside a PySpark worker nothing tells a complete input from one cut short: the task fails closed (it used
     # to warn and commit, and under exactly-once its marker then made the retry skip the rest of its rows).
     import pyarrow as pa
-    from pyspark_upsert_kafka.errors import RecordError
+    from pyspark_upsert_kafka.errors import WriteTaskError
     from pyspark_upsert_kafka.write.sink import plan_write
     from pyspark_upsert_kafka.write.task import RecordWriter
 
@@ -357,7 +357,7 @@ def test_an_exactly_once_task_whose_input_cannot_be_checked_commits_nothing(spar
     batch = pa.RecordBatch.from_pydict(
         {"id": pa.array([1, 2], pa.int32()), "name": ["a", "b"], "price": [1.0, 2.0]}
     )
-    with pytest.raises(RecordError, match="cannot tell whether Spark handed this task its whole input"):
+    with pytest.raises(WriteTaskError, match="cannot tell whether Spark handed this task its whole input"):
         RecordWriter(plan, 0, {}).write(iter([batch]))
 
     assert consume_all(bootstrap, topic) == []

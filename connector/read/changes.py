@@ -1,0 +1,213 @@
+"""Executor side, for a changelog value format (debezium-json, canal-json, maxwell-json): each record's envelope
+becomes its rows, with their change kinds, in the table's schema.
+
+The key columns come from the envelope's row images, not from the record key: a Canal message carries several
+rows (keys) and no record key, Maxwell's record key names the database and table, and Debezium's repeats the
+image's key fields (in a schema/payload wrapper with schemas enabled). Null values (Debezium's tombstone after a
+delete, which it sends for compaction) carry no change and are skipped.
+
+`changelog-mode=upsert` (the default): inserts and updates are `upsert` rows, deletes `delete` rows with the
+key columns only, as every delete this connector reads. `all`: Flink's changelog, `insert`,
+`update_preimage`, `update_postimage` and `delete` (with the deleted row's values). Either way an update that
+changes the key is a delete of the old key and an insert of the new. A table read (and a compacted
+changelog) keeps the last row of each key, in record order and the envelope's row order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..formats import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE, ChangelogCodec, CodecContext, DecodedChanges
+from ..formats.json_codec import JsonCodec
+from ..options.layout import format_metadata
+from .decode import UPSERT, RangeDecoder
+from .fetch import CHUNK_RECORDS, Records
+from .offsets import PartitionRange
+from .spec import ReadSpec
+
+_KIND, _SEQ, _KEY = "__kind", "__seq", "__key"
+
+
+class ChangeRangeDecoder(RangeDecoder):
+    def __init__(self, spec: ReadSpec, rng: PartitionRange) -> None:
+        layout = spec.layout
+        self.spec, self.rng, self.layout = spec, rng, layout
+        self.codec: ChangelogCodec = layout.value_codec  # type: ignore[assignment]
+        self.format_metadata = {c.column: c.value_key for c in layout.metadata if c.value_key is not None}
+        self.decoder = self.codec.changelog_decoder(layout.value_schema, format_metadata(layout))
+        # Flink's full changelog only where rows are not reduced to the last per key.
+        self.full = self.codec.full_changelog and spec.changelog and not spec.compact
+        key_schema = layout.arrow_fields(layout.key_fields)
+        nested = any(pa.types.is_nested(f.type) for f in key_schema)
+        # Keys Arrow cannot compare or group (structs, lists, maps) are compared as their JSON text.
+        self.key_text = JsonCodec({}, CodecContext(role="key")).encoder(key_schema) if nested else None
+        self.null_keys = self.bad_records = 0
+
+    # -- the read modes --------------------------------------------------------------------------
+
+    def changelog(self, chunks: Iterable[Records]) -> Iterator[pa.RecordBatch]:
+        if self.spec.compact:
+            yield from self._latest(chunks, keep_deletes=True)
+            return
+        for chunk in chunks:
+            batch, _ = self._rows(chunk)
+            if batch.num_rows:
+                yield batch
+        self._log_skips()
+
+    def table(self, chunks: Iterable[Records]) -> Iterator[pa.RecordBatch]:
+        yield from self._latest(chunks, keep_deletes=False)
+
+    def _latest(self, chunks: Iterable[Records], keep_deletes: bool) -> Iterator[pa.RecordBatch]:
+        """The last row of each key. Rows are reduced whenever the pending ones double, so memory follows the
+        distinct keys and the work stays linear in the rows."""
+        pending: list[pa.Table] = []
+        pending_rows = reduced_rows = seq = 0
+        for chunk in chunks:
+            batch, kinds = self._rows(chunk)
+            if not batch.num_rows:
+                continue
+            numbers = pa.array(range(seq, seq + batch.num_rows), pa.int64())
+            seq += batch.num_rows
+            pending.append(pa.Table.from_batches([batch]).append_column(_KIND, kinds).append_column(_SEQ, numbers))
+            pending_rows += batch.num_rows
+            if pending_rows > max(2 * reduced_rows, CHUNK_RECORDS):
+                pending = [self._reduce(pa.concat_tables(pending))]
+                pending_rows = reduced_rows = pending[0].num_rows
+        if pending:
+            table = self._reduce(pa.concat_tables(pending))
+            # A compacted changelog keeps record order (and its deletes); a table, the live keys.
+            table = table.sort_by(_SEQ) if keep_deletes else table.filter(pc.not_equal(table[_KIND], DELETE))
+            table = table.drop_columns([_KIND, _SEQ])
+            yield from table.combine_chunks().to_batches(max_chunksize=CHUNK_RECORDS)
+        self._log_skips()
+
+    def _reduce(self, table: pa.Table) -> pa.Table:
+        keys = list(self.layout.key_fields)
+        if self.key_text is not None:
+            table = table.append_column(
+                _KEY, pa.chunked_array([self._key_text(table.combine_chunks().to_batches()[0])])
+            )
+            keys = [_KEY]
+        last = table.group_by(keys, use_threads=False).aggregate([(_SEQ, "max")])
+        table = table.filter(pc.is_in(table[_SEQ], value_set=last[f"{_SEQ}_max"]))
+        return table.drop_columns([_KEY]) if self.key_text is not None else table
+
+    # -- one chunk ---------------------------------------------------------------------------------
+
+    def _rows(self, chunk: Records) -> tuple[pa.RecordBatch, pa.Array]:
+        """The chunk's rows in the table's schema, and each row's kind (also in the changelog column)."""
+        with_value = [i for i, v in enumerate(chunk.values) if v is not None]
+        payloads = [chunk.values[i] for i in with_value]
+        offsets = [chunk.offsets[i] for i in with_value]
+        decoded = self.decoder.decode_changes(payloads)
+        bad = self._failed("value", self.codec, self._faults(decoded), payloads, offsets)
+        rows, kinds, records, metadata = decoded.batch, decoded.kinds, decoded.records, decoded.metadata
+        if bad:
+            keep = pc.invert(pc.is_in(records, value_set=pa.array(sorted(bad), pa.int64())))
+            rows, kinds, records = rows.filter(keep), kinds.filter(keep), records.filter(keep)
+            metadata = {k: v.filter(keep) for k, v in metadata.items()}
+        kinds = self._key_changes(rows, kinds)
+        if not self.full:
+            rows, kinds, records, metadata = self._upserts(rows, kinds, records, metadata)
+        row_records = pa.array(with_value, pa.int64()).take(records)
+        return self._assemble_rows(rows, kinds, row_records, metadata, chunk), kinds
+
+    def _faults(self, decoded: DecodedChanges) -> list[tuple[int, str]]:
+        """The decoder's failures, and records whose rows have no key or (changelog-mode all) no pre-image."""
+        faults = list(decoded.failures)
+        rows, kinds, records = decoded.batch, decoded.kinds, decoded.records
+        for name in self.layout.key_fields:
+            missing = rows.column(name).is_null()
+            if pc.any(missing).as_py():
+                faults += [
+                    (r, f"a row of it has no value for the key column '{name}' (option 'key.fields')")
+                    for r in records.filter(missing).to_pylist()
+                ]
+        if self.full:
+            after_pre = _shifted(pc.equal(kinds, UPDATE_BEFORE))
+            orphan = pc.and_(pc.equal(kinds, UPDATE_AFTER), pc.invert(after_pre))
+            if pc.any(orphan).as_py():
+                reason = (
+                    "an update without its before image, which changelog-mode 'all' needs (have the source send "
+                    f"it, or set '{self._option('changelog-mode')}' to upsert)"
+                )
+                faults += [(r, reason) for r in records.filter(orphan).to_pylist()]
+        return sorted(dict(reversed(faults)).items())  # the first fault of each record, in record order
+
+    def _key_changes(self, rows: pa.RecordBatch, kinds: pa.Array) -> pa.Array:
+        """An update whose pre- and post-image differ in the key: a delete of the old key, an insert of the new."""
+        pre = pc.equal(kinds, UPDATE_BEFORE)
+        if not len(kinds) or not pc.any(pre).as_py():
+            return kinds
+        same = self._same_key_as_next(rows)
+        moved = pc.and_(pre, pc.invert(same))
+        if not pc.any(moved).as_py():
+            return kinds
+        return pc.if_else(moved, DELETE, pc.if_else(_shifted(moved), INSERT, kinds))
+
+    def _same_key_as_next(self, rows: pa.RecordBatch) -> pa.BooleanArray:
+        n = rows.num_rows
+        if self.key_text is not None:
+            columns = [self._key_text(rows)]
+        else:
+            columns = [rows.column(name) for name in self.layout.key_fields]
+        same = pa.repeat(pa.scalar(True), n - 1)
+        for column in columns:
+            same = pc.and_(same, pc.fill_null(pc.equal(column.slice(0, n - 1), column.slice(1)), False))
+        return pa.concat_arrays([same, pa.array([True])])
+
+    def _upserts(
+        self, rows: pa.RecordBatch, kinds: pa.Array, records: pa.Array, metadata: dict[str, pa.Array]
+    ) -> tuple[pa.RecordBatch, pa.Array, pa.Array, dict[str, pa.Array]]:
+        """Upserts and deletes of keys: pre-images dropped, a delete's value columns null."""
+        keep = pc.not_equal(kinds, UPDATE_BEFORE)
+        if not pc.all(keep).as_py():
+            rows, kinds, records = rows.filter(keep), kinds.filter(keep), records.filter(keep)
+            metadata = {k: v.filter(keep) for k, v in metadata.items()}
+        deletes = pc.equal(kinds, DELETE)
+        if pc.any(deletes).as_py():
+            nulled = pc.if_else(deletes, pa.scalar(None, pa.int64()), pa.array(range(rows.num_rows), pa.int64()))
+            keys = set(self.layout.key_fields)
+            columns = [c if f.name in keys else c.take(nulled) for f, c in zip(rows.schema, rows.columns)]
+            rows = pa.RecordBatch.from_arrays(columns, schema=rows.schema)
+        return rows, pc.if_else(deletes, DELETE, UPSERT), records, metadata
+
+    def _assemble_rows(
+        self,
+        rows: pa.RecordBatch,
+        kinds: pa.Array,
+        row_records: pa.Array,
+        metadata: dict[str, pa.Array],
+        chunk: Records,
+    ) -> pa.RecordBatch:
+        """Columns in the table's order: the change kind, record metadata, format metadata, the row's columns."""
+        layout = self.layout
+        kafka_metadata = {c.column: c.kind for c in layout.metadata if c.value_key is None}
+        columns = []
+        for f in layout.arrow_schema:
+            if f.name == layout.changelog_column:
+                columns.append(kinds)
+            elif f.name in kafka_metadata:
+                columns.append(self._metadata(kafka_metadata[f.name], chunk).take(row_records).cast(f.type))
+            elif f.name in self.format_metadata:
+                columns.append(metadata[self.format_metadata[f.name]].cast(f.type))
+            else:
+                columns.append(rows.column(f.name))
+        return pa.RecordBatch.from_arrays(columns, schema=layout.arrow_schema)
+
+    def _key_text(self, rows: pa.RecordBatch) -> pa.Array:
+        return pa.array(self.key_text.encode(rows.select(list(self.layout.key_fields))), pa.binary())  # type: ignore[union-attr]
+
+    def _option(self, name: str) -> str:
+        return f"value.{self.codec.name}.{name}"
+
+
+def _shifted(flags: pa.BooleanArray) -> pa.BooleanArray:
+    """flags[i - 1] at i (False at 0): whether the row before is flagged."""
+    if not len(flags):
+        return flags
+    return pa.concat_arrays([pa.array([False]), pc.fill_null(flags, False).slice(0, len(flags) - 1)])

@@ -1,0 +1,179 @@
+"""debezium-json: Debezium's change events as Kafka Connect's JsonConverter writes them, as Flink reads and
+writes them.
+
+An event is `{"before": row, "after": row, "source": {...}, "op": "c", "ts_ms": ..., "transaction": ...}`, or
+with `value.converter.schemas.enable` the same under `payload` next to a Kafka Connect `schema`
+(`debezium-json.schema-include`). op `c` (create) and `r` (snapshot read) give an insert of `after`; `u` an
+update: the pre-image `before` (when the source sends it; PostgreSQL only with REPLICA IDENTITY FULL) and the
+post-image `after`; `d` a delete of `before`. Written like Flink's serializer: `{"before":null,"after":row,
+"op":"c"}` for an insert or update, `{"before":row,"after":null,"op":"d"}` for a delete; no schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..codec import (
+    DELETE,
+    INSERT,
+    UPDATE_AFTER,
+    UPDATE_BEFORE,
+    ChangelogDecoder,
+    ChangelogEncoder,
+    CodecContext,
+    option_flag,
+)
+from .columns import (
+    TIMESTAMP_MS,
+    epoch_millis,
+    equal_to,
+    millis_to_timestamp,
+    struct_fields,
+    text,
+)
+from .envelope import (
+    EnvelopeCodec,
+    EnvelopeDecoder,
+    Envelopes,
+    Slot,
+)
+
+_SOURCE = pa.struct(
+    [
+        ("ts_ms", pa.int64()),
+        ("db", pa.string()),
+        ("schema", pa.string()),
+        ("table", pa.string()),
+        ("collection", pa.string()),
+    ]
+)
+_REPLICA_IDENTITY = "for PostgreSQL, set the table's REPLICA IDENTITY (e.g. FULL) so that its events carry it"
+
+
+class DebeziumJsonCodec(EnvelopeCodec):
+    name = "debezium-json"
+    option_names = EnvelopeCodec.option_names | {"schema-include"}
+    readable_metadata = {
+        "schema": pa.string(),
+        "ingestion-timestamp": TIMESTAMP_MS,
+        "source.timestamp": TIMESTAMP_MS,
+        "source.database": pa.string(),
+        "source.schema": pa.string(),
+        "source.table": pa.string(),
+        "source.properties": pa.map_(pa.string(), pa.string()),
+    }
+
+    def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
+        super().__init__(options, context)
+        self.schema_include = option_flag(options, "schema-include", f"{context.role}.{self.name}.")
+
+    def changelog_decoder(self, schema: pa.Schema, metadata: Sequence[str] = ()) -> ChangelogDecoder:
+        return DebeziumDecoder(self, schema, metadata)
+
+    def encoder(self, schema: pa.Schema) -> ChangelogEncoder:
+        if self.rows.ignore_null_fields:  # Flink leaves the null image out of the envelope too
+            return self.envelope_encoder(schema, (b'{"after":', b',"op":"c"}'), (b'{"before":', b',"op":"d"}'))
+        return self.envelope_encoder(
+            schema, (b'{"before":null,"after":', b',"op":"c"}'), (b'{"before":', b',"after":null,"op":"d"}')
+        )
+
+
+class DebeziumDecoder(EnvelopeDecoder):
+    slow_metadata = frozenset({"schema", "source.properties"})
+    codec: DebeziumJsonCodec
+
+    def envelope_schemas(self) -> list[pa.Schema]:
+        image = self.relaxed_image()
+        fields = [("before", image), ("after", image), ("op", pa.string())]
+        if "ingestion-timestamp" in self.metadata:
+            fields.append(("ts_ms", pa.int64()))
+        if any(k.startswith("source.") for k in self.metadata):
+            fields.append(("source", _SOURCE))
+        return [pa.schema([("payload", pa.struct(fields))]) if self.codec.schema_include else pa.schema(fields)]
+
+    def envelopes(self, batch: pa.RecordBatch) -> Envelopes:
+        event = struct_fields(batch.column("payload") if self.codec.schema_include else batch)
+        before, after, op = event["before"], event["after"], event["op"]
+        created = pc.fill_null(pc.is_in(op, value_set=pa.array(["c", "r"])), False)
+        updated, deleted = equal_to(op, "u"), equal_to(op, "d")
+        has_before, has_after = before.is_valid(), after.is_valid()
+        good = pc.or_(pc.and_(pc.or_(created, updated), has_after), pc.and_(deleted, has_before))
+        slots = [
+            Slot(before, UPDATE_BEFORE, pc.and_(updated, has_before)),
+            Slot(after, UPDATE_AFTER, updated),
+            Slot(after, INSERT, created),
+            Slot(before, DELETE, deleted),
+        ]
+        return Envelopes(slots, pc.invert(good), self._metadata(event))
+
+    def _metadata(self, event: dict[str, pa.Array]) -> dict[str, pa.Array]:
+        out = {}
+        if "ingestion-timestamp" in self.metadata:
+            out["ingestion-timestamp"] = millis_to_timestamp(event["ts_ms"])
+        if "source" in event:
+            source = struct_fields(event["source"])
+            out["source.timestamp"] = millis_to_timestamp(source["ts_ms"])
+            out["source.database"] = source["db"]
+            out["source.schema"] = source["schema"]
+            out["source.table"] = pc.coalesce(source["table"], source["collection"])
+        return out
+
+    def changes_of(self, envelope: dict) -> tuple[list[tuple[str, Any]], dict[str, Any]]:
+        event = envelope
+        if self.codec.schema_include:
+            event = envelope.get("payload")
+            if not isinstance(event, dict):
+                raise ValueError(
+                    "no 'payload' object: the message is not a {schema, payload} envelope; set "
+                    f"'{self._option('schema-include')}' to false for events without their schema"
+                )
+        elif "payload" in envelope and "op" not in envelope:
+            raise ValueError(
+                f"the message is a {{schema, payload}} envelope: set '{self._option('schema-include')}' to true"
+            )
+        op, before, after = event.get("op"), event.get("before"), event.get("after")
+        if op in ("c", "r", "u") and after is None:
+            raise ValueError(f"an event with op '{op}' has no 'after' row")
+        if op in ("c", "r"):
+            rows = [(INSERT, after)]
+        elif op == "u":
+            rows = ([] if before is None else [(UPDATE_BEFORE, before)]) + [(UPDATE_AFTER, after)]
+        elif op == "d":
+            if before is None:
+                raise ValueError(
+                    f"an event with op 'd' has no 'before' row to name the deleted key; {_REPLICA_IDENTITY}"
+                )
+            rows = [(DELETE, before)]
+        elif op == "t":
+            raise ValueError("a truncate event (op 't') empties the whole table: it is not a change of keys")
+        else:
+            raise ValueError(f"unknown op {orjson.dumps(op).decode()}; Debezium's are c, r, u, d")
+        return rows, {k: self._metadata_value(k, envelope, event) for k in self.metadata}
+
+    def _metadata_value(self, key: str, envelope: dict, event: dict) -> Any:
+        if key == "schema":
+            schema = envelope.get("schema") if self.codec.schema_include else None
+            return None if schema is None else orjson.dumps(schema).decode()
+        if key == "ingestion-timestamp":
+            return epoch_millis(event.get("ts_ms"), "ts_ms")
+        source = event.get("source")
+        if source is None:
+            return None
+        if not isinstance(source, dict):
+            raise ValueError("'source' is not an object")
+        if key == "source.properties":
+            return [(k, text(v)) for k, v in source.items()]
+        if key == "source.timestamp":
+            return epoch_millis(source.get("ts_ms"), "source.ts_ms")
+        if key == "source.table":
+            table = source.get("table")
+            return text(source.get("collection") if table is None else table)
+        return text(source.get({"source.database": "db", "source.schema": "schema"}[key]))
+
+    def _option(self, name: str) -> str:
+        return f"{self.codec.context.role}.{self.codec.name}.{name}"

@@ -1,0 +1,155 @@
+"""ACL denials on the secured broker (StandardAuthorizer): each fails with one clear error that names the resource
+and the permission to grant, within the client timeout, and never shows the password. The user always holds
+every other ACL the mode needs (tests/security/acls.py), so the missing one is the only cause."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from tests.security.acls import exactly_once_grants, read_grants
+from tests.security.failures import TIMEOUT_OPTIONS, assert_no_secret, failure_of
+from tests.support.read_helpers import Collector, wait_for
+from tests.support.secure_fixtures import SASL_SSL, Grant
+
+SCHEMA = "id INT, name STRING"
+CHANGES = SCHEMA + ", _change_type STRING"
+RECORDS = [(b'{"id":1}', b'{"id":1,"name":"a"}'), (b'{"id":2}', b'{"id":2,"name":"b"}')]
+
+
+def read(spark, opts: dict):
+    return lambda: spark.read.format("upsert-kafka").options(**opts).schema(CHANGES).load().collect()
+
+
+def write(spark, opts: dict, partitions: int = 1):
+    df = spark.createDataFrame([(i, f"n{i}") for i in range(4)], SCHEMA).repartition(partitions)
+    return lambda: df.write.format("upsert-kafka").options(**opts).mode("append").save()
+
+
+def connector_error(message: str) -> str:
+    """The connector's own error line (its class and text), as the Python traceback Spark carries shows it."""
+    found = re.search(r"pyspark_upsert_kafka\.errors\.\w+: [^\n]*", message)
+    return found.group(0) if found else message.splitlines()[0]
+
+
+def test_read_without_read_on_the_topic_names_the_topic_and_the_grant(
+    spark, secure_kafka, secure_topic, kafka_user, spark_logs, caplog
+):
+    topic = secure_topic()
+    secure_kafka.produce(topic, RECORDS)
+    user = kafka_user(Grant("TOPIC", topic, ("DESCRIBE",)))
+
+    failure = failure_of(read(spark, secure_kafka.options(user, topic, SASL_SSL, **TIMEOUT_OPTIONS)))
+
+    failure.assert_asks_to_grant("READ", f"topic '{topic}'")
+    failure.assert_within_client_timeout()
+    assert_no_secret(user.password, failure.message, spark_logs.text(), caplog.text)
+
+
+def test_read_without_describe_on_the_topic_fails_planning_naming_the_topic_and_the_grant(
+    spark, secure_kafka, secure_topic, kafka_user, spark_logs, caplog
+):
+    topic, other = secure_topic(), secure_topic()
+    user = kafka_user(*read_grants(other))  # authenticated, and may read another topic only
+
+    failure = failure_of(read(spark, secure_kafka.options(user, topic, SASL_SSL, **TIMEOUT_OPTIONS)))
+
+    failure.assert_asks_to_grant("DESCRIBE", f"topic '{topic}'")
+    failure.assert_says("authori[sz]")
+    failure.assert_within_client_timeout()
+    assert_no_secret(user.password, failure.message, spark_logs.text(), caplog.text)
+
+
+def test_write_without_write_on_the_topic_gives_the_same_clear_error_every_time(
+    spark, secure_kafka, secure_topic, kafka_user, spark_logs, caplog
+):
+    topic = secure_topic(2)
+    user = kafka_user(Grant("TOPIC", topic, ("DESCRIBE",)))
+    opts = secure_kafka.options(user, topic, SASL_SSL, **TIMEOUT_OPTIONS)
+
+    # The idempotent producer's producer-id request fails fatally here; a race once turned that into a SystemError.
+    failures = [failure_of(write(spark, opts, partitions=2)) for _ in range(2)]
+
+    for failure in failures:
+        failure.assert_asks_to_grant("WRITE", f"topic '{topic}'")
+        assert "SystemError" not in failure.message
+        failure.assert_within_client_timeout()
+    assert connector_error(failures[0].message) == connector_error(failures[1].message)
+    assert secure_kafka.consume_all(topic) == []
+    assert_no_secret(user.password, *(f.message for f in failures), spark_logs.text(), caplog.text)
+
+
+def test_group_offsets_startup_without_read_on_the_group_names_the_group_and_the_grant(
+    spark, secure_kafka, secure_topic, kafka_user, spark_logs, caplog
+):
+    topic, group = secure_topic(), f"group-{uuid.uuid4().hex[:8]}"
+    secure_kafka.produce(topic, RECORDS)
+    user = kafka_user(*read_grants(topic))
+    startup = {"properties.group.id": group, "scan.startup.mode": "group-offsets"}
+    opts = secure_kafka.options(user, topic, SASL_SSL, **TIMEOUT_OPTIONS, **startup)
+
+    failure = failure_of(read(spark, opts))
+
+    failure.assert_asks_to_grant("READ", f"group '{group}'")
+    assert "brokers are up" not in failure.message
+    failure.assert_within_client_timeout()
+    assert_no_secret(user.password, failure.message, spark_logs.text(), caplog.text)
+
+
+def test_streaming_read_keeps_reading_when_it_may_not_commit_to_its_group(
+    spark, secure_kafka, secure_topic, kafka_user, tmp_path
+):
+    """The offsets a streaming read commits to `properties.group.id` are for monitoring only (Spark's checkpoint
+    is what a query resumes from): without READ on the group the query goes on and delivers every record."""
+    topic, group = secure_topic(), f"group-{uuid.uuid4().hex[:8]}"
+    user = kafka_user(*read_grants(topic))
+    opts = secure_kafka.options(user, topic, SASL_SSL, **{"properties.group.id": group})
+    sink = Collector()
+    query = (
+        spark.readStream.format("upsert-kafka").options(**opts).schema(CHANGES).load()
+        .writeStream.foreachBatch(sink).option("checkpointLocation", str(tmp_path / "cp"))
+        .trigger(processingTime="200 milliseconds").start()
+    )  # fmt: skip
+    try:
+        secure_kafka.produce(topic, RECORDS[:1])
+        wait_for(lambda: len(sink.rows) >= 1 or query.exception() is not None, "the first record")
+        secure_kafka.produce(topic, RECORDS[1:])  # the next batch commits the first one's offsets: denied
+        wait_for(lambda: len(sink.rows) >= 2 or query.exception() is not None, "the second record")
+        assert query.exception() is None, query.exception()
+        assert sorted(r[:2] for r in sink.rows) == [(1, "a"), (2, "b")]
+    finally:
+        query.stop()
+
+
+def test_exactly_once_write_without_write_on_the_transactional_ids_names_them_and_the_grant(
+    spark, secure_kafka, secure_topic, kafka_user, spark_logs, caplog
+):
+    topic, prefix = secure_topic(), f"eos-{uuid.uuid4().hex[:8]}"
+    grants = [g for g in exactly_once_grants(topic, prefix) if g.resource != "TRANSACTIONAL_ID"]
+    user = kafka_user(*grants)
+    eos = {"sink.delivery-guarantee": "exactly-once", "sink.transactional-id-prefix": prefix}
+
+    failure = failure_of(write(spark, secure_kafka.options(user, topic, SASL_SSL, **TIMEOUT_OPTIONS, **eos)))
+
+    failure.assert_asks_to_grant("WRITE", prefix)
+    failure.assert_says("transactional id", r"sink\.transactional-id-prefix")
+    failure.assert_within_client_timeout()
+    assert secure_kafka.consume_all(topic) == []
+    assert_no_secret(user.password, failure.message, spark_logs.text(), caplog.text)
+
+
+def test_exactly_once_write_without_read_on_the_marker_groups_names_them_and_the_grant(
+    spark, secure_kafka, secure_topic, kafka_user, spark_logs, caplog
+):
+    topic, prefix = secure_topic(), f"eos-{uuid.uuid4().hex[:8]}"
+    grants = [g for g in exactly_once_grants(topic, prefix) if g.resource != "GROUP"]
+    user = kafka_user(*grants)
+    eos = {"sink.delivery-guarantee": "exactly-once", "sink.transactional-id-prefix": prefix}
+
+    failure = failure_of(write(spark, secure_kafka.options(user, topic, SASL_SSL, **TIMEOUT_OPTIONS, **eos)))
+
+    failure.assert_asks_to_grant("READ", prefix)
+    failure.assert_says("group")
+    failure.assert_within_client_timeout()
+    assert secure_kafka.consume_all(topic) == []  # the transaction never committed
+    assert_no_secret(user.password, failure.message, spark_logs.text(), caplog.text)
