@@ -37,7 +37,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from ..kafka import borrow_group_consumer, give_back
-from ..kafka_errors import ClientErrors, call, is_transient
+from ..kafka_errors import ClientErrors, call, is_transient, within
 from ..pool import Pooled
 from .spec import WriteSpec
 
@@ -169,7 +169,7 @@ class TaskTransaction:
         again = TopicPartition(mark.topic, 0, max(0, mark.offset), metadata=mark.metadata or "")
         try:
             group = self._group.client.consumer_group_metadata()
-            self.client.send_offsets_to_transaction([again], group, self.timeout_s)
+            within(self.timeout_s, lambda: self.client.send_offsets_to_transaction([again], group, self.timeout_s))
         except KafkaException as e:
             log.info("upsert-kafka: the pooled producer of %s is not reused: %s", self.id, e.args[0].str())
             raise StaleProducer(self.id) from None
@@ -179,10 +179,11 @@ class TaskTransaction:
         if marker_topic is not None:
             marker = TopicPartition(marker_topic, 0, 0, metadata=f"{self.write_id}|{fingerprint}")
             group = self._group.client.consumer_group_metadata()
-            self._call(
-                "commit the exactly-once marker",
-                lambda timeout: self.client.send_offsets_to_transaction([marker], group, timeout),
-            )
+
+            def send_marker(timeout: float) -> None:
+                within(timeout, lambda: self.client.send_offsets_to_transaction([marker], group, timeout))
+
+            self._call("commit the exactly-once marker", send_marker)
         self._call("commit the transaction", self.client.commit_transaction)
 
     def abort(self) -> None:
