@@ -15,7 +15,7 @@ from pyspark.sql.types import StructType
 from .options.layout import table_schema
 from .read.source import UpsertKafkaBatchReader, UpsertKafkaStreamReader
 from .read.spec import parse_read_spec
-from .write.sink import UpsertKafkaStreamWriter, UpsertKafkaWriter, checkpointed_query_id, plan_write
+from .write.sink import UpsertKafkaStreamWriter, UpsertKafkaWriter, plan_write
 
 
 class UpsertKafkaDataSource(DataSource):
@@ -40,5 +40,4 @@ class UpsertKafkaDataSource(DataSource):
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         # Complete mode passes overwrite: every row is an upsert of its key, which is what it means here.
-        plan = plan_write(self.options, schema, overwrite=False, query_id=checkpointed_query_id(self.options))
-        return UpsertKafkaStreamWriter(plan)
+        return UpsertKafkaStreamWriter(self.options, schema)

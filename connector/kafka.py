@@ -1,4 +1,5 @@
-"""librdkafka clients built from a KafkaSpec, and the broker look-ups the driver makes.
+"""librdkafka clients built from a KafkaSpec (executors borrow theirs from their Python worker's pool, pool.py),
+and the broker look-ups the driver makes.
 
 Every call to the brokers goes through kafka_errors.call: bounded by the spec's timeout, transient errors
 retried within the spec's bound, and every failure turned into one error that names the servers and what
@@ -27,6 +28,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, Resou
 from .errors import KafkaAuthorizationError, OptionError, TopicError
 from .kafka_errors import ClientErrors, call, is_transient
 from .options.common import KafkaSpec
+from .pool import POOL, Pooled
 
 log = logging.getLogger("upsert_kafka")
 _client_log = logging.getLogger("upsert_kafka.librdkafka")
@@ -49,31 +51,42 @@ UNUSED_GROUP_ERRORS = frozenset({KafkaError.GROUP_AUTHORIZATION_FAILED})
 def consumer(kafka: KafkaSpec) -> tuple[Consumer, ClientErrors]:
     """A consumer for explicitly assigned ranges (no group membership, no offset commits), and its errors."""
     errors = ClientErrors(ignore=UNUSED_GROUP_ERRORS)
+    return _new(Consumer, kafka, _consumer_config(kafka, errors)), errors
+
+
+def _consumer_config(kafka: KafkaSpec, errors: ClientErrors) -> dict[str, Any]:
     # The range reader depends on every one of these; the user's properties cannot change them. A start
     # below the log start must fail (data loss), unless the user chose to skip lost offsets.
-    return _new(
-        Consumer,
-        kafka,
-        kafka.client_config(
-            **{
-                "group.id": "pyspark-upsert-kafka",  # required by librdkafka; never joined or committed
-                "enable.auto.commit": False,
-                "enable.auto.offset.store": False,
-                "isolation.level": "read_committed",
-                "enable.partition.eof": True,
-                "auto.offset.reset": "error",  # a start below the log start is data loss (read.fetch decides)
-                "logger": _client_log,
-                "error_cb": errors,
-            }
-        ),
-    ), errors
+    return kafka.client_config(
+        _CONSUMER_DEFAULTS,
+        **{
+            "group.id": "pyspark-upsert-kafka",  # required by librdkafka; never joined or committed
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+            "auto.offset.reset": "error",  # a start below the log start is data loss (read.fetch decides)
+            "logger": _client_log,
+            "error_cb": errors,
+        },
+    )
+
+
+# Consumer settings the user may tune with `properties.*`. A range read wants records that exist already,
+# so the broker never needs to hold a fetch: a long poll only waits past the range's end, and would hold back
+# the next range a pooled consumer is given by up to fetch.wait.max.ms (librdkafka's default 500 ms).
+_CONSUMER_DEFAULTS = {"fetch.wait.max.ms": 10}
 
 
 def group_consumer(kafka: KafkaSpec, group_id: str, errors: ClientErrors | None = None) -> Consumer:
     """A consumer that only reads `group_id`'s committed offsets (read_committed: offsets of transactions
     still completing are waited for); never joins the group. The user's properties cannot change these."""
+    return _new(Consumer, kafka, _group_consumer_config(kafka, group_id, errors))
+
+
+def _group_consumer_config(kafka: KafkaSpec, group_id: str, errors: ClientErrors | None) -> dict[str, Any]:
     config = {"group.id": group_id, "enable.auto.commit": False, "isolation.level": "read_committed"}
-    return _new(Consumer, kafka, kafka.client_config(logger=_client_log, **config, **_error_cb(errors)))
+    return kafka.client_config(logger=_client_log, **config, **_error_cb(errors))
 
 
 # Producer settings the user may tune with `properties.*`.
@@ -94,26 +107,117 @@ def producer(
 ) -> Producer:
     """A producer partitioning like the Java client and reporting only failed deliveries. `defaults` go on top
     of ours and may be changed by the user's properties; `owned` (the delivery guarantee's) may not."""
-    client = _new(
-        Producer,
-        kafka,
-        kafka.client_config(
-            _PRODUCER_DEFAULTS | (defaults or {}),
-            **{
-                "partitioner": "murmur2_random",  # Java's default partitioner for keyed records
-                "enable.idempotence": True,
-                "acks": "all",
-                "delivery.report.only.error": True,
-                "on_delivery": on_delivery,
-                "logger": _client_log,
-                **_error_cb(errors),
-                **owned,
-            },
-        ),
-    )
+    client = _new(Producer, kafka, _producer_config(kafka, on_delivery, defaults, errors, owned))
     if errors is not None:
         errors.serve = client.poll
     return client
+
+
+def _producer_config(
+    kafka: KafkaSpec,
+    on_delivery: Any,
+    defaults: dict[str, Any] | None,
+    errors: ClientErrors | None,
+    owned: dict[str, Any],
+) -> dict[str, Any]:
+    return kafka.client_config(
+        _PRODUCER_DEFAULTS | (defaults or {}),
+        **{
+            "partitioner": "murmur2_random",  # Java's default partitioner for keyed records
+            "enable.idempotence": True,
+            "acks": "all",
+            "delivery.report.only.error": True,
+            "on_delivery": on_delivery,
+            "logger": _client_log,
+            **_error_cb(errors),
+            **owned,
+        },
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Executors: clients borrowed from the Python worker's pool (pool.py), made by the factories above.
+
+
+class DeliveryRelay:
+    """A pooled producer's delivery callback: the reports go to the task that has the producer now."""
+
+    def __init__(self) -> None:
+        self.target: Callable[[Any, Any], None] | None = None
+
+    def __call__(self, error: Any, message: Any) -> None:
+        if self.target is not None:
+            self.target(error, message)
+
+
+def borrow_consumer(kafka: KafkaSpec) -> Pooled[Consumer]:
+    """A range consumer (as `consumer` makes it), unassigned; hand it back with `give_back`."""
+    errors = ClientErrors(ignore=UNUSED_GROUP_ERRORS)
+    config = _consumer_config(kafka, errors)
+    key = _pool_key("consumer", config)
+    return POOL.borrow(key, lambda: Pooled(key, _new(Consumer, kafka, config), errors, _unassigned, _close))
+
+
+def borrow_group_consumer(kafka: KafkaSpec, group_id: str) -> Pooled[Consumer]:
+    """A consumer of `group_id`'s committed offsets (as `group_consumer` makes it)."""
+    errors = ClientErrors()
+    config = _group_consumer_config(kafka, group_id, errors)
+    key = _pool_key("group consumer", config)
+    return POOL.borrow(key, lambda: Pooled(key, _new(Consumer, kafka, config), errors, _never_assigned, _close))
+
+
+def borrow_producer(
+    kafka: KafkaSpec, defaults: dict[str, Any] | None = None, fresh: bool = False, **owned: Any
+) -> Pooled[Producer]:
+    """A producer (as `producer` makes it) whose delivery reports go to `pooled.relay.target`; `fresh`: a new
+    one, not a pooled one."""
+    errors, relay = ClientErrors(), DeliveryRelay()
+    config = _producer_config(kafka, relay, defaults, errors, owned)
+    key = _pool_key("producer", config)
+
+    def create() -> Pooled[Producer]:
+        client = _new(Producer, kafka, config)
+        errors.serve = client.poll
+        return Pooled(key, client, errors, _nothing_in_flight, _purged, relay)
+
+    return POOL.borrow(key, create, fresh)
+
+
+def give_back(pooled: Pooled, kafka: KafkaSpec, clean: bool) -> None:
+    """Return a borrowed client: kept for `client.pool.idle-timeout` when `clean` (the borrower used it without
+    any error and left nothing open), closed otherwise."""
+    POOL.give_back(pooled, clean, kafka.pool_idle_timeout_s)
+
+
+# Callbacks are made per borrower and the logger is shared: the rest is the client's configuration.
+_NOT_CONFIG = ("on_delivery", "error_cb", "logger")
+
+
+def _pool_key(kind: str, config: dict[str, Any]) -> tuple:
+    return (kind, *sorted((k, str(v)) for k, v in config.items() if k not in _NOT_CONFIG))
+
+
+def _unassigned(client: Consumer) -> bool:
+    client.unassign()  # librdkafka drops what it fetched for the old assignment
+    return True
+
+
+def _never_assigned(client: Consumer) -> bool:
+    return True
+
+
+def _nothing_in_flight(client: Producer) -> bool:
+    return len(client) == 0
+
+
+def _close(client: Consumer) -> None:
+    client.close()
+
+
+def _purged(client: Producer) -> None:
+    # Nothing of a discarded producer may still go out; its handle ends when it is collected (an explicit
+    # close would first try to abort a transaction or flush, which may wait for absent brokers).
+    client.purge()
 
 
 def _new(cls: Callable[[dict[str, Any]], T], kafka: KafkaSpec, config: dict[str, Any]) -> T:

@@ -15,6 +15,7 @@ or "not leader" from an admin request as retriable (checked on confluent-kafka 2
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -241,3 +242,32 @@ def call(
             if reset is not None:
                 reset()
     raise AssertionError("unreachable")  # the loop returns or raises
+
+
+# librdkafka's send_offsets_to_transaction can block far past its timeout while the group coordinator it has
+# cached is gone (librdkafka issues 5456 and 5511, open in 2.16): seen here after a broker restart, a pooled
+# producer's call hung for minutes. Such a call runs in a thread of its own and is given up after its timeout.
+_OVERRUN_S = 5.0
+
+
+def within(timeout_s: float, fn: Callable[[], T]) -> T:
+    """`fn()`, or a _TIMED_OUT KafkaException when it has not returned `timeout_s` (+5 s) later. A call given
+    up on goes on in its thread: the caller must not use the client again (a new one fences it)."""
+    done, outcome = threading.Event(), {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = fn()
+        except BaseException as e:  # handed to the caller
+            outcome["error"] = e
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="upsert-kafka-bounded-call", daemon=True).start()
+    if not done.wait(timeout_s + _OVERRUN_S):
+        raise KafkaException(
+            KafkaError(KafkaError._TIMED_OUT, f"librdkafka did not return within {timeout_s + _OVERRUN_S:g} s")
+        )
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]

@@ -53,19 +53,31 @@ def report(results: dict, args: Namespace, out: Path) -> None:
             f"{label:<26} {o:>12,.0f} {_num(j):>12} {_num(c):>12} {_ratio(row['ours_per_jvm']):>9} "
             f"{_ratio(row['ours_per_ceiling']):>9}"
         )
-    for who in ("ours", "JVM"):
-        lat = results.get(f"latency: {who}")
-        if lat:
-            print(f"latency {who:<5} at {lat['rate']}/s: p50 {lat['p50_ms']:,.0f} ms, p99 {lat['p99_ms']:,.0f} ms")
+    for rate in sorted({v["rate"] for k, v in results.items() if k.startswith("latency: ")}):
+        ours, jvm = results.get(f"latency: ours at {rate}"), results.get(f"latency: JVM at {rate}")
+        if ours and jvm:
+            print(
+                f"latency at {rate:,}/s: ours p50 {ours['p50_ms']:,.0f} / p99 {ours['p99_ms']:,.0f} ms, JVM p50 "
+                f"{jvm['p50_ms']:,.0f} / p99 {jvm['p99_ms']:,.0f} ms (ours/JVM p50 "
+                f"{ours['p50_ms'] / jvm['p50_ms']:.2f}, p99 {ours['p99_ms'] / jvm['p99_ms']:.2f})"
+            )
+    for name, found in results.items():
+        if name.startswith("latency floor: "):
+            print(f"{name[len('latency floor: '):]}: micro-batch floor {found.get('triggerExecution', 0):,.0f} ms")
     mem = results.get("memory: ours table mode")
     if mem:
         print(f"table mode, {mem['distinct_keys']:,} keys: peak Python worker {mem['peak_worker_mb']:,.0f} MB")
     out.mkdir(parents=True, exist_ok=True)
     meta = {"when": time.strftime("%Y-%m-%d %H:%M"), "machine": f"{platform.machine()}, local[2]", **vars(args)}
     meta["out"] = str(meta["out"])
-    (out / "benchmark.json").write_text(json.dumps({"run": meta, "comparisons": rows, "raw": results}, indent=2))
+    only = getattr(args, "only", None)
+    name = f"benchmark-{'-'.join(only)}.json" if only else "benchmark.json"
+    (out / name).write_text(json.dumps({"run": meta, "comparisons": rows, "raw": results}, indent=2))
+    if only:  # a partial run leaves the full run's chart alone
+        print(f"\nfigures: {out / name}")
+        return
     _chart(rows, out / "benchmark.png", args.records)
-    print(f"\nfigures: {out / 'benchmark.json'}, chart: {out / 'benchmark.png'}")
+    print(f"\nfigures: {out / name}, chart: {out / 'benchmark.png'}")
 
 
 def _num(value: float | None) -> str:

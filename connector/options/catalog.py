@@ -112,6 +112,14 @@ COMMON_OPTIONS: tuple[OptionDoc, ...] = (
         ("fetchOffset.retryIntervalMs",),
     ),
     OptionDoc(
+        "client.pool.idle-timeout",
+        "5 min",
+        BOTH,
+        "How long a Kafka client stays open in a Spark Python worker after its task, for the next task or "
+        "micro-batch that needs one with the same settings (opening a client costs a connection, metadata and a "
+        "producer id); `0` closes every client after its task.",
+    ),
+    OptionDoc(
         "properties.*",
         None,
         BOTH,
@@ -200,6 +208,17 @@ READ_OPTIONS: tuple[OptionDoc, ...] = (
         None,
         READ,
         "Changelog mode: split ranges (in proportion to their size) until there are at least this many tasks.",
+    ),
+    OptionDoc(
+        "scan.coalesce.max-records",
+        "20000",
+        READ,
+        "Streaming: a micro-batch's partition ranges are read by one Spark task together while their offsets add "
+        "up to at most this many, so that a micro-batch of a few records does not pay a task per partition (a "
+        "task's fixed cost dominates a small micro-batch's latency); a larger range is a task of its own. `0`: a "
+        "task per partition range, as Spark's `kafka` source. Not applied with `scan.split.max-records` or "
+        "`minPartitions`, nor under `Trigger.AvailableNow` (a bounded backlog, read with a task per range as a "
+        "batch read is).",
     ),
     OptionDoc(
         "scan.fail-on-data-loss",

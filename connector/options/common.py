@@ -188,12 +188,14 @@ class KafkaSpec:
     timeout_s: float = 30.0
     retries: int = 30
     retry_interval_s: float = 1.0
+    pool_idle_timeout_s: float = 300.0  # how long a client stays pooled in a Python worker (pool.py)
 
     def __repr__(self) -> str:  # the spec may be logged: secret values never are
         shown = redact_options(dict(self.properties))
         return (
             f"KafkaSpec({self.describe()}, properties={shown}, timeout_s={self.timeout_s}, "
-            f"retries={self.retries}, retry_interval_s={self.retry_interval_s})"
+            f"retries={self.retries}, retry_interval_s={self.retry_interval_s}, "
+            f"pool_idle_timeout_s={self.pool_idle_timeout_s})"
         )
 
     @property
@@ -254,6 +256,7 @@ def parse_kafka_spec(options: Mapping[str, str]) -> KafkaSpec:
         timeout_s=parse_duration(options, "client.timeout", "30 s"),
         retries=parse_count(options, "client.retries", 30),
         retry_interval_s=parse_duration(options, "client.retry-interval", "1 s", allow_zero=True),
+        pool_idle_timeout_s=parse_duration(options, "client.pool.idle-timeout", "5 min", allow_zero=True),
     )
 
 

@@ -6,6 +6,8 @@ read_committed) are skipped, never waited for. When the log moved under the rang
 (records deleted, the topic recreated or truncated), the consumer is not left to reset itself: the data-loss
 rule applies (an error naming the missing offsets, or with scan.fail-on-data-loss=false a warning and the
 rest of the range from the log's first offset). Record metadata is collected only for the kinds asked for.
+The consumer comes from the Python worker's pool (pool.py): assigned to this range alone, it yields only this
+partition's records from the range's start, whatever it was assigned before.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ from typing import Any
 from confluent_kafka import KafkaError, TopicPartition
 
 from ..errors import KafkaUnavailableError
-from ..kafka import UNUSED_GROUP_ERRORS, consumer
+from ..kafka import UNUSED_GROUP_ERRORS, borrow_consumer, give_back
 from ..kafka_errors import ClientErrors, call, is_transient, kafka_error
 from ..options.common import KafkaSpec
+from ..pool import Pooled
 from .offsets import PartitionRange, lost
 
 CHUNK_RECORDS = 10_000
@@ -66,13 +69,33 @@ def fetch_range(
 ) -> Iterator[Records]:
     if rng.end <= rng.start:
         return
-    client, errors = consumer(kafka)  # auto.offset.reset=error: offsets gone under the range are reported
+    # From the worker's pool (auto.offset.reset=error: offsets gone under the range are reported). A consumer
+    # is given back only after a whole range read without error; one that read part of a range is closed.
+    lent = borrow_consumer(kafka)
+    clean = False
     try:
-        client.assign([TopicPartition(rng.topic, rng.partition, rng.start)])
+        _knows_topic(lent, kafka, rng)
+        lent.client.assign([TopicPartition(rng.topic, rng.partition, rng.start)])
         readers = [(kind, _META_READERS[kind]) for kind in meta_kinds if kind in _META_READERS]
-        yield from _chunks(client, errors, kafka, rng, readers, chunk_records, fail_on_data_loss)
+        yield from _chunks(lent.client, lent.errors, kafka, rng, readers, chunk_records, fail_on_data_loss)
+        clean = True
     finally:
-        client.close()
+        give_back(lent, kafka, clean)
+
+
+def _knows_topic(lent: Pooled, kafka: KafkaSpec, rng: PartitionRange) -> None:
+    """Have the consumer look the topic up now: a consumer already connected learns a topic assigned to it
+    only at librdkafka's next one-second metadata scan."""
+    known = lent.memo.setdefault("topics", set())
+    if rng.topic not in known:
+        call(
+            kafka,
+            f"read the metadata of topic '{rng.topic}'",
+            lambda timeout: lent.client.list_topics(rng.topic, timeout=timeout),
+            errors=lent.errors,
+            grant=_read_grant(rng),
+        )
+        known.add(rng.topic)
 
 
 def _chunks(
@@ -95,6 +118,9 @@ def _chunks(
         keys, values, offsets = records.keys, records.values, records.offsets
         for m in messages:
             error = m.error()
+            topic = m.topic()
+            if topic is not None and (topic != rng.topic or m.partition() != rng.partition):
+                continue  # never this range's: left from an earlier assignment of a pooled consumer
             if error is not None:
                 if error.code() == KafkaError._PARTITION_EOF:
                     # The end of the log: everything up to here is gaps (markers, compaction).

@@ -54,9 +54,12 @@ class BatchPlan:
     # Where the batch was planned from, when that is not the start Spark will hand back: batch 0's (Spark keeps
     # none and asks initialOffset() again), a start moved past deleted records, new partitions' offset 0.
     start: Offsets | None = field(default=None, hash=False)
+    # Ranges read together in one task while their offsets add up to at most this (none: a task per range, as
+    # every plan recorded before this field existed).
+    coalesce: int | None = None
 
     def to_json(self) -> dict:
-        split = {"max-records": self.max_records, "min-partitions": self.min_partitions}
+        split = {"max-records": self.max_records, "min-partitions": self.min_partitions, "coalesce": self.coalesce}
         out: dict = {}
         if self.idle:
             topics = sorted({t for t, _ in self.idle})
@@ -71,7 +74,7 @@ class BatchPlan:
         split = value.get("split", {})
         idle = frozenset((t, int(p)) for t, ps in value.get("idle", {}).items() for p in ps)
         start = _parse(value["start"]) if "start" in value else None
-        return cls(split.get("max-records"), split.get("min-partitions"), idle, start)
+        return cls(split.get("max-records"), split.get("min-partitions"), idle, start, split.get("coalesce"))
 
 
 def to_json(
@@ -158,11 +161,50 @@ def split_ranges(
     return ranges
 
 
-def clip_starts(ranges: list[PartitionRange], first: Offsets) -> list[PartitionRange]:
+@dataclass(frozen=True)
+class RangeGroup(InputPartition):
+    """Ranges of a micro-batch one Spark task reads one after the other (scan.coalesce.max-records)."""
+
+    ranges: tuple[PartitionRange, ...]
+
+    def __str__(self) -> str:
+        return "; ".join(map(str, self.ranges))
+
+    @property
+    def size(self) -> int:
+        return sum(r.size for r in self.ranges)
+
+
+Task = PartitionRange | RangeGroup
+
+
+def coalesce_ranges(ranges: list[PartitionRange], max_records: int | None) -> list[Task]:
+    """Consecutive ranges packed into one task while their offsets add up to at most max_records (a larger range
+    is a task of its own); a task per range without max_records. A micro-batch's fixed cost grows with its
+    tasks (each starts Python workers' work and is scheduled in turn), so a few records of many partitions are
+    cheaper read by one task."""
+    if not max_records:
+        return list(ranges)
+    tasks: list[list[PartitionRange]] = []
+    size = 0
+    for r in ranges:
+        if not tasks or size + r.size > max_records:
+            tasks.append([])
+            size = 0
+        tasks[-1].append(r)
+        size += r.size
+    return [group[0] if len(group) == 1 else RangeGroup(tuple(group)) for group in tasks]
+
+
+def clip_starts(tasks: list[Task], first: Offsets) -> list[Task]:
     """Each slice from its partition's first offset still in Kafka on. A slice wholly deleted stays, empty, so
-    that every other slice keeps its place: a range is split before it is clipped, so the records that
-    survive a deletion stay in the Spark task that had them when the batch was planned."""
-    return [replace(r, start=min(max(r.start, first[r.topic][r.partition]), r.end)) for r in ranges]
+    that every other slice keeps its place: a range is split and grouped before it is clipped, so the records
+    that survive a deletion stay in the Spark task that had them when the batch was planned."""
+
+    def clip(r: PartitionRange) -> PartitionRange:
+        return replace(r, start=min(max(r.start, first[r.topic][r.partition]), r.end))
+
+    return [RangeGroup(tuple(map(clip, t.ranges))) if isinstance(t, RangeGroup) else clip(t) for t in tasks]
 
 
 RETENTION = "deleted by retention or the topic was recreated"

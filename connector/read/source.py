@@ -1,11 +1,13 @@
 """The Spark-facing readers: plan partition ranges on the driver, read them on executors.
 
 Driver side (planning) asks the brokers for partitions and offsets; executor side (`read`) gets
-everything it needs inside its PartitionRange, opens its own consumer and yields Arrow batches.
+everything it needs inside its PartitionRange (or a RangeGroup of small ones, read one after the other),
+borrows a consumer from its Python worker's pool and yields Arrow batches.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Iterator
 
@@ -22,7 +24,7 @@ from ..errors import UpsertKafkaError
 from . import offsets
 from .decode import range_decoder
 from .fetch import fetch_range
-from .offsets import BatchPlan, PartitionRange, clip_starts, ranges_between, split_ranges
+from .offsets import BatchPlan, PartitionRange, RangeGroup, clip_starts, coalesce_ranges, ranges_between, split_ranges
 from .planner import Planner, limit_by_backlog
 from .spec import ReadSpec
 from .watermarks import WatermarkTracker
@@ -31,6 +33,8 @@ log = logging.getLogger("upsert_kafka")
 
 
 def read_range(spec: ReadSpec, rng: InputPartition) -> Iterator[pa.RecordBatch]:
+    if isinstance(rng, RangeGroup):
+        return itertools.chain.from_iterable(read_range(spec, r) for r in rng.ranges)
     if not isinstance(rng, PartitionRange):
         return iter(())  # Spark's stand-in InputPartition(None) for a plan with no ranges
     decoder = range_decoder(spec, rng)
@@ -142,7 +146,7 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             idle = self.tracker.idle(watermarks)  # after advance: a partition with records in this batch is active
             log.info("upsert-kafka: merged watermark %s ms", self.tracker.merged(watermarks, idle))
         planned_from = begin if initial or offsets.to_json(begin) != offsets.to_json(checkpointed) else None
-        plan = BatchPlan(self.spec.split_max_records, self.spec.min_partitions, idle, planned_from)
+        plan = BatchPlan(self.spec.split_max_records, self.spec.min_partitions, idle, planned_from, self._coalesce())
         return offsets.to_json(end, watermarks if self.spec.tracks_watermarks else None, plan)
 
     def _with_new_partitions(self, begin: dict, end: dict) -> tuple[dict, dict[str, list[int]]]:
@@ -185,9 +189,19 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         ranges = ranges_between(begin, stop, merged)
         if plan is None:
             plan = BatchPlan(self.spec.split_max_records, self.spec.min_partitions)
-        # Split the range as planned, then skip what was deleted since (failOnDataLoss=false): a deletion between
-        # the first run and a replay must not move the records that survive it to other tasks.
-        return clip_starts(split_ranges(ranges, plan.max_records, plan.min_partitions), first)
+        # Split and group the ranges as planned, then skip what was deleted since (failOnDataLoss=false): a
+        # deletion between the first run and a replay must not move the records that survive it to other tasks.
+        tasks = coalesce_ranges(split_ranges(ranges, plan.max_records, plan.min_partitions), plan.coalesce)
+        return clip_starts(tasks, first)
+
+    def _coalesce(self) -> int | None:
+        """scan.coalesce.max-records, for the micro-batches of a running stream, whose latency it is about. Not
+        when the user split ranges into tasks (scan.split.max-records, minPartitions), nor under
+        Trigger.AvailableNow, which reads a bounded backlog as a batch read does: a task per range."""
+        spec = self.spec
+        if spec.split_max_records or spec.min_partitions or self.available_now is not None:
+            return None
+        return spec.coalesce_max_records or None
 
     def _still_in_kafka(self, begin: dict, stop: dict) -> dict:
         """A start that retention has since deleted is data loss: fail naming the missing range (or skip it), on

@@ -20,6 +20,7 @@ from ..options.common import (
     TopicSelection,
     canonical_options,
     changelog_column_name,
+    parse_count,
     parse_duration,
     parse_flag,
     parse_kafka_spec,
@@ -66,6 +67,7 @@ class ReadSpec:
     max_records_per_batch: int | None = None
     split_max_records: int | None = None
     min_partitions: int | None = None
+    coalesce_max_records: int = 0  # streaming: small ranges of a micro-batch read together (0: never)
     fail_on_data_loss: bool = True
     discovery_interval_s: float = 300.0
     group_id: str | None = None
@@ -146,6 +148,7 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
         max_records_per_batch=parse_positive_int(options, "scan.max-records-per-batch"),
         split_max_records=split,
         min_partitions=min_partitions,
+        coalesce_max_records=parse_count(options, "scan.coalesce.max-records", 20_000),
         fail_on_data_loss=parse_flag(options, "scan.fail-on-data-loss", True),
         discovery_interval_s=parse_duration(options, "scan.topic-partition-discovery.interval", "5 min"),
         group_id=group_id,

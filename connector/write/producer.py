@@ -1,4 +1,5 @@
-"""Executor side: one task's producer — records out, delivery failures back, per the delivery guarantee.
+"""Executor side: one task's producer — records out, delivery failures back, per the delivery guarantee. The
+producer is borrowed from the Python worker's pool (pool.py) and goes back to it only after a clean task.
 
 `none`: acks=1, no idempotence. `at-least-once` (default): idempotent, acks=all; the task succeeds only
 after every record is acknowledged. `exactly-once`: the same inside one transaction per task
@@ -18,11 +19,11 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 
 from ..errors import KafkaUnavailableError, RecordError, TopicError, UpsertKafkaError, escaped_prefix
-from ..kafka import DEFAULT_TRANSACTION_TIMEOUT_MS, Brokers, WriteTarget, producer
+from ..kafka import DEFAULT_TRANSACTION_TIMEOUT_MS, Brokers, WriteTarget, borrow_producer, give_back, producer
 from ..kafka_errors import ACCESS_CODES, ClientErrors, call, kafka_error
 from .partitioners import load_partitioner
 from .spec import NONE, WriteSpec
-from .transactions import Fingerprint, TaskTransaction, transactional_id
+from .transactions import Fingerprint, StaleProducer, TaskTransaction, transactional_id
 
 log = logging.getLogger("upsert_kafka")
 
@@ -54,31 +55,46 @@ def producer_settings(
 
 
 class Sender:
-    """Produces one task's records; raises the first delivery failure, naming the record's topic and key."""
+    """Produces one task's records; raises the first delivery failure, naming the record's topic and key. Its
+    producer is borrowed from the worker's pool and given back by `release`."""
 
     def __init__(self, spec: WriteSpec, target: WriteTarget, txn_id: str | None = None, write_id: str = "") -> None:
         self.spec, self.target = spec, target
+        self.txn_id, self.write_id = txn_id, write_id
         self.failure: tuple[Any, str, bytes | None] | None = None  # (error, topic, key) of the first failure
         self.failures = 0
-        # Authentication, TLS and fatal errors reach only the error callback; without it they are timeouts.
-        self.errors = ClientErrors()
-        defaults, owned = producer_settings(spec, target, txn_id)
-        self.client = producer(spec.kafka, self._on_delivery, defaults, self.errors, **owned)
-        self.transaction = (
-            TaskTransaction(self.client, self.errors, spec, txn_id, write_id, owned["transaction.timeout.ms"])
-            if txn_id is not None
-            else None
-        )
+        self.defaults, self.owned = producer_settings(spec, target, txn_id)
+        self._borrow()
         self.partitioner = load_partitioner(spec.partitioner) if spec.partitioner else None
         self.partition_counts: dict[str, int] = {}
         self.first_topic: str | None = None
+
+    def _borrow(self, fresh: bool = False) -> None:
+        self.lent = borrow_producer(self.spec.kafka, self.defaults, fresh=fresh, **self.owned)
+        self.lent.relay.target = self._on_delivery
+        self.client = self.lent.client
+        # Authentication, TLS and fatal errors reach only the error callback; without it they are timeouts.
+        self.errors = self.lent.errors
+        self.transaction = (
+            TaskTransaction(self.lent, self.spec, self.txn_id, self.write_id, self.owned["transaction.timeout.ms"])
+            if self.txn_id is not None
+            else None
+        )
 
     # -- lifecycle ----------------------------------------------------------------------------------
 
     def begin(self) -> str | None:
         """Exactly-once: the fingerprint of the rows an earlier attempt committed this write with, if one did
         (then nothing is to be sent); None otherwise."""
-        return self.transaction.begin() if self.transaction is not None else None
+        if self.transaction is None:
+            return None
+        try:
+            return self.transaction.begin()
+        except StaleProducer:  # fenced while pooled; nothing was sent: go on with a new producer
+            self.transaction.release(clean=True)
+            give_back(self.lent, self.spec.kafka, clean=False)
+            self._borrow(fresh=True)
+            return self.transaction.begin()
 
     def finish(self, fingerprint: Fingerprint | None = None) -> None:
         """Everything acknowledged (and, with exactly-once, committed with the rows' fingerprint) or an error."""
@@ -88,10 +104,17 @@ class Sender:
 
     def fail(self) -> None:
         """The task failed: send nothing more (Spark runs it again whole)."""
-        if self.transaction is not None:
+        if self.transaction is not None and self.transaction.started is not None:
             self.transaction.abort()
         else:
             self.client.purge()
+
+    def release(self, clean: bool) -> None:
+        """Give the producer back to the pool: kept for the next task only when `clean` (this task ended without
+        error, every record acknowledged and its transaction, if any, committed)."""
+        if self.transaction is not None:
+            self.transaction.release(clean)
+        give_back(self.lent, self.spec.kafka, clean and self.failure is None)
 
     # -- records --------------------------------------------------------------------------------------
 

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterator
+from functools import partial
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import pyarrow as pa
@@ -19,6 +22,7 @@ from pyspark.sql.types import StructType
 from ..errors import OptionError
 from ..formats import ChangelogCodec
 from ..kafka import describe_write_target
+from ..options.common import canonical_options, parse_topic_selection
 from ..options.layout import check_codecs
 from .overwrite import tombstone_missing_keys
 from .producer import fence, fence_scope
@@ -32,9 +36,16 @@ log = logging.getLogger("upsert_kafka")
 _LOCAL_PROPERTIES = ("streaming.sql.batchId", "sql.streaming.queryId")
 
 
-def plan_write(options: dict, schema: StructType, overwrite: bool, query_id: str | None = None) -> WritePlan:
+def plan_write(
+    options: dict, schema: StructType, overwrite: bool, query_id: str | None = None, streaming: bool = False
+) -> WritePlan:
     """Parse the options and ask the brokers, once on the driver before any task starts. `query_id`: the
-    streaming query's, when the driver can tell it (write.transactions names its transactional ids)."""
+    streaming query's, when the driver can tell it (write.transactions names its transactional ids).
+
+    streaming: Spark plans a stream write again for every micro-batch, in a driver-side Python worker it keeps
+    for the query. There the brokers' answers are reused for a while, and a query's transactional ids are
+    fenced once, when this process first plans it: fencing them at every micro-batch would fence the
+    producers the tasks keep in their workers' pools (each task's own producer fences its id anyway)."""
     spec = parse_write_spec(options, schema)
     if overwrite and spec.topics.pattern is not None:
         raise OptionError(
@@ -51,13 +62,41 @@ def plan_write(options: dict, schema: StructType, overwrite: bool, query_id: str
     check_codecs(spec.layout, writing=True)  # before any task; may ask the schema registry
     # 0: no transactions; None: exactly-once with the default transaction timeout.
     timeout = spec.transaction_timeout_ms if spec.guarantee == EXACTLY_ONCE else 0
-    target = describe_write_target(spec.kafka, spec.topics.names, spec.topics.pattern, timeout)
+    describe = partial(describe_write_target, spec.kafka, spec.topics.names, spec.topics.pattern, timeout)
+    target = _TARGETS.get((spec.kafka, spec.topics, timeout), describe) if streaming else describe()
     plan = WritePlan(spec, target, uuid.uuid4().hex, collect_keys=overwrite)
     if spec.guarantee == EXACTLY_ONCE and (spec.write_id is not None or query_id is not None):
         # A rerun of a named write or a restarted query: abort at once what a crashed run left open.
         properties = {"sql.streaming.queryId": query_id, "streaming.sql.batchId": "0"}
-        fence_scope(spec, target, identify(spec, properties, plan.fresh_id).scope)
+        scope = identify(spec, properties, plan.fresh_id).scope
+        if not streaming or (spec.transactional_id_prefix, scope) not in _FENCED:
+            fence_scope(spec, target, scope)
+            if streaming:
+                _FENCED.add((spec.transactional_id_prefix, scope))
     return plan
+
+
+class _Recent:
+    """Answers kept for `ttl_s` (this process only)."""
+
+    def __init__(self, ttl_s: float) -> None:
+        self.ttl_s = ttl_s
+        self._kept: dict[Hashable, tuple[float, Any]] = {}
+
+    def get(self, key: Hashable, make: Callable[[], Any]) -> Any:
+        now = time.monotonic()
+        found = self._kept.get(key)
+        if found is None or now - found[0] > self.ttl_s:
+            found = (now, make())
+            self._kept = {k: v for k, v in self._kept.items() if now - v[0] <= self.ttl_s}
+            self._kept[key] = found
+        return found[1]
+
+
+# A stream write's target (topics, limits) is asked again after a minute; `_FENCED`: the (prefix, scope) of
+# streaming queries this process has fenced.
+_TARGETS = _Recent(60.0)
+_FENCED: set[tuple[str | None, str]] = set()
 
 
 def checkpointed_query_id(options: dict) -> str | None:
@@ -120,14 +159,29 @@ class UpsertKafkaWriter(DataSourceArrowWriter):
 
 
 class UpsertKafkaStreamWriter(DataSourceStreamArrowWriter):
-    def __init__(self, plan: WritePlan) -> None:
-        self.plan = plan
+    """Spark makes one per micro-batch on the driver, in two processes: one is pickled into the batch's tasks
+    (the write is planned then), the other commits or aborts the batch (planned only to abort)."""
+
+    def __init__(self, options: dict, schema: StructType) -> None:
+        self._options, self._schema = options, schema
+        self._plan: WritePlan | None = None
+        self.topics = parse_topic_selection(canonical_options(options))
+
+    @property
+    def plan(self) -> WritePlan:
+        if self._plan is None:
+            query_id = checkpointed_query_id(self._options)
+            self._plan = plan_write(self._options, self._schema, overwrite=False, query_id=query_id, streaming=True)
+        return self._plan
+
+    def __getstate__(self) -> dict:  # tasks get the plan
+        return {"_options": None, "_schema": None, "_plan": self.plan, "topics": self.topics}
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriteResult:
         return _write_task(self.plan, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        log.info("upsert-kafka: batch %d wrote %s to %s", batchId, _summary(messages), self.plan.spec.topics.describe())
+        log.info("upsert-kafka: batch %d wrote %s to %s", batchId, _summary(messages), self.topics.describe())
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         _abort(self.plan, messages)

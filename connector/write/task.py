@@ -78,19 +78,23 @@ class RecordWriter:
         self.key_topics: list[pa.Array] = []
 
     def write(self, batches: Iterator[pa.RecordBatch]) -> WriteResult:
-        first = next(batches, None)
-        if first is None:  # no producer, no transaction for an empty task
-            return self._result()
-        batches = itertools.chain([first], batches)
+        # The producer first: a new one connects (and gets its producer id) while the first rows are read.
         sender = Sender(self.spec, self.plan.target, self.txn_id, self.identity.write_id)
         timer = None
+        clean = False  # the producer goes back to the worker's pool only after a task without error
         try:
+            first = next(batches, None)
+            if first is None:  # no transaction for an empty task
+                clean = True
+                return self._result()
+            batches = itertools.chain([first], batches)
             committed = sender.begin()
             if committed is not None:  # exactly-once: an earlier attempt committed this write
                 for batch in batches:  # its rows are read to check they are the ones committed
                     self._pending(batch)
                 self._check_input_complete()
                 self._check_same_rows(committed)
+                clean = True
                 return self._result(replayed=True)
             if self.spec.buffer is not None:
                 timer = FlushTimer(self.spec.buffer.interval_s, self.lock, lambda: self._flush_buffer(sender, timer))
@@ -105,11 +109,14 @@ class RecordWriter:
                 timer.check()
                 self._flush_buffer(sender, timer)
             sender.finish(self.fingerprint)
+            clean = True
         except BaseException:
             if timer is not None:
                 timer.stop()
             sender.fail()  # a failed task sends nothing more; Spark runs it again whole
             raise
+        finally:
+            sender.release(clean)
         return self._result()
 
     def _check_input_complete(self) -> None:

@@ -36,8 +36,9 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from ..kafka import group_consumer
-from ..kafka_errors import ClientErrors, call, is_transient
+from ..kafka import borrow_group_consumer, give_back
+from ..kafka_errors import ClientErrors, call, is_transient, within
+from ..pool import Pooled
 from .spec import WriteSpec
 
 log = logging.getLogger("upsert_kafka")
@@ -93,72 +94,97 @@ def rows_of(fingerprint: str) -> str:
     return fingerprint.split(":", 1)[0]
 
 
+class StaleProducer(Exception):
+    """A pooled transactional producer that another producer of its id has fenced since its last use."""
+
+
 class TaskTransaction:
-    """The transaction of one task on `client`, a producer configured with its transactional id."""
+    """The transaction of one task on `producer`, lent from the pool with its transactional id (pool.py).
+
+    A producer new to the pool starts with `init_transactions`, which fences earlier producers of the id and
+    aborts what they left open (its pool entry remembers it). A pooled one ended its last transaction cleanly,
+    but another producer of the id (the task run in another worker meanwhile) may have fenced it since. So
+    before any record is sent, it commits the current marker again inside its new transaction, a request the
+    brokers refuse from a fenced producer: refused, begin() raises StaleProducer, and the task goes on with a
+    new producer."""
 
     def __init__(
-        self,
-        client: Any,
-        errors: ClientErrors,
-        spec: WriteSpec,
-        transactional_id: str,
-        write_id: str,
-        transaction_timeout_ms: int,
+        self, producer: Pooled, spec: WriteSpec, transactional_id: str, write_id: str, transaction_timeout_ms: int
     ) -> None:
-        self.client, self.errors, self.spec, self.id, self.write_id = client, errors, spec, transactional_id, write_id
+        self.client, self.errors, self.memo = producer.client, producer.errors, producer.memo
+        self.spec, self.id, self.write_id = spec, transactional_id, write_id
         self.timeout_s = spec.kafka.timeout_s
         self.transaction_timeout_ms = transaction_timeout_ms
         self.started: float | None = None
         # The marker group's consumer reports its own errors (an ACL on the group): served by polling it, which
         # consumes nothing (it has no assignment).
-        self.group_errors = ClientErrors()
-        self.group_errors.serve = self._serve_group
-        self._group = group_consumer(spec.kafka, transactional_id, self.group_errors)
+        self._group = borrow_group_consumer(spec.kafka, transactional_id)
+        self._group.errors.serve = self._serve_group
 
     def begin(self) -> str | None:
         """Fence earlier attempts. When one of them committed this write already, return the fingerprint it
         committed (and open no transaction); else open the transaction and return None."""
-        self._call("start a transaction", self.client.init_transactions)
-        committed = self._committed()
+        initialized = self.memo.get("transactions")  # by an earlier borrower, whose transaction committed
+        if not initialized:
+            self._call("start a transaction", self.client.init_transactions)
+            self.memo["transactions"] = True
+        marks = self._marks()
+        committed = self._committed(marks)
         if committed is not None:
             log.info("upsert-kafka: %s already committed write '%s'", self.id, self.write_id)
-            self._group.close()
             return committed
         self.client.begin_transaction()
         self.started = time.monotonic()
+        if initialized:
+            self._check_not_fenced(marks)
         return None
 
-    def _committed(self) -> str | None:
+    def _marks(self) -> list[TopicPartition]:
+        """This id's markers: its group's committed offsets on partition 0 of every topic the write accepts."""
         # Read committed (KIP-447 require_stable): an offset of a transaction still completing is waited for.
         listed = self._call("read metadata", lambda timeout: self.client.list_topics(timeout=timeout)).topics
         topics = [t for t in listed if self.spec.topics.accepts(t)]
         if not topics:
-            return None
+            return []
         partitions = [TopicPartition(t, 0) for t in sorted(topics)]
-        marks = self._call(
+        return self._call(
             "read the exactly-once markers",
-            lambda timeout: self._group.committed(partitions, timeout=timeout),
-            self.group_errors,
+            lambda timeout: self._group.client.committed(partitions, timeout=timeout),
+            self._group.errors,
         )
+
+    def _committed(self, marks: list[TopicPartition]) -> str | None:
         for mark in marks:
             write_id, _, fingerprint = (mark.metadata or "").rpartition("|")
             if write_id == self.write_id:
                 return fingerprint
         return None
 
+    def _check_not_fenced(self, marks: list[TopicPartition]) -> None:
+        """Send a marker as it is now (unchanged if the transaction commits without records; undone by an
+        abort): the brokers check the producer's epoch. Any error: StaleProducer, nothing was sent yet."""
+        if not marks:
+            raise StaleProducer(self.id)  # no topic to carry the check: a new producer fences instead
+        mark = next((m for m in marks if m.offset >= 0), marks[0])
+        again = TopicPartition(mark.topic, 0, max(0, mark.offset), metadata=mark.metadata or "")
+        try:
+            group = self._group.client.consumer_group_metadata()
+            within(self.timeout_s, lambda: self.client.send_offsets_to_transaction([again], group, self.timeout_s))
+        except KafkaException as e:
+            log.info("upsert-kafka: the pooled producer of %s is not reused: %s", self.id, e.args[0].str())
+            raise StaleProducer(self.id) from None
+
     def commit(self, marker_topic: str | None, fingerprint: Fingerprint) -> None:
         """Commit the records and, with them, the marker (on partition 0 of a topic the task wrote)."""
-        try:
-            if marker_topic is not None:
-                marker = TopicPartition(marker_topic, 0, 0, metadata=f"{self.write_id}|{fingerprint}")
-                group = self._group.consumer_group_metadata()
-                self._call(
-                    "commit the exactly-once marker",
-                    lambda timeout: self.client.send_offsets_to_transaction([marker], group, timeout),
-                )
-            self._call("commit the transaction", self.client.commit_transaction)
-        finally:
-            self._group.close()
+        if marker_topic is not None:
+            marker = TopicPartition(marker_topic, 0, 0, metadata=f"{self.write_id}|{fingerprint}")
+            group = self._group.client.consumer_group_metadata()
+
+            def send_marker(timeout: float) -> None:
+                within(timeout, lambda: self.client.send_offsets_to_transaction([marker], group, timeout))
+
+            self._call("commit the exactly-once marker", send_marker)
+        self._call("commit the transaction", self.client.commit_transaction)
 
     def abort(self) -> None:
         """Best effort: an abandoned transaction is aborted anyway by the next attempt or by its timeout."""
@@ -166,13 +192,15 @@ class TaskTransaction:
             self.client.abort_transaction(self.timeout_s)
         except KafkaException as e:
             log.warning("upsert-kafka: could not abort the transaction of %s: %s", self.id, e.args[0].str())
-        finally:
-            self._group.close()
+
+    def release(self, clean: bool) -> None:
+        """Give the marker consumer back (kept only after a task without error)."""
+        give_back(self._group, self.spec.kafka, clean)
 
     def _serve_group(self, timeout: float) -> None:
-        message = self._group.poll(timeout)
+        message = self._group.client.poll(timeout)
         if message is not None and message.error() is not None:
-            self.group_errors(message.error())
+            self._group.errors(message.error())
 
     def _call(self, what: str, attempt: Any, errors: ClientErrors | None = None) -> Any:
         """`attempt(timeout_s)` under the retry policy. A transaction step may be retried after a retriable

@@ -3,6 +3,7 @@ functions raising librdkafka's own error objects; the broker-backed proofs are i
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -13,7 +14,7 @@ from pyspark_upsert_kafka.errors import (
     KafkaClientError,
     KafkaUnavailableError,
 )
-from pyspark_upsert_kafka.kafka_errors import ClientErrors, call, is_transient
+from pyspark_upsert_kafka.kafka_errors import ClientErrors, call, is_transient, within
 from pyspark_upsert_kafka.options.common import KafkaSpec, canonical_options, parse_kafka_spec
 
 FAST = KafkaSpec("b1:9092", timeout_s=1.0, retries=3, retry_interval_s=0.01)
@@ -141,3 +142,22 @@ def test_spark_spellings_set_the_retry_policy():
         )
     )
     assert (spec.retries, spec.retry_interval_s, spec.patience_s) == (5, 0.25, 11.25)
+
+
+def test_a_librdkafka_call_that_ignores_its_timeout_is_given_up_as_a_timeout(monkeypatch):
+    # librdkafka 5456: send_offsets_to_transaction may block past its timeout; the caller must not wait with it.
+    monkeypatch.setattr("pyspark_upsert_kafka.kafka_errors._OVERRUN_S", 0.1)
+    release = threading.Event()
+    started = time.monotonic()
+    with pytest.raises(KafkaException) as raised:
+        within(0.2, lambda: release.wait(60))
+    release.set()
+    assert raised.value.args[0].code() == KafkaError._TIMED_OUT
+    assert time.monotonic() - started < 5
+
+
+def test_a_bounded_call_returns_its_value_and_raises_its_own_error():
+    assert within(5, lambda: 42) == 42
+    with pytest.raises(KafkaException) as raised:
+        within(5, lambda: (_ for _ in ()).throw(KafkaException(KafkaError(KafkaError.PRODUCER_FENCED))))
+    assert raised.value.args[0].code() == KafkaError.PRODUCER_FENCED

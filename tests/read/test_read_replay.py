@@ -14,7 +14,7 @@ from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 from pyspark_upsert_kafka.read import offsets
-from pyspark_upsert_kafka.read.offsets import PartitionRange
+from pyspark_upsert_kafka.read.offsets import PartitionRange, RangeGroup
 
 from tests.support.read_helpers import (
     as_checkpointed,
@@ -42,6 +42,8 @@ def _plan_batch(reader) -> tuple[dict, dict, list]:
         ({"scan.split.max-records": "7"}, {"scan.split.max-records": "20"}, 1),
         ({}, {"minPartitions": "5"}, 5),
         ({"minPartitions": "3", "scan.split.max-records": "9"}, {}, 1),
+        ({}, {"scan.coalesce.max-records": "0"}, 1),  # both ranges in one task by default, then a task each
+        ({"scan.coalesce.max-records": "0"}, {"scan.coalesce.max-records": "100"}, 1),
     ],
 )
 def test_a_replayed_range_plans_the_same_partitions_after_the_split_options_changed(
@@ -51,7 +53,7 @@ def test_a_replayed_range_plans_the_same_partitions_after_the_split_options_chan
     send(bootstrap, topic, [rec(i, partition=0) for i in range(30)] + [rec(100 + i, partition=1) for i in range(10)])
     first = stream_reader(spark, options(topic, before))
     start, end, planned = _plan_batch(first)
-    assert all(isinstance(r, PartitionRange) for r in planned)
+    assert all(isinstance(r, PartitionRange | RangeGroup) for r in planned)
     assert sum(r.size for r in planned) == 40
 
     send(bootstrap, topic, [rec(200 + i, partition=0) for i in range(10)])  # the topic moved on meanwhile
