@@ -73,6 +73,9 @@ _COORDINATOR_NOT_READY = (
     KafkaError.NOT_COORDINATOR,
     KafkaError.COORDINATOR_NOT_AVAILABLE,
     KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    # A read_committed look-up waits for a transaction still committing offsets to the group (KIP-447), which
+    # on a loaded machine can outlast one request: asked again within the caller's deadline.
+    KafkaError._TIMED_OUT,
 )
 
 
