@@ -191,6 +191,7 @@ def _sql(t: pa.Decimal128Type) -> str:
 
 # Seconds, then a fraction of more than 6 digits that are not all zeros past the sixth.
 NANOS = re.compile(r":[0-5]\d[.,]\d{6}0*[1-9]")
+_SIGNED_OR_LONG_YEAR = re.compile(r"[+-]|\d{5}")
 
 
 def _iso_datetime(text: str, parse: Callable[[str], Any]) -> Any:
@@ -205,7 +206,7 @@ def _iso_datetime(text: str, parse: Callable[[str], Any]) -> Any:
     try:
         return parse(text)
     except ValueError:
-        if text[:1] in "+-" or text[4:5].isdigit():
+        if _SIGNED_OR_LONG_YEAR.match(text):
             raise ValueError(f"{text!r} has a year outside 0001 to 9999, which the json format reads") from None
         raise
 
