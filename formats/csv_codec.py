@@ -4,10 +4,13 @@ Both directions are column-wise in Arrow: a batch's records are parsed together 
 (joined by newlines; a batch that Arrow refuses is parsed record by record to name the bad ones), and
 written by turning each column into text with Arrow kernels and joining the columns per row.
 
-Text forms: numbers as Arrow prints them (NaN, Infinity), decimals plain, DATE `2024-05-06`, TIMESTAMP
-`2024-05-06 07:08:09.120000Z`, TIMESTAMP_NTZ the same without `Z`, BINARY base64. An ARRAY or STRUCT of
-non-nested types is its elements joined by `array-element-delimiter` (Flink's way); a MAP or anything
-nested deeper is its JSON text. A null field is empty (or `null-literal`); an empty string is `""`.
+Text forms: numbers as Flink's csv format (Jackson) writes them (`1.0E7`, NaN, Infinity; decimals without
+trailing zeros, `1.5`, `1E+2`, or plain with `write-bigdecimal-in-scientific-notation=false`), DATE
+`2024-05-06`, TIMESTAMP `2024-05-06 07:08:09.120000Z`, TIMESTAMP_NTZ the same without `Z`, BINARY base64.
+An ARRAY or STRUCT of non-nested types is its elements joined by `array-element-delimiter` (Flink's way); a
+MAP or anything nested deeper is its JSON text. A null field is empty (or `null-literal`); an empty string
+is `""`. A value that would not read back as written (an element holding the delimiter, an empty string that
+only quotes tell from null, years outside 0001 to 9999) fails the write, naming the column and what to change.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ from .codec import (
     empty_batch,
     option_flag,
 )
-from .csv_text import ColumnReader, column_reader, column_text, native_csv_type
+from .csv_text import ColumnReader, TextForm, column_reader, column_text, native_csv_type
+from .json_values import datetime_out_of_range, has_datetime, outside_datetime_range
 
 
 class CsvCodec(Codec):
@@ -49,6 +53,7 @@ class CsvCodec(Codec):
             "array-element-delimiter",
             "escape-character",
             "null-literal",
+            "write-bigdecimal-in-scientific-notation",
         }
     )
     # A MAP is a field of JSON text, whose object keys are strings.
@@ -72,6 +77,12 @@ class CsvCodec(Codec):
         if not self.element_delimiter:
             raise FormatOptionError(f"option '{prefix}array-element-delimiter' must not be empty")
         self.null_literal = options.get("null-literal")
+        if self.null_literal is not None and self.escape is not None and self.escape in self.null_literal:
+            raise FormatOptionError(  # the reader takes the escape away before it compares with the literal
+                f"option '{prefix}null-literal' must not hold the '{prefix}escape-character' '{self.escape}'"
+            )
+        self.decimal_plain = not option_flag(options, "write-bigdecimal-in-scientific-notation", prefix, True)
+        self.prefix = prefix
         specials = [c for c in (self.delimiter, self.quote, self.escape) if c is not None]
         if len(set(specials)) != len(specials):
             raise FormatOptionError(
@@ -224,7 +235,9 @@ class CsvEncoder(Encoder):
     def __init__(self, schema: pa.Schema, codec: CsvCodec) -> None:
         self.schema = schema
         self.codec = codec
-        self.null_text = codec.null_literal if codec.null_literal is not None else ""
+        self.form = TextForm(codec.element_delimiter, codec.null_literal, codec.decimal_plain, codec.prefix)
+        self.null_text = self.form.null_text
+        self.datetimes = [i for i, f in enumerate(schema) if has_datetime(f.type)]
         specials = [codec.delimiter, "\r", "\n"] + [c for c in (codec.quote, codec.escape) if c]
         alternatives = [re.escape(c) for c in specials]
         if codec.quote is not None:
@@ -237,19 +250,38 @@ class CsvEncoder(Encoder):
     def encode(self, batch: pa.RecordBatch) -> list[bytes]:
         if batch.num_columns == 0:
             return [b""] * batch.num_rows
-        texts = [
-            self._quoted(column_text(column, self.codec.element_delimiter, self.null_text)) for column in batch.columns
-        ]
+        for i in self.datetimes:  # Python's datetime, which reads them, holds the years 0001 to 9999 only
+            found = datetime_out_of_range(batch.column(i))
+            if found:
+                raise outside_datetime_range(self.schema.names[i], found, "csv")
+        texts = []
+        for name, column in zip(self.schema.names, batch.columns):
+            try:
+                texts.append(self._quoted(column, column_text(column, self.form)))
+            except ValueError as e:
+                raise ValueError(f"column '{name}': {e}") from None
         rows = pc.binary_join_element_wise(
             *texts, self.codec.delimiter, null_handling="replace", null_replacement=self.null_text
         )
         return rows.cast(pa.binary()).to_pylist()
 
-    def _quoted(self, text: pa.Array) -> pa.Array:
+    def _quoted(self, column: pa.Array, text: pa.Array) -> pa.Array:
+        codec = self.codec
+        if codec.quote is None:
+            # Unquoted, a value written as the null text (an empty string or ARRAY, or the null literal) is null.
+            as_null = pc.fill_null(pc.equal(text, self.null_text), False)
+            if pc.any(as_null).as_py():
+                value = column[pc.index(as_null, True).as_py()].as_py()
+                quote = f"drop '{codec.prefix}disable-quote-character'"
+                literal = "(e.g. \\N)" if codec.null_literal is None else "to text the column does not hold"
+                fix = quote if value == [None] else f"set '{codec.prefix}null-literal' {literal}, or {quote}"
+                raise ValueError(
+                    f"the value {value!r} is written as {self.null_text!r}, which reads back as null without a quote "
+                    f"character: {fix}"
+                )
         needs = pc.fill_null(pc.match_substring_regex(text, self._needs_quoting), False)
         if not pc.any(needs).as_py():
             return text
-        codec = self.codec
         if codec.quote is None and codec.escape is None:
             row = pc.index(needs, True).as_py()
             raise ValueError(

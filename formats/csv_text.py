@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from .codec import CodecContext
-from .java_numbers import float_texts
+from .java_numbers import decimal_texts, float_texts
 from .json_codec import JsonCodec
 from .json_values import RECORD_ERRORS, arrow_to_json, json_loads_for, json_reason, json_to_arrow, json_values
 
@@ -46,8 +47,23 @@ def native_csv_type(t: pa.DataType) -> pa.DataType:
 # Writing
 
 
-def column_text(column: pa.Array, delimiter: str, null_text: str) -> pa.Array:
-    """The column as text (nulls stay null)."""
+@dataclass(frozen=True)
+class TextForm:
+    """How the csv encoder writes values as text, from the codec's options."""
+
+    delimiter: str  # array-element-delimiter
+    null_literal: str | None
+    decimal_plain: bool  # not write-bigdecimal-in-scientific-notation
+    prefix: str  # of the option names in errors: 'value.csv.'
+
+    @property
+    def null_text(self) -> str:
+        return self.null_literal if self.null_literal is not None else ""
+
+
+def column_text(column: pa.Array, form: TextForm, element: bool = False) -> pa.Array:
+    """The column as text (nulls stay null). An ARRAY or STRUCT of flat values that would not read back as
+    written raises ValueError, saying which option to change. `element`: the values are elements of such."""
     t = column.type
     if pa.types.is_string(t):
         return column
@@ -55,18 +71,130 @@ def column_text(column: pa.Array, delimiter: str, null_text: str) -> pa.Array:
         return pa.array([None if v is None else base64.b64encode(v).decode() for v in column.to_pylist()], pa.string())
     if pa.types.is_floating(t):  # as Flink's csv format (Jackson) writes them: 1.0, 1.0E7, NaN, Infinity
         return float_texts(column, quote_non_finite=False)
+    if pa.types.is_decimal(t):  # Jackson's CsvGenerator writes an array element with toString, whatever the option
+        return decimal_texts(column, plain=form.decimal_plain and not element)
     if _flat(t):
         return pc.cast(column, pa.string())
     if pa.types.is_list(t) and _delimited(t):
-        values = pc.fill_null(column_text(column.values, delimiter, null_text), null_text)
-        lists = pa.ListArray.from_arrays(column.offsets, values, mask=column.is_null())
-        return pc.binary_join(lists, delimiter)
+        offsets, values = _own_elements(column)
+        raw = column_text(values, form, element=True)
+        elements = pa.ListArray.from_arrays(offsets, raw, mask=column.is_null())
+        filled = pa.ListArray.from_arrays(offsets, pc.fill_null(raw, form.null_text), mask=column.is_null())
+        joined = pc.binary_join(filled, form.delimiter)
+        _check_list(column, elements, filled, joined, form)
+        return joined
     if _delimited(t):
-        fields = [pc.fill_null(column_text(f, delimiter, null_text), null_text) for f in column.flatten()]
-        joined = pc.binary_join_element_wise(*fields, delimiter)
-        return pc.if_else(column.is_valid(), joined, pa.scalar(None, pa.string()))
+        raw = [column_text(f, form, element=True) for f in column.flatten()]
+        filled = [pc.fill_null(f, form.null_text) for f in raw]
+        joined = pc.if_else(
+            column.is_valid(), pc.binary_join_element_wise(*filled, form.delimiter), pa.scalar(None, pa.string())
+        )
+        _check_struct(column, raw, filled, joined, form)
+        return joined
     values = json_values(column, arrow_to_json(t, _JSON_DEFAULTS))
     return pa.array([None if v is None else orjson.dumps(v).decode() for v in values], pa.string())
+
+
+def _own_elements(column: pa.ListArray) -> tuple[pa.Array, pa.Array]:
+    """The offsets from 0 and the elements of a list column's own rows: a slice of a batch (the write task
+    encodes row by row to name a bad row) has offsets into all the batch's elements, and Arrow builds no list
+    with a null mask from offsets that are a slice."""
+    offsets = column.offsets
+    start = offsets[0].as_py() if len(offsets) else 0
+    end = offsets[-1].as_py() if len(offsets) else 0
+    return pc.subtract(offsets, pa.scalar(start, offsets.type)), column.values.slice(start, end - start)
+
+
+# Flink's csv format (Jackson) joins the elements of an ARRAY or STRUCT with the array-element-delimiter and
+# splits the field on it when reading, escaping nothing; an element equal to the null text reads as null, and an
+# empty field as an empty ARRAY. A value whose elements would read back otherwise is refused.
+
+
+def _check_list(
+    column: pa.Array, elements: pa.ListArray, filled: pa.ListArray, joined: pa.Array, form: TextForm
+) -> None:
+    counts = pc.list_value_length(filled)
+    # One element written as nothing: an empty field, which reads back as an empty ARRAY.
+    lost = pc.fill_null(pc.and_(pc.equal(joined, ""), pc.equal(counts, 1)), False)
+    if pc.any(lost).as_py():
+        value = _value(column, pc.index(lost, True).as_py())
+        fix = (
+            f"set '{form.prefix}null-literal' so that a null element is written"
+            if value == [None]
+            else "Flink's csv format has no text for an ARRAY of one empty string"
+        )
+        raise ValueError(f"the ARRAY {_show(value)} is written as an empty field, which reads back as []: {fix}")
+    values, rows = _elements(elements)
+    _check_nulls(column, values, rows, form)
+    # Split back as the reader splits: the same elements, or the delimiter is ambiguous for this value.
+    nonempty = pc.fill_null(pc.not_equal(joined, ""), False)
+    split = pc.split_pattern(joined, form.delimiter)
+    differs = pc.fill_null(pc.and_(nonempty, pc.not_equal(pc.list_value_length(split), counts)), False)
+    if pc.any(differs).as_py():
+        _refuse_split(column, pc.index(differs, True).as_py(), "ARRAY", form)
+    ours, ours_rows = _elements(filled.filter(nonempty))
+    wrong = pc.fill_null(pc.not_equal(ours, split.filter(nonempty).flatten()), False)
+    if pc.any(wrong).as_py():
+        compared = pc.indices_nonzero(nonempty)
+        _refuse_split(column, compared[ours_rows[pc.index(wrong, True).as_py()].as_py()].as_py(), "ARRAY", form)
+
+
+def _elements(lists: pa.ListArray) -> tuple[pa.Array, pa.Array]:
+    """The elements of the non-null lists, and the index of the list each comes from (a null list may
+    still span elements, which flatten skips and list_parent_indices counts: leave null lists out first)."""
+    valid = lists.is_valid()
+    compact = lists.filter(valid)
+    return compact.flatten(), pc.take(pc.indices_nonzero(valid), pc.list_parent_indices(compact))
+
+
+def _check_struct(
+    column: pa.Array, raw: list[pa.Array], filled: list[pa.Array], joined: pa.Array, form: TextForm
+) -> None:
+    for field in raw:
+        _check_nulls(column, field, None, form)
+    split = pc.split_pattern(joined, form.delimiter)
+    differs = pc.not_equal(pc.list_value_length(split), len(filled))
+    if not pc.any(pc.fill_null(differs, False)).as_py():
+        for i, f in enumerate(filled):
+            differs = pc.or_(differs, pc.not_equal(pc.list_element(split, i), f))
+    differs = pc.fill_null(differs, False)
+    if pc.any(differs).as_py():
+        _refuse_split(column, pc.index(differs, True).as_py(), "STRUCT", form)
+
+
+def _check_nulls(column: pa.Array, values: pa.Array, rows: pa.Array | None, form: TextForm) -> None:
+    """An element (not null) written as the null text reads back as null. `rows`: the row of each value."""
+    same = pc.fill_null(pc.equal(values, form.null_text), False)
+    if not pc.any(same).as_py():
+        return
+    at = pc.index(same, True).as_py()
+    value = _value(column, at if rows is None else rows[at].as_py())
+    if form.null_literal is None:
+        raise ValueError(
+            f"the value {_show(value)} has an empty string element, which reads back as null: set "
+            f"'{form.prefix}null-literal' (e.g. \\N) so that empty and null elements differ"
+        )
+    raise ValueError(
+        f"the value {_show(value)} has an element equal to the null literal {form.null_literal!r}, which reads "
+        f"back as null: set '{form.prefix}null-literal' to text no element holds"
+    )
+
+
+def _refuse_split(column: pa.Array, row: int, kind: str, form: TextForm) -> None:
+    raise ValueError(
+        f"the {kind} {_show(_value(column, row))} cannot be written: an element holds the array-element-delimiter "
+        f"{form.delimiter!r} (or, next to it, part of it), so it would read back as other elements; set "
+        f"'{form.prefix}array-element-delimiter' to text no element holds"
+    )
+
+
+def _value(column: pa.Array, row: int) -> object:
+    return column[row].as_py()
+
+
+def _show(value: object, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 # ---------------------------------------------------------------------------------------------

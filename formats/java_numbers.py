@@ -5,7 +5,8 @@ back to the same value (of at least two digits when one digit is not the closest
 up to 10^7 with at least one fraction digit (`1.0`, `0.001`, `-0.0`), else `d.dddE<n>` (`1.0E7`, `1.5E-4`).
 NaN and the infinities are `NaN`, `Infinity`, `-Infinity` (quoted in JSON). A DECIMAL goes through Jackson's
 node factory, which strips trailing zeros, then `BigDecimal.toString` (`1.5`, `1E+2`, `2.7E-8`) or, with
-Flink's `encode.decimal-as-plain-number`, `toPlainString` (`100`, `0.000000027`).
+Flink's `encode.decimal-as-plain-number` (json) / `write-bigdecimal-in-scientific-notation=false` (csv),
+`toPlainString` (`100`, `0.000000027`).
 
 `float_texts` does a whole column with Arrow kernels: Arrow's own float-to-string cast already gives the
 shortest digits; only their layout is Java's. `float_text` is the same for one value (exact arithmetic,
@@ -161,6 +162,21 @@ def _rounding_interval(x: float, single: bool) -> tuple[tuple[Decimal, bool], tu
 
 # Wide enough for the exact decimal expansion of any double (at most 767 significant digits).
 _EXACT = Context(prec=1600)
+
+
+def decimal_texts(column: pa.Array, plain: bool) -> pa.Array:
+    """Every value of a decimal column as decimal_text writes it (a string column, nulls kept), with Arrow
+    kernels: Arrow's text has all `scale` fraction digits, so stripping trailing zeros is a text edit; only the
+    values whose BigDecimal.toString has an exponent (`1E+2`, `1.2E-7`) go through decimal_text."""
+    # Arrow writes BigDecimal.toString of the unstripped value: plain, with all `scale` fraction digits, unless
+    # below 10^-6 (`1.200E-7`, `0E-10`); those few go through decimal_text.
+    text = pc.cast(column, pa.string())
+    exponent = pc.fill_null(pc.match_substring(text, "E"), False)
+    if column.type.scale > 0:  # the zeros stripped are fraction digits (and the point): every plain value has one
+        text = pc.if_else(exponent, text, pc.replace_substring_regex(text, r"\.?0+$", ""))
+    if not plain:  # toString of the stripped value has an exponent for an integer with trailing zeros too (1E+2)
+        exponent = pc.or_(exponent, pc.match_substring_regex(text, r"^-?[1-9]\d*0$"))
+    return _where(text, exponent, lambda t: pa.array([decimal_text(Decimal(v), plain) for v in t.to_pylist()]))
 
 
 def decimal_text(value: Decimal, plain: bool) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Callable
 from datetime import date, datetime, timezone
 from decimal import Context, Decimal, InvalidOperation
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .codec import FormatOptionError, batch_from_records
 from .java_numbers import decimal_text, float_texts
@@ -87,7 +89,7 @@ def json_to_arrow(t: pa.DataType) -> Convert:
     if pa.types.is_binary(t):
         return lambda v: base64.b64decode(_expect(str)(v), validate=True)
     if pa.types.is_date(t):
-        return lambda v: date.fromisoformat(_expect(str)(v))
+        return _parse_date
     if pa.types.is_timestamp(t):
         return _parse_timestamp_ltz if t.tz else _parse_timestamp_ntz
     if pa.types.is_list(t):
@@ -187,11 +189,37 @@ def _sql(t: pa.Decimal128Type) -> str:
     return f"DECIMAL({t.precision},{t.scale})"
 
 
+# Seconds, then a fraction of more than 6 digits that are not all zeros past the sixth.
+NANOS = re.compile(r":[0-5]\d[.,]\d{6}0*[1-9]")
+_SIGNED_OR_LONG_YEAR = re.compile(r"[+-]|\d{5}")
+
+
+def _iso_datetime(text: str, parse: Callable[[str], Any]) -> Any:
+    """fromisoformat, which drops fraction digits past microseconds without a word, made exact: such a
+    value is the record's error, as is a year outside 0001 to 9999 (Python's datetime)."""
+    if NANOS.search(text):
+        raise ValueError(
+            f"{text!r} has more fraction digits than microseconds, all a Spark TIMESTAMP holds, and the json format "
+            "drops no digit: declare the column STRING to keep the text (Spark's to_timestamp or CAST then keeps "
+            "the first 6 digits)"
+        )
+    try:
+        return parse(text)
+    except ValueError:
+        if _SIGNED_OR_LONG_YEAR.match(text):
+            raise ValueError(f"{text!r} has a year outside 0001 to 9999, which the json format reads") from None
+        raise
+
+
+def _parse_date(v: Any) -> date:
+    return _iso_datetime(_expect(str)(v), date.fromisoformat)
+
+
 def _parse_timestamp_ntz(v: Any) -> datetime:
     text = _expect(str)(v)
     if text.endswith(("Z", "z")):
         text = text[:-1]
-    parsed = datetime.fromisoformat(text)
+    parsed = _iso_datetime(text, datetime.fromisoformat)
     return (
         parsed.replace(tzinfo=None) if parsed.tzinfo is None else parsed.astimezone(timezone.utc).replace(tzinfo=None)
     )
@@ -201,8 +229,84 @@ def _parse_timestamp_ltz(v: Any) -> datetime:
     text = _expect(str)(v)
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"
-    parsed = datetime.fromisoformat(text)
+    parsed = _iso_datetime(text, datetime.fromisoformat)
     return parsed.replace(tzinfo=timezone.utc) if parsed.tzinfo is None else parsed
+
+
+# The dates and timestamps Python's datetime holds, which the json and csv formats read and write with: the
+# years 0001 to 9999 (Spark's documented range; Spark itself holds dates to the year 5881580).
+_FIRST_DAY, _LAST_DAY = -719162, 2932896  # 0001-01-01 and 9999-12-31, in days from 1970-01-01
+_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+
+
+def datetime_out_of_range(array: pa.Array) -> str | None:
+    """The first DATE / TIMESTAMP in `array` (at any depth, within its slice) outside the years 0001 to 9999,
+    as Spark prints it ('DATE +10000-01-01'); None when all are inside."""
+    t = array.type
+    if not has_datetime(t):
+        return None
+    if pa.types.is_date32(t) or pa.types.is_timestamp(t):
+        per_second = 0 if pa.types.is_date32(t) else _PER_SECOND[t.unit]
+        per_day = per_second * 86_400 or 1
+        raw = pc.cast(array, pa.int32() if pa.types.is_date32(t) else pa.int64())
+        low, high = pc.min_max(raw).values()
+        if not low.is_valid or (low.as_py() >= _FIRST_DAY * per_day and high.as_py() < (_LAST_DAY + 1) * per_day):
+            return None
+        outside = pc.or_(pc.less(raw, _FIRST_DAY * per_day), pc.greater_equal(raw, (_LAST_DAY + 1) * per_day))
+        value = raw[pc.index(outside, True).as_py()].as_py()
+        if pa.types.is_date32(t):
+            return f"DATE {_spark_date(value)}"
+        days, within = divmod(value, per_day)
+        return f"TIMESTAMP {_spark_date(days)} {_spark_time(within * 1_000_000 // per_second)}"
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return datetime_out_of_range(array.flatten())
+    if pa.types.is_map(t):
+        start = array.offsets[0].as_py()
+        size = array.offsets[-1].as_py() - start
+        return datetime_out_of_range(array.keys.slice(start, size)) or datetime_out_of_range(
+            array.items.slice(start, size)
+        )
+    if pa.types.is_struct(t):
+        return next((found for child in array.flatten() if (found := datetime_out_of_range(child))), None)
+    return None
+
+
+def has_datetime(t: pa.DataType) -> bool:
+    if pa.types.is_date32(t) or pa.types.is_timestamp(t):
+        return True
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return has_datetime(t.value_type)
+    if pa.types.is_map(t):
+        return has_datetime(t.key_type) or has_datetime(t.item_type)
+    return pa.types.is_struct(t) and any(has_datetime(f.type) for f in t)
+
+
+def _spark_date(days: int) -> str:
+    """A day as Spark (Java's ISO_LOCAL_DATE) prints it, for any year: `+10000-01-01`, `-0001-12-31`."""
+    # Days to the proleptic Gregorian calendar (H. Hinnant's civil_from_days), exact for any integer.
+    z = days + 719468
+    era, doe = divmod(z, 146097)
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    day, month = doy - (153 * mp + 2) // 5 + 1, mp + 3 if mp < 10 else mp - 9
+    year = yoe + era * 400 + (month <= 2)
+    sign = "+" if year > 9999 else "-" if year < 0 else ""
+    return f"{sign}{abs(year):04d}-{month:02d}-{day:02d}"
+
+
+def _spark_time(micros: int) -> str:
+    seconds, fraction = divmod(micros, 1_000_000)
+    text = f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+    return text + f".{fraction:06d}".rstrip("0") if fraction else text
+
+
+def outside_datetime_range(name: str, found: str, fmt: str) -> ValueError:
+    """The write error for a value datetime_out_of_range found in column `name`."""
+    return ValueError(
+        f"column '{name}': the {found} is outside the years 0001 to 9999 that the {fmt} format writes and reads "
+        "(Spark's documented range); filter such rows out or correct the value before writing"
+    )
 
 
 def json_values(column: pa.Array, convert: Convert | None) -> list[Any]:

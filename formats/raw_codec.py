@@ -148,7 +148,19 @@ class RawEncoder(Encoder):
             return self._fixed(column)
         if pa.types.is_binary(t) or self.codec.utf8:
             return column.cast(pa.binary()).to_pylist()
-        return [v.encode(self.codec.charset) for v in column.to_pylist()]
+        charset = self.codec.charset
+        try:
+            return [v.encode(charset) for v in column.to_pylist()]
+        except UnicodeError as e:  # some codecs (idna) raise the base class, without a position
+            what = (
+                f"the character {e.object[e.start]!r} (U+{ord(e.object[e.start]):04X}) of the value {_shown(e.object)}"
+                if isinstance(e, UnicodeEncodeError)
+                else f"a value ({e})"
+            )
+            raise ValueError(
+                f"column '{self.field.name}': charset '{charset}' cannot encode {what}; set "
+                f"'{self.codec.context.role}.raw.charset' to one that holds every character written, e.g. UTF-8"
+            ) from None
 
     def _fixed(self, column: pa.Array) -> list[bytes]:
         width, code = _FIXED[column.type]
@@ -157,6 +169,10 @@ class RawEncoder(Encoder):
         if self.codec.swap and width > 1:
             data = _byteswapped(data, code)
         return [data[i : i + width] for i in range(0, len(data), width)]
+
+
+def _shown(text: str, limit: int = 40) -> str:
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
 
 
 def _byteswapped(data: bytes, code: str) -> bytes:

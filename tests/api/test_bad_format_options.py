@@ -31,6 +31,7 @@ FORMAT_BAD: dict[str, dict[str, list[tuple[str, str]]]] = {
         "ignore-parse-errors": [("word", "maybe")],
         "array-element-delimiter": [("empty", "")],
         "escape-character": [("two-characters", "ab"), ("same-as-quote", '"')],
+        "write-bigdecimal-in-scientific-notation": [("word", "maybe")],
     },
     "raw": {
         "charset": [("unknown", "klingon"), ("not-text", "base64"), ("empty", "")],

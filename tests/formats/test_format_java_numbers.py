@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
-from pyspark_upsert_kafka.formats.java_numbers import decimal_text, float_text, float_texts
+from pyspark_upsert_kafka.formats.java_numbers import decimal_text, decimal_texts, float_text, float_texts
 
 FLOAT_MIN = struct.unpack("<f", struct.pack("<I", 1))[0]
 FLOAT_MAX = struct.unpack("<f", struct.pack("<I", 0x7F7FFFFF))[0]
@@ -107,3 +107,23 @@ def test_a_double_is_written_with_the_fewest_digits_that_read_back_to_it(value):
 def test_decimals_are_written_as_flinks_json_format_writes_them(value, scientific, plain):
     assert decimal_text(value, plain=False) == scientific
     assert decimal_text(value, plain=True) == (plain or scientific)
+
+
+@given(
+    st.sampled_from([(10, 4), (20, 10), (38, 0), (5, 5)]).flatmap(
+        lambda ps: st.tuples(
+            st.just(ps),
+            st.lists(
+                st.none() | st.decimals(-(10 ** (ps[0] - ps[1])) + 1, 10 ** (ps[0] - ps[1]) - 1, places=ps[1]),
+                max_size=8,
+            ),
+        )
+    ),
+    st.booleans(),
+)
+@example(((20, 10), [Decimal("1E-10"), Decimal("0E-10"), Decimal("1200"), Decimal("-0.0000001")]), False)
+def test_a_decimal_column_is_written_as_decimal_text_writes_each_value(column, plain):
+    (precision, scale), values = column
+    array = pa.array(values, pa.decimal128(precision, scale))
+    expected = [None if v is None else decimal_text(v, plain) for v in array.to_pylist()]
+    assert decimal_texts(array, plain).to_pylist() == expected

@@ -121,9 +121,9 @@ def test_avro_confluent_round_trip_through_a_real_registry_keeps_every_row(regis
 
 
 # -- csv ---------------------------------------------------------------------------------------
-# CSV has no type for a nested value, so a few shapes are ambiguous by design (README, csv format): an
-# ARRAY of exactly one null or of one empty string, a STRUCT of one field that is null, and text holding
-# the array-element-delimiter inside a delimited ARRAY / STRUCT. The strategy leaves those out.
+# CSV has no type for a nested value, so the csv format refuses to write a few shapes it could not read back
+# (README, csv format; tests/formats/test_format_exactness.py): an ARRAY of exactly one empty string, and text
+# holding the array-element-delimiter inside a delimited ARRAY / STRUCT. The strategy leaves those out.
 
 CSV_NULL = "\\N"
 

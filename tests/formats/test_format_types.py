@@ -96,3 +96,43 @@ def test_raw_value_of_each_type_is_written_in_javas_binary_form_and_read_back(
 
     assert [v for _, _, _, v in consume_all(bootstrap, topic)] == [big_endian]
     assert read(spark, opts, schema) == [(1, value)]
+
+
+def test_csv_write_of_an_array_element_holding_the_delimiter_fails_naming_column_and_option(spark, new_topic, options):
+    """Flink's csv format splits an ARRAY field on the array-element-delimiter and escapes nothing: ['a;b']
+    would read back as ['a', 'b']. The write fails instead, before any record of the task is sent."""
+    opts = options(new_topic(), {"value.format": "csv"})
+    schema = "id INT, tags ARRAY<STRING>"
+
+    with pytest.raises(Exception) as error:
+        write(spark, opts, [(1, ["ok"]), (2, ["a;b"])], schema)
+
+    message = str(error.value)
+    assert "column 'tags'" in message and "'value.csv.array-element-delimiter'" in message
+    assert read(spark, opts, schema) == []
+
+
+def test_csv_decimals_are_written_as_flink_writes_them_and_read_back_exactly(spark, new_topic, options, bootstrap):
+    topic = new_topic()
+    opts = options(topic, {"value.format": "csv", "value.fields-include": "EXCEPT_KEY"})
+    schema = "id INT, d DECIMAL(10,4)"
+    rows = [(1, Decimal("1.5000")), (2, Decimal("100.0000")), (3, Decimal("0.0000")), (4, Decimal("-0.0010"))]
+
+    write(spark, opts, rows, schema)
+
+    assert [v for _, _, _, v in consume_all(bootstrap, topic)] == [b"1.5", b"1E+2", b"0", b"-0.001"]
+    assert read(spark, opts, schema) == rows
+
+
+def test_raw_write_of_a_string_its_charset_cannot_encode_fails_naming_row_column_and_option(spark, new_topic, options):
+    opts = options(
+        new_topic(), {"value.format": "raw", "value.fields-include": "EXCEPT_KEY", "value.raw.charset": "ISO-8859-1"}
+    )
+    schema = "id INT, v STRING"
+
+    with pytest.raises(Exception) as error:
+        write(spark, opts, [(1, "zürich"), (2, "東京")], schema)
+
+    message = str(error.value)
+    assert "row with key {'id': 2}" in message and "column 'v'" in message
+    assert "charset 'ISO-8859-1' cannot encode the character '東'" in message and "'value.raw.charset'" in message

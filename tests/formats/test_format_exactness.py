@@ -1,0 +1,294 @@
+"""Every value a format writes reads back exactly, or the write fails naming the column and what to change;
+every value a format reads is exact, or the record fails naming the field. At the codec, no Kafka: csv
+arrays and structs, csv decimals as Flink writes them, raw charsets, years beyond 9999, JSON nanoseconds."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pyspark_upsert_kafka.formats import CodecContext, make_codec
+
+VALUE = CodecContext(role="value", topics=("t",))
+
+
+def codec(fmt: str, **options: str):
+    return make_codec(fmt, "value.format", options, VALUE)
+
+
+def one_column(t: pa.DataType, values: list, name: str = "c") -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays([pa.array(values, t)], schema=pa.schema([pa.field(name, t)]))
+
+
+def encode(fmt: str, batch: pa.RecordBatch, **options: str) -> list[bytes]:
+    return codec(fmt, **options).encoder(batch.schema).encode(batch)
+
+
+def decode(fmt: str, payloads: list[bytes], schema: pa.Schema, **options: str):
+    return codec(fmt, **options).decoder(schema).decode(payloads)
+
+
+def round_trip(fmt: str, batch: pa.RecordBatch, **options: str) -> list:
+    decoded = decode(fmt, encode(fmt, batch, **options), batch.schema, **options)
+    assert decoded.failures == ()
+    return decoded.batch.column(0).to_pylist()
+
+
+STRINGS = pa.list_(pa.string())
+PAIR = pa.struct([("a", pa.string()), ("b", pa.string())])
+NO_QUOTES = {"disable-quote-character": "true", "escape-character": "\\"}
+
+# -- csv: ARRAY and STRUCT elements --------------------------------------------------------------------
+# Flink's csv format (Jackson) joins elements with the array-element-delimiter and splits on it when reading,
+# escaping nothing: an element that holds the delimiter, or that reads back as something else, cannot be
+# written.
+
+
+@pytest.mark.parametrize(
+    ("t", "value", "options"),
+    [
+        (STRINGS, ["a;b"], {}),
+        (STRINGS, ["x", "a;b", "y"], {"null-literal": "\\N"}),
+        (PAIR, {"a": "a;b", "b": "c"}, {}),
+        (STRINGS, ["a|", "b"], {"array-element-delimiter": "||"}),  # 'a|' + '||' + 'b' splits as 'a', '|b'
+    ],
+)
+def test_csv_element_holding_the_array_element_delimiter_fails_the_write_naming_column_and_option(t, value, options):
+    with pytest.raises(ValueError) as error:
+        encode(
+            "csv", one_column(t, [["ok"] if t == STRINGS else {"a": "ok", "b": "ok"}, value], name="tags"), **options
+        )
+    assert "column 'tags'" in str(error.value)
+    assert "'value.csv.array-element-delimiter'" in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("value", "options", "option"),
+    [
+        ([""], {"null-literal": "\\N"}, None),  # one empty element: an empty field, which reads as []
+        ([None], {}, "null-literal"),  # one null element without a null literal: the same
+        (["a", ""], {}, "null-literal"),  # an empty element without a null literal reads as null
+        (["a", "\\N"], {"null-literal": "\\N"}, "null-literal"),  # an element equal to the null literal too
+    ],
+)
+def test_csv_array_element_that_would_read_back_as_another_value_fails_the_write(value, options, option):
+    with pytest.raises(ValueError) as error:
+        encode("csv", one_column(STRINGS, [value], name="tags"), **options)
+    assert "column 'tags'" in str(error.value)
+    if option:
+        assert f"'value.csv.{option}'" in str(error.value)
+
+
+def test_csv_struct_field_that_would_read_back_as_null_fails_the_write():
+    with pytest.raises(ValueError, match=r"column 'c'.*'value\.csv\.null-literal'"):
+        encode("csv", one_column(PAIR, [{"a": "", "b": "x"}]))
+    assert round_trip("csv", one_column(PAIR, [{"a": "", "b": "x"}]), **{"null-literal": "\\N"}) == [
+        {"a": "", "b": "x"}
+    ]
+
+
+@pytest.mark.parametrize(("t", "value"), [(pa.string(), ""), (STRINGS, []), (STRINGS, [None]), (pa.string(), "NULL")])
+def test_csv_without_quotes_a_value_written_as_the_null_text_fails_the_write(t, value):
+    options = dict(NO_QUOTES, **({"null-literal": "NULL"} if value in ("NULL", [None]) else {}))
+    option = "disable-quote-character" if value == [None] else "null-literal"
+    with pytest.raises(ValueError, match=f"column 'c'.*'value.csv.{option}'"):
+        encode("csv", one_column(t, [value]), **options)
+
+
+def test_csv_null_literal_holding_the_escape_character_is_rejected():
+    """The reader takes the escape character away before it compares a field with the null literal."""
+    with pytest.raises(ValueError, match=r"'value\.csv\.null-literal'.*'value\.csv\.escape-character'"):
+        codec("csv", **{"null-literal": "\\N", **NO_QUOTES})
+
+
+def test_csv_arrays_and_structs_that_can_be_told_apart_round_trip_exactly():
+    arrays = [["a", None, "b c"], [None, None], [], None, ["", "x"], [None]]
+    assert round_trip("csv", one_column(STRINGS, arrays), **{"null-literal": "\\N"}) == arrays
+    assert round_trip("csv", one_column(STRINGS, arrays[:-1]), **{"null-literal": "NULL", **NO_QUOTES}) == arrays[:-1]
+    assert round_trip("csv", one_column(STRINGS, [["a,b", 'q"'], ["x"]])) == [["a,b", 'q"'], ["x"]]
+
+
+SPECIAL_TEXT = st.text(alphabet=st.sampled_from(["a", ";", "|", ",", '"', "\\", "N", " "]), max_size=4)
+CSV_TYPES = st.sampled_from([STRINGS, PAIR, pa.list_(pa.int32()), pa.string()])
+CSV_OPTIONS = st.sampled_from(
+    [{}, {"null-literal": "\\N"}, {"array-element-delimiter": "||"}, dict(NO_QUOTES, **{"null-literal": "N"})]
+)
+
+
+@st.composite
+def csv_columns(draw) -> pa.RecordBatch:
+    t = draw(CSV_TYPES)
+    if t == STRINGS:
+        value = st.lists(st.none() | SPECIAL_TEXT, max_size=3)
+    elif t == PAIR:
+        value = st.fixed_dictionaries({"a": st.none() | SPECIAL_TEXT, "b": st.none() | SPECIAL_TEXT})
+    elif t == pa.string():
+        value = SPECIAL_TEXT
+    else:
+        value = st.lists(st.none() | st.integers(-5, 5), max_size=3)
+    return one_column(t, draw(st.lists(st.none() | value, min_size=1, max_size=4)))
+
+
+@settings(max_examples=300)
+@given(csv_columns(), CSV_OPTIONS)
+def test_csv_write_either_reads_back_exactly_or_fails(batch, options):
+    try:
+        payloads = encode("csv", batch, **options)
+    except ValueError as e:
+        assert "column 'c'" in str(e)
+        return
+    decoded = decode("csv", payloads, batch.schema, **options)
+    assert decoded.failures == ()
+    assert decoded.batch.to_pylist() == batch.to_pylist()
+
+
+# -- csv: DECIMAL as Flink writes it -------------------------------------------------------------------
+# Flink's csv format puts a DECIMAL through Jackson's node factory, which strips trailing zeros (zero is `0`),
+# then writes BigDecimal.toString, or toPlainString with write-bigdecimal-in-scientific-notation=false; an
+# element of an ARRAY is always toString (Jackson's CsvGenerator).
+
+DEC = pa.decimal128(20, 10)
+DECIMALS = [
+    "1.5000000000",
+    "100.0000000000",
+    "0E-10",
+    "-123.4500000000",
+    "0.0000001200",
+    "12.0000000000",
+    "1200",
+    "1E-10",
+]
+
+
+def test_csv_decimals_are_written_as_flinks_csv_format_writes_them_and_read_back_exactly():
+    batch = one_column(DEC, [Decimal(d) for d in DECIMALS])
+    assert encode("csv", batch) == [b"1.5", b"1E+2", b"0", b"-123.45", b"1.2E-7", b"12", b"1.2E+3", b"1E-10"]
+    plain = {"write-bigdecimal-in-scientific-notation": "false"}
+    assert encode("csv", batch, **plain) == [
+        b"1.5",
+        b"100",
+        b"0",
+        b"-123.45",
+        b"0.00000012",
+        b"12",
+        b"1200",
+        b"0.0000000001",
+    ]
+    for options in ({}, plain):
+        assert round_trip("csv", batch, **options) == [Decimal(d) for d in DECIMALS]
+
+
+def test_csv_decimal_array_elements_are_written_with_to_string_in_either_setting():
+    batch = one_column(pa.list_(DEC), [[Decimal("100.0000000000"), Decimal("1.5000000000"), None]])
+    for options in (
+        {"null-literal": "\\N"},
+        {"null-literal": "\\N", "write-bigdecimal-in-scientific-notation": "false"},
+    ):
+        assert encode("csv", batch, **options) == [b"1E+2;1.5;\\N"]
+        assert round_trip("csv", batch, **options) == batch.column(0).to_pylist()
+
+
+def test_csv_decimal_with_more_fraction_digits_than_its_column_is_a_bad_record():
+    decoded = decode("csv", [b"1.23456", b"1.5"], pa.schema([("c", pa.decimal128(10, 4))]))
+    assert [i for i, _ in decoded.failures] == [0]
+    assert decoded.batch.column(0).to_pylist() == [Decimal("1.5000")]
+
+
+# -- raw: a charset that cannot encode the text -----------------------------------------------------------
+
+
+def test_raw_string_the_charset_cannot_encode_fails_naming_column_charset_and_option():
+    batch = one_column(pa.string(), ["plain", "日本"], name="name")
+    with pytest.raises(ValueError) as error:
+        encode("raw", batch, charset="ISO-8859-1")
+    assert not isinstance(error.value, UnicodeError)  # the codec's own message, not Python's
+    message = str(error.value)
+    assert "column 'name'" in message and "ISO-8859-1" in message and "'value.raw.charset'" in message
+    assert "'日'" in message
+
+
+# -- dates and timestamps beyond the years 0001 to 9999 ----------------------------------------------------
+# Spark holds dates up to the year 5881580 and timestamps up to 294247; Python's datetime, which the json and csv
+# formats read with, holds 0001 to 9999. Such a value fails the write naming the column and the value as Spark
+# prints it, and a record holding one fails to decode.
+
+YEAR_10000 = 2932897  # days from 1970-01-01 to 10000-01-01
+MICROS_PER_DAY = 86_400_000_000
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+@pytest.mark.parametrize(
+    ("t", "value", "shown"),
+    [
+        (pa.date32(), YEAR_10000, "+10000-01-01"),
+        (pa.date32(), -719163, "0000-12-31"),  # the day before 0001-01-01
+        (pa.timestamp("us", tz="UTC"), YEAR_10000 * MICROS_PER_DAY + 1, "+10000-01-01 00:00:00.000001"),
+        (pa.timestamp("us"), 2**63 - 1, "+294247-01-10 04:00:54.775807"),
+        (pa.list_(pa.date32()), [0, YEAR_10000], "+10000-01-01"),
+        (pa.map_(pa.string(), pa.date32()), [("k", YEAR_10000)], "+10000-01-01"),
+        (pa.struct([("at", pa.timestamp("us"))]), {"at": -(2**63)}, "-290308-12-21 19:59:05.224192"),
+    ],
+)
+def test_date_or_timestamp_outside_years_1_to_9999_fails_the_write_naming_column_and_value(fmt, t, value, shown):
+    batch = one_column(t, [None, value], name="at")
+    with pytest.raises(ValueError) as error:
+        encode(fmt, batch, **({"null-literal": "\\N"} if fmt == "csv" else {}))
+    assert "column 'at'" in str(error.value) and shown in str(error.value)
+    assert "0001" in str(error.value) and "9999" in str(error.value)
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_each_row_of_a_batch_encodes_alone_as_in_the_batch(fmt):
+    """The write task encodes row by row to name a bad row: a slice encodes to its rows' bytes, and does not
+    fail for its neighbours."""
+    batch = one_column(pa.list_(pa.string()), [["x", "y"], None, ["a"], []])
+    whole = encode(fmt, batch)
+    assert [encode(fmt, batch.slice(i, 1))[0] for i in range(batch.num_rows)] == whole
+    dates = one_column(pa.list_(pa.date32()), [[0], [YEAR_10000]])
+    assert len(encode(fmt, dates.slice(0, 1))) == 1
+
+
+@pytest.mark.parametrize(
+    ("fmt", "payload"),
+    [("json", b'{"c":"+10000-01-01 00:00:00"}'), ("csv", b"+10000-01-01 00:00:00")],
+)
+def test_a_record_with_a_year_beyond_9999_is_the_records_error(fmt, payload):
+    decoded = decode(fmt, [payload], pa.schema([("c", pa.timestamp("us"))]))
+    assert decoded.batch.num_rows == 0 and len(decoded.failures) == 1
+
+
+# -- json: timestamps with more than microseconds ----------------------------------------------------------
+# Spark's own from_json and CAST keep the first 6 fraction digits and drop the rest without a word; a Spark
+# TIMESTAMP cannot hold the nanoseconds, so the record fails naming the field instead.
+
+NANOS = '"2024-01-01 10:00:00.123456789"'
+TS_SCHEMAS = {
+    "flat": (pa.schema([("at", pa.timestamp("us"))]), '{{"at":{}}}'),
+    "zoned": (pa.schema([("at", pa.timestamp("us", tz="UTC"))]), '{{"at":{}}}'),
+    "nested": (pa.schema([("at", pa.list_(pa.timestamp("us")))]), '{{"at":[{}]}}'),
+}
+
+
+@pytest.mark.parametrize("shape", list(TS_SCHEMAS))
+@pytest.mark.parametrize("per_record", [False, True], ids=["bulk", "per-record"])
+def test_json_timestamp_with_nanoseconds_fails_the_record_naming_the_field(shape, per_record):
+    schema, template = TS_SCHEMAS[shape]
+    good = template.format('"2024-01-01 10:00:00.123456"').encode()
+    bad = template.format(NANOS).encode()
+    options = {"fail-on-missing-field": "true"} if per_record else {}  # that option takes the per-record path
+    decoded = decode("json", [good, bad, good], schema, **options)
+    assert [i for i, _ in decoded.failures] == [1]
+    reason = decoded.failures[0][1]
+    assert "field 'at'" in reason and "123456789" in reason and "microseconds" in reason
+    assert decoded.batch.num_rows == 2
+
+
+def test_json_timestamp_with_zeros_past_microseconds_reads_exactly():
+    schema = pa.schema([("at", pa.timestamp("us"))])
+    decoded = decode("json", [b'{"at":"2024-01-01T10:00:00.123456000"}'], schema)
+    assert decoded.failures == ()
+    assert decoded.batch.column(0).to_pylist() == [dt.datetime(2024, 1, 1, 10, 0, 0, 123456)]
