@@ -2,9 +2,9 @@
 
 The schema is derived from the table's columns (record name `record-name`, default `record`) or given
 with option `schema`; records are read with that schema as the writer's and resolved to the table's
-columns. Decoding reads the batch's records one after the other from one buffer into dicts with fastavro,
-then converts them to Arrow in one call; encoding goes the other way (Arrow rows -> dicts -> fastavro into
-one buffer).
+columns. Decoding reads a chunk's records column-wise into Arrow when the schemas allow it
+(formats/avro_vector.py), else one after the other from one buffer into dicts with fastavro, converted to
+Arrow in one call; encoding goes the other way (Arrow rows -> dicts -> fastavro into one buffer).
 """
 
 from __future__ import annotations
@@ -14,10 +14,12 @@ import json
 import struct
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 import pyarrow as pa
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 
 from .avro_schema import AVRO_TYPES, AvroType, arrow_schema, avro_schema, reader_schema
+from .avro_vector import Layout, VectorReader
 from .codec import (
     Codec,
     CodecContext,
@@ -71,13 +73,35 @@ def load_schema_option(text: str | None, option: str) -> AvroType | None:
 
 
 class AvroBodyReader:
-    """Reads Avro bodies written with `writer` into dicts of the table's columns (schema resolution)."""
+    """Reads Avro bodies written with `writer` into the table's columns (schema resolution)."""
 
     def __init__(self, writer: AvroType, schema: pa.Schema) -> None:
+        self.schema = schema
         self.writer = parse_schema(writer)
-        reader = parse_schema(reader_schema(avro_schema(schema), writer))
+        adopted = reader_schema(avro_schema(schema), writer)
+        reader = parse_schema(adopted)
         # fastavro resolves even equal schemas, slower than reading with the writer's alone.
         self.reader = None if reader == self.writer else reader
+        self.vector = VectorReader.build(writer, adopted, schema)
+
+    def decode(
+        self, payloads: Sequence[bytes], layout: Layout, rows: np.ndarray | None, start: int
+    ) -> tuple[pa.RecordBatch, dict[int, str]]:
+        """The bodies (from byte `start`) of the payloads at `rows` (None: all) as a batch of those that
+        decoded, in order, and the reasons of those that did not, by index into `payloads`. Column-wise
+        when the chunk allows it; else record by record with fastavro, which names each failing record."""
+        if self.vector is not None:
+            batch = self.vector.read(layout, rows, start)
+            if batch is not None:
+                return batch, {}
+        part = payloads if rows is None else [payloads[i] for i in rows]
+        records: list[dict | None] = [None] * len(part)
+        failures: dict[int, str] = {}
+        self.read_all(part, start, records, failures)
+        decoded = records_to_batch(records, failures, self.schema)
+        if rows is None:
+            return decoded.batch, dict(decoded.failures)
+        return decoded.batch, {int(rows[j]): reason for j, reason in decoded.failures}
 
     def read_all(self, payloads: Sequence[bytes], start: int, records: list, failures: dict[int, str]) -> None:
         """Read the body of every payload (from byte `start`) into records[i], or its reason into failures[i].
@@ -117,10 +141,8 @@ class AvroDecoder(Decoder):
         self.body = body
 
     def decode(self, payloads: Sequence[bytes]) -> Decoded:
-        records: list[dict | None] = [None] * len(payloads)
-        failures: dict[int, str] = {}
-        self.body.read_all(payloads, 0, records, failures)
-        return records_to_batch(records, failures, self.schema)
+        batch, failures = self.body.decode(payloads, Layout.of(payloads), None, 0)
+        return Decoded(batch, tuple(sorted(failures.items())))
 
 
 def records_to_batch(records: list[dict | None], failures: dict[int, str], schema: pa.Schema) -> Decoded:

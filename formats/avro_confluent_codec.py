@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 import pyarrow as pa
 
-from .avro_codec import AvroBodyReader, AvroEncoder, load_schema_option, records_to_batch
+from .avro_codec import AvroBodyReader, AvroEncoder, load_schema_option
 from .avro_schema import AVRO_TYPES, arrow_schema, avro_schema
+from .avro_vector import Layout
 from .codec import (
     Codec,
     CodecContext,
@@ -23,6 +25,7 @@ from .codec import (
     Decoder,
     Encoder,
     FormatOptionError,
+    empty_batch,
     option_choice,
     option_flag,
 )
@@ -37,6 +40,7 @@ from .schema_registry import (
 
 MAGIC = 0
 HEADER = 5
+NOT_FRAMED = "not in the Confluent wire format (magic byte 0 and a 4-byte schema id before the Avro body)"
 # Flink's name for a schema derived from a table, so both write compatible versions of one subject.
 FLINK_NAMESPACE = "org.apache.flink.avro.generated"
 
@@ -205,34 +209,31 @@ class ConfluentDecoder(Decoder):
         self.readers: dict[int, AvroBodyReader | str] = {}
 
     def decode(self, payloads: Sequence[bytes]) -> Decoded:
-        records: list[dict | None] = [None] * len(payloads)
-        failures: dict[int, str] = {}
-        by_id: dict[int, list[int]] = {}
-        for i, payload in enumerate(payloads):
-            if len(payload) < HEADER or payload[0] != MAGIC:
-                failures[i] = (
-                    "not in the Confluent wire format (magic byte 0 and a 4-byte schema id before the Avro body)"
-                )
-            else:
-                by_id.setdefault(int.from_bytes(payload[1:HEADER], "big"), []).append(i)
-        for schema_id, indices in by_id.items():  # usually one id per batch
+        layout = Layout.of(payloads)
+        data, begins = layout.data, layout.begins
+        framed = (layout.ends - begins >= HEADER) & (data[begins] == MAGIC)
+        failures = dict.fromkeys(np.flatnonzero(~framed).tolist(), NOT_FRAMED)
+        ids = np.zeros(len(payloads), dtype=np.int64)
+        for k in range(1, HEADER):  # the big-endian schema id after the magic byte (the buffer is padded)
+            ids = (ids << 8) | data[begins + k]
+        parts: list[tuple[np.ndarray | None, pa.RecordBatch]] = []
+        if not failures and len(payloads) and (ids == ids[0]).all():
+            groups: list[tuple[int, np.ndarray | None]] = [(int(ids[0]), None)]  # the usual: one id, all rows
+        else:
+            groups = [(int(i), np.flatnonzero(framed & (ids == i))) for i in np.unique(ids[framed])]
+        for schema_id, rows in groups:
             reader = self.readers.get(schema_id)
             if reader is None:
                 reader = self.readers[schema_id] = self._reader(schema_id)
             if isinstance(reader, str):
-                failures.update(dict.fromkeys(indices, reader))
+                failures.update(dict.fromkeys(rows.tolist() if rows is not None else range(len(payloads)), reader))
                 continue
-            if len(indices) == len(payloads):
-                reader.read_all(payloads, HEADER, records, failures)
-                continue
-            part: list[dict | None] = [None] * len(indices)
-            part_failures: dict[int, str] = {}
-            reader.read_all([payloads[i] for i in indices], HEADER, part, part_failures)
-            for j, i in enumerate(indices):
-                records[i] = part[j]
-                if j in part_failures:
-                    failures[i] = part_failures[j]
-        return records_to_batch(records, failures, self.schema)
+            batch, failed = reader.decode(payloads, layout, rows, HEADER)
+            failures.update(failed)
+            if rows is not None and failed:
+                rows = rows[~np.isin(rows, list(failed))]
+            parts.append((rows, batch))
+        return Decoded(_in_order(parts, self.schema), tuple(sorted(failures.items())))
 
     def _reader(self, schema_id: int) -> AvroBodyReader | str:
         """The reader of records written with this schema id, or the reason none can be read. A registry that
@@ -245,3 +246,17 @@ class ConfluentDecoder(Decoder):
             raise
         except Exception as e:  # fastavro's schema errors are of several types
             return f"the record's writer schema (id {schema_id}) cannot be read into the table's columns: {e}"
+
+
+def _in_order(parts: list[tuple[np.ndarray | None, pa.RecordBatch]], schema: pa.Schema) -> pa.RecordBatch:
+    """The batches decoded per schema id as one, its rows in the payloads' order (`rows`: the payload index of
+    each batch row; None: the batch is every payload, in order)."""
+    if len(parts) == 1 and parts[0][0] is None:
+        return parts[0][1]
+    if not parts:
+        return empty_batch(schema)
+    if len(parts) == 1:
+        return parts[0][1]  # one id's rows, already in order
+    order = np.argsort(np.concatenate([rows for rows, _ in parts]), kind="stable")
+    table = pa.Table.from_batches([batch for _, batch in parts], schema=schema).take(order)
+    return table.combine_chunks().to_batches()[0] if table.num_rows else empty_batch(schema)
