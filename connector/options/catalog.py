@@ -111,6 +111,21 @@ COMMON_OPTIONS: tuple[OptionDoc, ...] = (
         "The pause between two retries of a request that met a transient error (a bare number is milliseconds).",
         ("fetchOffset.retryIntervalMs",),
     ),
+    *(
+        OptionDoc(
+            f"{role}.avro-confluent.{name}",
+            default,
+            BOTH,
+            f"With `{role}.format` = `avro-confluent`: {meaning} `{role}.avro-confluent.schema-registry.{name}` is "
+            "Flink's older spelling (its 1.13 release notes; Flink keeps it as a fallback key).",
+            (f"{role}.avro-confluent.schema-registry.{name}",),
+        )
+        for role in ("key", "value")
+        for name, default, meaning in (
+            ("url", "required", "the schema registry's address (the other `avro-confluent` options: see Formats)."),
+            ("subject", "`<topic>-" + role + "`", "the subject the schema is registered under."),
+        )
+    ),
     OptionDoc(
         "properties.*",
         None,
@@ -267,6 +282,14 @@ WRITE_OPTIONS: tuple[OptionDoc, ...] = (
         "Exactly-once (required): the prefix of each task's transactional id, "
         "`<prefix>-<query, write id or job>-<partition>`, so two queries may share a prefix (e.g. one ACL) without "
         "fencing each other; the marker consumer groups are named like the transactional ids.",
+    ),
+    OptionDoc(
+        "sink.parallelism",
+        None,
+        WRITE,
+        "Refused: a Spark write runs one task per DataFrame partition and a Python data source cannot ask for "
+        "another distribution. `df.repartition(N, *key columns)` before the write does the same, with every key in "
+        "one task.",
     ),
     OptionDoc(
         "sink.write-id",

@@ -23,6 +23,7 @@ from ..options.common import (
     parse_kafka_spec,
     parse_topic_selection,
 )
+from ..options.flink_only import SINK_PARALLELISM, sink_parallelism_message
 from ..options.layout import Layout, parse_layout
 from .partitioners import parse_partitioner
 
@@ -58,6 +59,8 @@ def parse_write_spec(raw: Mapping[str, str], schema: StructType) -> WriteSpec:
     topics = parse_topic_selection(options)
     names, pattern = topics.names, topics.pattern
     layout = parse_layout(options, schema, names)
+    if SINK_PARALLELISM in options:
+        raise OptionError(sink_parallelism_message(options[SINK_PARALLELISM], layout.key_fields))
     guarantee = _parse_guarantee(options)
     prefix = options.get("sink.transactional-id-prefix", "").strip() or None
     if guarantee == EXACTLY_ONCE and prefix is None:
