@@ -292,6 +292,49 @@ WRITE_OPTIONS: tuple[OptionDoc, ...] = (
         "one task.",
     ),
     OptionDoc(
+        "sink.table-id.column",
+        None,
+        WRITE,
+        "The multi-table write (Flink CDC's Kafka pipeline sink): the STRING column naming each row's table "
+        "(`db.table`, or `namespace.schema.table`); each table is keyed and enveloped on its own (see Writing several "
+        "tables at once). `value.format` `debezium-json` (default here) or `canal-json`, `key.format` `json` or `csv`.",
+    ),
+    OptionDoc(
+        "sink.table-id.key-fields",
+        None,
+        WRITE,
+        "Multi-table write (required): each table's primary key, `table:col,col;table:col` "
+        "(e.g. `shop.orders:order_id;shop.lines:order_id,line_no`).",
+    ),
+    OptionDoc(
+        "sink.table-id.fields",
+        None,
+        WRITE,
+        "Multi-table write (required): each table's columns, its key included, as for the key fields; the value "
+        "envelope holds these.",
+    ),
+    OptionDoc(
+        "sink.tableId-to-topic.mapping",
+        "the table id",
+        WRITE,
+        "Multi-table write: `selector:topic;selector:topic`, the first matching rule picks a table's topic (Flink "
+        "CDC's selectors: `.` separates the id's parts, each a regular expression; `,` lists several). Option "
+        "`topic` sends every table to one topic.",
+    ),
+    OptionDoc(
+        "sink.add-tableId-to-header-enabled",
+        "false",
+        WRITE,
+        "Multi-table write: add the record headers `namespace`, `schemaName`, `tableName` (empty when the id has "
+        "no such part).",
+    ),
+    OptionDoc(
+        "sink.custom-header",
+        None,
+        WRITE,
+        "Multi-table write: headers added to every record, `key1:value1;key2:value2` (`,` separates too).",
+    ),
+    OptionDoc(
         "sink.write-id",
         None,
         WRITE,

@@ -8,7 +8,7 @@ the brokers say (topics, limits) is asked once on the driver, in kafka.describe_
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pyspark.sql.types import StructType
 
@@ -26,6 +26,7 @@ from ..options.common import (
 from ..options.flink_only import SINK_PARALLELISM, sink_parallelism_message
 from ..options.layout import Layout, parse_layout
 from .partitioners import parse_partitioner
+from .tables import TablesSpec, route_tables
 
 NONE, AT_LEAST_ONCE, EXACTLY_ONCE = "none", "at-least-once", "exactly-once"
 GUARANTEES = (NONE, AT_LEAST_ONCE, EXACTLY_ONCE)
@@ -51,9 +52,13 @@ class WriteSpec:
     transactional_id_prefix: str | None = None
     transaction_timeout_ms: int | None = None  # properties.transaction.timeout.ms, when given
     write_id: str | None = None  # sink.write-id: a batch write that a rerun completes exactly once
+    tables: TablesSpec | None = None  # a multi-table write: its rows become these records first (write.tables)
 
 
 def parse_write_spec(raw: Mapping[str, str], schema: StructType) -> WriteSpec:
+    routed = route_tables(raw, schema)
+    if routed is not None:  # the ordinary write of the records the tables' rows become
+        return replace(parse_write_spec(routed.options, routed.schema), tables=routed.spec)
     options = canonical_options(raw)
     kafka = parse_kafka_spec(options)
     topics = parse_topic_selection(options)

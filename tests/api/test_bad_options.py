@@ -109,6 +109,17 @@ OPTION_KINDS: dict[str, str] = {
     "sink.transactional-id-prefix": "transactional-id-prefix",
     "sink.write-id": "write-id",
     "sink.parallelism": "refused",
+    **{
+        name: "multi-table"
+        for name in (
+            "sink.table-id.column",
+            "sink.table-id.key-fields",
+            "sink.table-id.fields",
+            "sink.tableId-to-topic.mapping",
+            "sink.add-tableId-to-header-enabled",
+            "sink.custom-header",
+        )
+    },
     **{f"{role}.avro-confluent.url": f"{role}-registry-url" for role in ("key", "value")},
     **{f"{role}.avro-confluent.subject": f"{role}-registry-subject" for role in ("key", "value")},
 }
@@ -379,6 +390,11 @@ PARTICULAR: dict[str, list[OptionCase]] = {
     "transactional-id-prefix": [
         (label, {"sink.delivery-guarantee": "exactly-once", "sink.transactional-id-prefix": v}, OptionError, None)
         for label, v in (("empty", ""), ("blank", "  "))
+    ],
+    # BASE has 'key.fields', which a multi-table write refuses; its other mistakes: tests/api/test_tables_options.py
+    "multi-table": [
+        ("without-the-table-column", {"sink.custom-header": "a:b"}, OptionError, None),
+        ("with-key-fields", {"sink.table-id.column": "name"}, OptionError, None),
     ],
     "refused": [(label, {"sink.parallelism": v}, OptionError, None) for label, v in (("four", "4"), ("empty", ""))],
     # The registry's options belong to the avro-confluent format: given with another format they are a mistake.
