@@ -14,6 +14,7 @@ from pathlib import Path
 from pyspark_upsert_kafka.formats import codec_class
 from pyspark_upsert_kafka.options.catalog import OPTIONS, OptionDoc
 from pyspark_upsert_kafka.options.common import GUARANTEE_PROPERTIES, RESERVED_PROPERTIES
+from pyspark_upsert_kafka.options.flink_only import readme_section
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 START, END = "<!-- options:start (generated: python -m integration.readme_options) -->", "<!-- options:end -->"
@@ -21,6 +22,9 @@ _BLOCK = re.escape(START) + r"(.*?)" + re.escape(END)
 TYPES_START = "<!-- format-types:start (generated: python -m integration.readme_options) -->"
 TYPES_END = "<!-- format-types:end -->"
 _TYPES_BLOCK = re.escape(TYPES_START) + r"(.*?)" + re.escape(TYPES_END)
+FLINK_START = "<!-- flink-only:start (generated: python -m integration.readme_options) -->"
+FLINK_END = "<!-- flink-only:end -->"
+_FLINK_BLOCK = re.escape(FLINK_START) + r"(.*?)" + re.escape(FLINK_END)
 BUILT_IN_FORMATS = ("json", "csv", "raw", "avro", "avro-confluent", "debezium-json", "canal-json", "maxwell-json")
 
 
@@ -70,11 +74,16 @@ def readme_format_types(text: str) -> str | None:
     return readme_table(text, _TYPES_BLOCK)
 
 
+def readme_flink_only(text: str) -> str | None:
+    return readme_table(text, _FLINK_BLOCK)
+
+
 def main() -> int:
     text = README.read_text()
     for block, start, end, table in (
         (_BLOCK, START, END, options_table()),
         (_TYPES_BLOCK, TYPES_START, TYPES_END, format_types_table()),
+        (_FLINK_BLOCK, FLINK_START, FLINK_END, readme_section()),
     ):
         if readme_table(text, block) is None:
             raise SystemExit(f"README.md lacks the markers {start} ... {end}")

@@ -111,6 +111,21 @@ COMMON_OPTIONS: tuple[OptionDoc, ...] = (
         "The pause between two retries of a request that met a transient error (a bare number is milliseconds).",
         ("fetchOffset.retryIntervalMs",),
     ),
+    *(
+        OptionDoc(
+            f"{role}.avro-confluent.{name}",
+            default,
+            BOTH,
+            f"With `{role}.format` = `avro-confluent`: {meaning} `{role}.avro-confluent.schema-registry.{name}` is "
+            "Flink's older spelling (its 1.13 release notes; Flink keeps it as a fallback key).",
+            (f"{role}.avro-confluent.schema-registry.{name}",),
+        )
+        for role in ("key", "value")
+        for name, default, meaning in (
+            ("url", "required", "the schema registry's address (the other `avro-confluent` options: see Formats)."),
+            ("subject", "`<topic>-" + role + "`", "the subject the schema is registered under."),
+        )
+    ),
     OptionDoc(
         "client.pool.idle-timeout",
         "5 min",
@@ -286,6 +301,57 @@ WRITE_OPTIONS: tuple[OptionDoc, ...] = (
         "Exactly-once (required): the prefix of each task's transactional id, "
         "`<prefix>-<query, write id or job>-<partition>`, so two queries may share a prefix (e.g. one ACL) without "
         "fencing each other; the marker consumer groups are named like the transactional ids.",
+    ),
+    OptionDoc(
+        "sink.parallelism",
+        None,
+        WRITE,
+        "Refused: a Spark write runs one task per DataFrame partition and a Python data source cannot ask for "
+        "another distribution. `df.repartition(N, *key columns)` before the write does the same, with every key in "
+        "one task.",
+    ),
+    OptionDoc(
+        "sink.table-id.column",
+        None,
+        WRITE,
+        "The multi-table write (Flink CDC's Kafka pipeline sink): the STRING column naming each row's table "
+        "(`db.table`, or `namespace.schema.table`); each table is keyed and enveloped on its own (see Writing several "
+        "tables at once). `value.format` `debezium-json` (default here) or `canal-json`, `key.format` `json` or `csv`.",
+    ),
+    OptionDoc(
+        "sink.table-id.key-fields",
+        None,
+        WRITE,
+        "Multi-table write (required): each table's primary key, `table:col,col;table:col` "
+        "(e.g. `shop.orders:order_id;shop.lines:order_id,line_no`).",
+    ),
+    OptionDoc(
+        "sink.table-id.fields",
+        None,
+        WRITE,
+        "Multi-table write (required): each table's columns, its key included, as for the key fields; the value "
+        "envelope holds these.",
+    ),
+    OptionDoc(
+        "sink.tableId-to-topic.mapping",
+        "the table id",
+        WRITE,
+        "Multi-table write: `selector:topic;selector:topic`, the first matching rule picks a table's topic (Flink "
+        "CDC's selectors: `.` separates the id's parts, each a regular expression; `,` lists several). Option "
+        "`topic` sends every table to one topic.",
+    ),
+    OptionDoc(
+        "sink.add-tableId-to-header-enabled",
+        "false",
+        WRITE,
+        "Multi-table write: add the record headers `namespace`, `schemaName`, `tableName` (empty when the id has "
+        "no such part).",
+    ),
+    OptionDoc(
+        "sink.custom-header",
+        None,
+        WRITE,
+        "Multi-table write: headers added to every record, `key1:value1;key2:value2` (`,` separates too).",
     ),
     OptionDoc(
         "sink.write-id",

@@ -15,21 +15,10 @@ from typing import Any
 from ..errors import OptionError, did_you_mean
 from ..secrets import redact, redact_options, secret_values, strip_url_credentials
 from .catalog import OPTIONS, PASS_THROUGH_PREFIXES
+from .flink_only import JAVA_ONLY_PROPERTIES, not_in_spark
 
 DEFAULT_CHANGELOG_COLUMN = "_change_type"
 
-# Spark's client settings with no librdkafka meaning, and what to use instead.
-_JAVA_ONLY = {
-    "sasl.jaas.config": "sasl.username and sasl.password (with sasl.mechanism)",
-    "ssl.truststore.location": "ssl.ca.location",
-    "ssl.truststore.password": "nothing (librdkafka reads PEM CA files: ssl.ca.location)",
-    "ssl.keystore.location": "ssl.certificate.location and ssl.key.location (or ssl.keystore.location "
-    "with a PKCS#12 file)",
-    "key.serializer": "key.format",
-    "value.serializer": "value.format",
-    "key.deserializer": "key.format",
-    "value.deserializer": "value.format",
-}
 # Client properties the connector sets itself, because its guarantees depend on them: a user value is refused
 # unless it equals the connector's (then it changes nothing). The README lists them (generated from here).
 @dataclass(frozen=True)
@@ -94,6 +83,7 @@ def canonical_options(raw: Mapping[str, str]) -> dict[str, str]:
             )
         if name.startswith("kafka."):
             name = "properties." + name[len("kafka.") :]
+        name = _value_format_option(name)
         name = _ALIASES.get(name, name)
         if not (name in _KNOWN or name.startswith(PASS_THROUGH_PREFIXES) or FORMAT_OPTION.match(name)):
             raise OptionError(_unknown_option_message(key))
@@ -106,7 +96,25 @@ def canonical_options(raw: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+def _value_format_option(name: str) -> str:
+    """Flink's spelling of a value format's options next to option `format`: `json.ignore-parse-errors` is
+    `value.json.ignore-parse-errors` (the Flink 1.13 notes' `avro-confluent.schema-registry.url` too)."""
+    head = name.split(".", 1)[0]
+    if "." not in name or name in _KNOWN or head in ("key", "value", "properties", "kafka"):
+        return name
+    return f"value.{name}" if head in _format_names() else name
+
+
+def _format_names() -> frozenset[str]:
+    from ..formats import available_formats  # here, not at import: the codecs' entry points load lazily
+
+    return frozenset(available_formats())
+
+
 def _unknown_option_message(key: str) -> str:
+    foreign = not_in_spark(key.lower())
+    if foreign is not None:
+        return foreign.format(key=key)
     hint = did_you_mean(key.lower(), sorted(_KNOWN | set(_ALIASES)))
     return (
         f"unknown option '{key}'.{hint} Kafka client settings go under 'properties.' (or 'kafka.'); "
@@ -241,10 +249,10 @@ def parse_kafka_spec(options: Mapping[str, str]) -> KafkaSpec:
         if not name.startswith("properties.") or name == "properties.bootstrap.servers":
             continue
         prop = name[len("properties.") :]
-        if prop in _JAVA_ONLY:
+        if prop in JAVA_ONLY_PROPERTIES:
             raise OptionError(
-                f"option '{name}' is a Java client setting; this connector uses librdkafka: "
-                f"use {_JAVA_ONLY[prop]} instead"
+                f"option '{name}' is a Java client setting with no meaning to librdkafka, which this connector "
+                f"uses; instead: {JAVA_ONLY_PROPERTIES[prop]}"
             )
         reserved = RESERVED_PROPERTIES.get(prop)
         if reserved is not None and prop not in GUARANTEE_PROPERTIES:

@@ -59,6 +59,8 @@ def plan_write(
             f"'{spec.layout.value_codec.name}' reader skips: write with mode append and `delete` rows for the keys "
             "to remove"
         )
+    if overwrite and spec.tables is not None:
+        raise OptionError("save mode overwrite does not apply to a multi-table write: write with mode append")
     check_codecs(spec.layout, writing=True)  # before any task; may ask the schema registry
     # 0: no transactions; None: exactly-once with the default transaction timeout.
     timeout = spec.transaction_timeout_ms if spec.guarantee == EXACTLY_ONCE else 0
@@ -116,6 +118,8 @@ def _write_task(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> WriteResu
     context = TaskContext.get()
     partition_id = context.partitionId() if context is not None else 0
     properties = {name: context.getLocalProperty(name) for name in _LOCAL_PROPERTIES} if context else {}
+    if plan.spec.tables is not None:  # a multi-table write: table rows -> encoded records (write.tables)
+        batches = plan.spec.tables.route(batches)
     return RecordWriter(plan, partition_id, properties).write(batches)
 
 

@@ -8,7 +8,7 @@ the brokers say (topics, limits) is asked once on the driver, in kafka.describe_
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pyspark.sql.types import StructType
 
@@ -23,8 +23,10 @@ from ..options.common import (
     parse_kafka_spec,
     parse_topic_selection,
 )
+from ..options.flink_only import SINK_PARALLELISM, sink_parallelism_message
 from ..options.layout import Layout, parse_layout
 from .partitioners import parse_partitioner
+from .tables import TablesSpec, route_tables
 
 NONE, AT_LEAST_ONCE, EXACTLY_ONCE = "none", "at-least-once", "exactly-once"
 GUARANTEES = (NONE, AT_LEAST_ONCE, EXACTLY_ONCE)
@@ -50,14 +52,20 @@ class WriteSpec:
     transactional_id_prefix: str | None = None
     transaction_timeout_ms: int | None = None  # properties.transaction.timeout.ms, when given
     write_id: str | None = None  # sink.write-id: a batch write that a rerun completes exactly once
+    tables: TablesSpec | None = None  # a multi-table write: its rows become these records first (write.tables)
 
 
 def parse_write_spec(raw: Mapping[str, str], schema: StructType) -> WriteSpec:
+    routed = route_tables(raw, schema)
+    if routed is not None:  # the ordinary write of the records the tables' rows become
+        return replace(parse_write_spec(routed.options, routed.schema), tables=routed.spec)
     options = canonical_options(raw)
     kafka = parse_kafka_spec(options)
     topics = parse_topic_selection(options)
     names, pattern = topics.names, topics.pattern
     layout = parse_layout(options, schema, names)
+    if SINK_PARALLELISM in options:
+        raise OptionError(sink_parallelism_message(options[SINK_PARALLELISM], layout.key_fields))
     guarantee = _parse_guarantee(options)
     prefix = options.get("sink.transactional-id-prefix", "").strip() or None
     if guarantee == EXACTLY_ONCE and prefix is None:

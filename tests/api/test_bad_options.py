@@ -19,6 +19,7 @@ from tests.support.bad_inputs import (
     CONTEXTS,
     READ,
     READ_STREAM,
+    REGISTRY,
     WRITE,
     plan,
     rejected,
@@ -109,6 +110,20 @@ OPTION_KINDS: dict[str, str] = {
     "sink.delivery-guarantee": "guarantee",
     "sink.transactional-id-prefix": "transactional-id-prefix",
     "sink.write-id": "write-id",
+    "sink.parallelism": "refused",
+    **{
+        name: "multi-table"
+        for name in (
+            "sink.table-id.column",
+            "sink.table-id.key-fields",
+            "sink.table-id.fields",
+            "sink.tableId-to-topic.mapping",
+            "sink.add-tableId-to-header-enabled",
+            "sink.custom-header",
+        )
+    },
+    **{f"{role}.avro-confluent.url": f"{role}-registry-url" for role in ("key", "value")},
+    **{f"{role}.avro-confluent.subject": f"{role}-registry-subject" for role in ("key", "value")},
 }
 
 # Options a value needs beside it to be read at all (a timestamp only counts in the timestamp mode, ...).
@@ -378,6 +393,34 @@ PARTICULAR: dict[str, list[OptionCase]] = {
         (label, {"sink.delivery-guarantee": "exactly-once", "sink.transactional-id-prefix": v}, OptionError, None)
         for label, v in (("empty", ""), ("blank", "  "))
     ],
+    # BASE has 'key.fields', which a multi-table write refuses; its other mistakes: tests/api/test_tables_options.py
+    "multi-table": [
+        ("without-the-table-column", {"sink.custom-header": "a:b"}, OptionError, None),
+        ("with-key-fields", {"sink.table-id.column": "name"}, OptionError, None),
+    ],
+    "refused": [(label, {"sink.parallelism": v}, OptionError, None) for label, v in (("four", "4"), ("empty", ""))],
+    # The registry's options belong to the avro-confluent format: given with another format they are a mistake.
+    **{
+        f"{role}-registry-subject": [
+            (f"{spelling}-without-avro-confluent", {f"{role}.avro-confluent.{spelling}": "s"}, OptionError, None)
+            for spelling in ("subject", "schema-registry.subject")
+        ]
+        for role in ("key", "value")
+    },
+    **{
+        f"{role}-registry-url": [  # the registry's other options: test_bad_format_options.py
+            (
+                label,
+                {f"{role}.format": "avro-confluent", f"{role}.avro-confluent.{spelling}": value},
+                OptionError,
+                None,
+            )
+            for spelling in ("url", "schema-registry.url")
+            for label, value in ((f"{spelling}-empty", ""), (f"{spelling}-not-http", "registry:8081"))
+        ]
+        + [("without-avro-confluent", {f"{role}.avro-confluent.url": REGISTRY}, OptionError, None)]
+        for role in ("key", "value")
+    },
     "write-id": [
         ("without-exactly-once", {"sink.write-id": "nightly"}, OptionError, None),
     ]

@@ -59,7 +59,7 @@ def test_java_only_client_setting_names_the_librdkafka_equivalent(spark, new_top
     opts = options(
         new_topic(), {"kafka.sasl.jaas.config": "org.apache...PlainLoginModule required password=s3cret;"}
     )
-    with pytest.raises(Exception, match=r"use sasl\.username and sasl\.password") as err:
+    with pytest.raises(Exception, match=r"'properties\.sasl\.username' and 'properties\.sasl\.password'") as err:
         read(spark, opts)
     assert "s3cret" not in str(err.value)
 

@@ -1,0 +1,397 @@
+"""The multi-table ingestion write (Flink CDC's Kafka pipeline sink, Realtime Compute's data ingestion sink): one
+write whose rows belong to several tables, each row's table named by a column. Each table goes to its topic (option
+`sink.tableId-to-topic.mapping`, else option `topic`, else the table id itself), keyed by its own primary key
+(`key.format` json or csv), its value a change envelope of its own columns, key included (`value.format`
+debezium-json or canal-json) that names the table as Flink CDC's serializers do; record headers `namespace`,
+`schemaName`, `tableName` (`sink.add-tableId-to-header-enabled`) and `sink.custom-header`.
+
+How it plugs in: the driver turns the options into a TablesSpec and the options of an ordinary write of encoded
+records (key and value as raw bytes, each row's topic and headers as metadata columns), which the usual writer
+performs: partitioning by the key bytes (murmur2), delivery guarantees, exactly-once. Each task first turns its
+Arrow batches of table rows into such records (route).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import BinaryType, MapType, StringType, StructField, StructType
+
+from ..errors import OptionError, RecordError
+from ..formats import Codec, FormatOptionError, make_codec
+from ..options.common import (
+    FORMAT_OPTION,
+    canonical_options,
+    changelog_column_name,
+    parse_flag,
+)
+
+TABLE_COLUMN = "sink.table-id.column"
+KEY_FIELDS = "sink.table-id.key-fields"
+FIELDS = "sink.table-id.fields"
+MAPPING = "sink.tableid-to-topic.mapping"  # Spark hands options lower-cased: `sink.tableId-to-topic.mapping`
+ADD_HEADERS = "sink.add-tableid-to-header-enabled"
+CUSTOM_HEADER = "sink.custom-header"
+OPTIONS = (TABLE_COLUMN, KEY_FIELDS, FIELDS, MAPPING, ADD_HEADERS, CUSTOM_HEADER)
+SPELLED = {MAPPING: "sink.tableId-to-topic.mapping", ADD_HEADERS: "sink.add-tableId-to-header-enabled"}
+KEY_FORMATS, VALUE_FORMATS = ("json", "csv"), ("debezium-json", "canal-json")
+# Flink CDC's header names (PipelineKafkaRecordSerializationSchema).
+NAMESPACE_HEADER, SCHEMA_HEADER, TABLE_HEADER = "namespace", "schemaName", "tableName"
+# The columns of the ordinary write the encoded records go through.
+KEY, VALUE, TOPIC, HEADERS = "__key", "__value", "__topic", "__headers"
+INNER_SCHEMA = StructType(
+    [
+        StructField(KEY, BinaryType()),
+        StructField(VALUE, BinaryType()),
+        StructField(TOPIC, StringType()),
+        StructField(HEADERS, MapType(StringType(), BinaryType())),
+    ]
+)
+_TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
+
+
+def _name(option: str) -> str:
+    return SPELLED.get(option, option)
+
+
+@dataclass(frozen=True)
+class TableRoute:
+    """One table of the write: its id, primary key, columns (the key's included), topic and record headers."""
+
+    table_id: str
+    key_fields: tuple[str, ...]
+    fields: tuple[str, ...]
+    topic: str
+    headers: tuple[tuple[str, bytes], ...]
+    source: bytes  # what the value envelope adds to name the table (Flink CDC's `source` / `database`, `table`)
+
+
+@dataclass(frozen=True)
+class TablesSpec:
+    column: str  # the column naming each row's table
+    changelog: str | None  # the change-type column, when the DataFrame has one
+    tables: tuple[TableRoute, ...]
+    key_codec: Codec
+    value_codec: Codec
+    arrow_schema: pa.Schema = field(repr=False)
+
+    def route(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """Executor: batches of table rows -> batches of encoded records (INNER_SCHEMA)."""
+        return _Router(self).route(batches)
+
+
+@dataclass(frozen=True)
+class RoutedWrite:
+    spec: TablesSpec
+    options: dict[str, str]  # the ordinary write of encoded records
+    schema: StructType
+
+
+def route_tables(raw: Mapping[str, str], schema: StructType) -> RoutedWrite | None:
+    """The multi-table write the options ask for (option `sink.table-id.column`), or None."""
+    options = canonical_options(raw)
+    if TABLE_COLUMN not in options:
+        given = [_name(o) for o in OPTIONS if o in options]
+        if given:
+            raise OptionError(
+                f"option '{given[0]}' belongs to the multi-table write: set option '{TABLE_COLUMN}' to the column "
+                f"naming each row's table, with '{KEY_FIELDS}' and '{FIELDS}'"
+            )
+        return None
+    for refused, why in (
+        ("key.fields", f"each table's primary key is given by option '{KEY_FIELDS}'"),
+        ("key.fields-prefix", f"each table's columns are given by option '{FIELDS}'"),
+        ("value.fields-include", "a change envelope holds the table's whole row, its key included"),
+        ("metadata.columns", "each record's topic and headers come from its table"),
+        ("topic-pattern", f"each table's topic comes from option '{_name(MAPPING)}', 'topic' or its table id"),
+        ("sink.parallelism", "df.repartition(N, <the table id column>, *the key columns) before the write does it"),
+    ):
+        if refused in options:
+            raise OptionError(
+                f"option '{refused}' does not apply to a multi-table write (option '{TABLE_COLUMN}'): {why}"
+            )
+    names = {f.name.lower(): f.name for f in schema.fields}
+    column = _column(names, options[TABLE_COLUMN].strip(), TABLE_COLUMN)
+    if not isinstance(schema[column].dataType, StringType):
+        raise OptionError(f"option '{TABLE_COLUMN}': column '{column}' must be a STRING of table ids (db.table)")
+    changelog = names.get(changelog_column_name(options).lower())
+    keys = _per_table(options, KEY_FIELDS, names, "shop.orders:order_id;shop.order_lines:order_id,line_no")
+    fields = _per_table(options, FIELDS, names, "shop.orders:order_id,amount;shop.order_lines:order_id,line_no,sku")
+    if set(keys) != set(fields):
+        only = sorted(set(keys) ^ set(fields))
+        raise OptionError(
+            f"options '{KEY_FIELDS}' and '{FIELDS}' must list the same tables; '{only[0]}' is in one of them only"
+        )
+    for table, key in keys.items():
+        missing = [k for k in key if k not in fields[table]]
+        if missing:
+            raise OptionError(
+                f"option '{FIELDS}': table '{table}' lacks its key column '{missing[0]}' (option '{KEY_FIELDS}'); "
+                "the value holds the whole row, key included"
+            )
+        for name in (column, changelog):
+            if name is not None and name in fields[table]:
+                raise OptionError(f"option '{FIELDS}': table '{table}' lists column '{name}', which is not data")
+    topics = _topics(options, list(keys))
+    key_codec, value_codec = _codecs(options, tuple(sorted(set(topics.values()))))
+    add_headers = parse_flag({_name(k): v for k, v in options.items() if k == ADD_HEADERS}, _name(ADD_HEADERS), False)
+    custom = _custom_headers(options.get(CUSTOM_HEADER, ""))
+    arrow_schema = to_arrow_schema(schema, timezone="UTC")
+    routes = []
+    for table in keys:
+        route = TableRoute(
+            table,
+            keys[table],
+            fields[table],
+            topics[table],
+            (_id_headers(table) if add_headers else ()) + custom,
+            _source(value_codec.name, table, keys[table]),
+        )
+        _check_encoders(route, key_codec, value_codec, arrow_schema)
+        routes.append(route)
+    spec = TablesSpec(column, changelog, tuple(routes), key_codec, value_codec, arrow_schema)
+    dropped = (*OPTIONS, "topic", "changelog.column", "schema")
+    inner = {k: v for k, v in options.items() if k not in dropped and not _format_option(k)}
+    inner |= {
+        "topic": ";".join(sorted(set(topics.values()))),
+        "key.fields": KEY,
+        "key.format": "raw",
+        "value.format": "raw",
+        "value.fields-include": "EXCEPT_KEY",
+        "metadata.columns": f"{TOPIC}=topic,{HEADERS}=headers",
+    }
+    return RoutedWrite(spec, inner, INNER_SCHEMA)
+
+
+def _format_option(name: str) -> bool:
+    return name in ("key.format", "value.format") or FORMAT_OPTION.match(name) is not None
+
+
+def _column(names: Mapping[str, str], given: str, option: str) -> str:
+    found = names.get(given.lower())
+    if found is None:
+        raise OptionError(f"option '{option}': column '{given}' is not in the DataFrame ({', '.join(names.values())})")
+    return found
+
+
+def _per_table(options: Mapping[str, str], option: str, names: Mapping[str, str], example: str) -> dict:
+    """`table:col,col;table:col` -> {table: (columns)}, columns resolved against the DataFrame's."""
+    raw = options.get(option, "").strip()
+    if not raw:
+        raise OptionError(f"a multi-table write needs option '{option}', e.g. '{example}'")
+    out: dict[str, tuple[str, ...]] = {}
+    for entry in filter(None, (e.strip() for e in raw.split(";"))):
+        table, colon, columns = entry.rpartition(":")
+        listed = [c.strip() for c in columns.split(",")]
+        if not colon or not table.strip() or not all(listed):
+            raise OptionError(f"option '{option}': '{entry}' is not 'table:column,column' (e.g. '{example}')")
+        table = table.strip()
+        if table in out:
+            raise OptionError(f"option '{option}' lists table '{table}' twice")
+        resolved = tuple(_column(names, c, option) for c in listed)
+        if len(set(resolved)) != len(resolved):
+            raise OptionError(f"option '{option}': table '{table}' lists a column twice")
+        out[table] = resolved
+    return out
+
+
+def _topics(options: Mapping[str, str], tables: list[str]) -> dict[str, str]:
+    """Each table's topic: option `topic` (every table to it, as Flink CDC), else the first rule of
+    `sink.tableId-to-topic.mapping` whose selector matches, else the table id."""
+    unified = options.get("topic", "").strip()
+    rules = []
+    for entry in filter(None, (e.strip() for e in options.get(MAPPING, "").split(";"))):
+        selectors, colon, topic = entry.rpartition(":")
+        if not colon or not selectors.strip() or not topic.strip():
+            raise OptionError(
+                f"option '{_name(MAPPING)}': '{entry}' is not 'selector:topic' (e.g. "
+                "'shop.orders:orders;shop\\.order_.*:lines')"
+            )
+        rules.append(([_selector(s.strip()) for s in selectors.split(",") if s.strip()], topic.strip()))
+    topics = {}
+    for table in tables:
+        if unified:
+            topics[table] = unified
+            continue
+        topics[table] = next((t for sel, t in rules if any(s.fullmatch(table) for s in sel)), table)
+        if not _TOPIC_NAME.fullmatch(topics[table]):
+            raise OptionError(
+                f"table '{table}' would be written to '{topics[table]}', which is not a Kafka topic name: map it "
+                f"with option '{_name(MAPPING)}' (e.g. '{table}:my-topic')"
+            )
+    return topics
+
+
+def _selector(pattern: str) -> re.Pattern:
+    """Flink CDC's table selector: `.` separates namespace, schema and table; each part is a regular expression,
+    in which `\\.` stands for the regex `.`."""
+    parts = re.split(r"(?<!\\)\.", pattern)
+    try:
+        return re.compile(r"\.".join(p.replace("\\.", ".") for p in parts))
+    except re.error as e:
+        raise OptionError(f"option '{_name(MAPPING)}': selector '{pattern}' is not a valid pattern: {e}") from None
+
+
+def _id_parts(table: str) -> tuple[str | None, str | None, str]:
+    """Flink CDC's TableId: `table`, `schema.table` or `namespace.schema.table`."""
+    parts = table.split(".")
+    if len(parts) > 3:
+        parts = [parts[0], parts[1], ".".join(parts[2:])]
+    return (None,) * (3 - len(parts)) + tuple(parts)  # type: ignore[return-value]
+
+
+def _id_headers(table: str) -> tuple[tuple[str, bytes], ...]:
+    namespace, schema, name = _id_parts(table)
+    return (
+        (NAMESPACE_HEADER, (namespace or "").encode()),
+        (SCHEMA_HEADER, (schema or "").encode()),
+        (TABLE_HEADER, name.encode()),
+    )
+
+
+def _custom_headers(raw: str) -> tuple[tuple[str, bytes], ...]:
+    """`key1:value1;key2:value2` (Flink CDC's parser splits on `;`, its documentation shows `,`: both accepted)."""
+    headers = []
+    for entry in filter(None, (e.strip() for e in re.split(r"[;,]", raw))):
+        key, colon, value = entry.partition(":")
+        if not colon or not key.strip() or ":" in value:
+            raise OptionError(f"option '{CUSTOM_HEADER}': '{entry}' is not 'key:value' (e.g. 'origin:mysql;env:prod')")
+        headers.append((key.strip(), value.strip().encode()))
+    return tuple(headers)
+
+
+def _source(value_format: str, table: str, key: tuple[str, ...]) -> bytes:
+    """The members Flink CDC's serializers add to name the table: debezium-json `"source":{"db","table"}`,
+    canal-json `"database"`, `"table"`, `"pkNames"` (the schema name as the database)."""
+    _, schema, name = _id_parts(table)
+    if value_format == "debezium-json":
+        return b',"source":' + orjson.dumps({"db": schema, "table": name})
+    return b"," + orjson.dumps({"database": schema, "table": name, "pkNames": list(key)})[1:-1]
+
+
+def _codecs(options: Mapping[str, str], topics: tuple[str, ...]) -> tuple[Codec, Codec]:
+    from ..formats import CodecContext
+
+    codecs = []
+    for role, allowed, default in (("key", KEY_FORMATS, "json"), ("value", VALUE_FORMATS, "debezium-json")):
+        option = f"{role}.format"
+        name = options.get(option, default).strip().lower()
+        if name not in allowed:
+            raise OptionError(
+                f"option '{option}' of a multi-table write must be {' or '.join(allowed)} (as Flink CDC's Kafka "
+                f"sink), got '{name}'"
+            )
+        prefix = f"{role}.{name}."
+        stray = [k for k in options if k.startswith(f"{role}.") and FORMAT_OPTION.match(k) and not k.startswith(prefix)]
+        if stray:
+            raise OptionError(f"option '{stray[0]}' does not belong to the {role} format '{name}' ({option})")
+        own = {k[len(prefix) :]: v for k, v in options.items() if k.startswith(prefix)}
+        try:
+            codecs.append(make_codec(name, option, own, CodecContext(role=role, topics=topics)))
+        except FormatOptionError as e:
+            raise OptionError(f"option '{option}' ({name}): {e}") from None
+    return codecs[0], codecs[1]
+
+
+def _check_encoders(route: TableRoute, key_codec: Codec, value_codec: Codec, schema: pa.Schema) -> None:
+    """Build the table's encoders once on the driver: a column its format cannot hold fails before any task."""
+    for role, codec, names in (("key", key_codec, route.key_fields), ("value", value_codec, route.fields)):
+        try:
+            codec.encoder(pa.schema([schema.field(n) for n in names]))
+        except (FormatOptionError, ValueError, TypeError) as e:
+            raise OptionError(f"table '{route.table_id}': its {role} ({role}.format {codec.name}): {e}") from None
+
+
+class _Router:
+    """One task's routing: per table, its rows' keys and change envelopes, in the rows' order within the table."""
+
+    def __init__(self, spec: TablesSpec) -> None:
+        self.spec = spec
+        schema = spec.arrow_schema
+        self.encoders: dict[str, tuple[Any, Any]] = {}
+        for t in spec.tables:
+            key = spec.key_codec.encoder(pa.schema([schema.field(n) for n in t.key_fields]))
+            value = spec.value_codec.encoder(pa.schema([schema.field(n) for n in t.fields]))
+            self.encoders[t.table_id] = (key, value)
+        self.by_id = {t.table_id: t for t in spec.tables}
+
+    def route(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            routed = self._batch(batch)
+            if routed is not None:
+                yield routed
+
+    def _batch(self, batch: pa.RecordBatch) -> pa.RecordBatch | None:
+        from .task import DELETE_KINDS, SKIP_KINDS, VALUE_KINDS  # task imports spec, which imports this module
+
+        batch, deletes = self._classify(batch, VALUE_KINDS, DELETE_KINDS, SKIP_KINDS)
+        if batch.num_rows == 0:
+            return None
+        ids = batch.column(self.spec.column)
+        self._check_ids(batch, ids)
+        keys, values, topics, headers = [], [], [], []
+        for table_id in pc.unique(ids).to_pylist():
+            route = self.by_id[table_id]
+            mask = pc.equal(ids, table_id)
+            rows, flags = batch.filter(mask), deletes.filter(mask)
+            self._check_keys(route, rows)
+            key_encoder, value_encoder = self.encoders[table_id]
+            keys += key_encoder.encode(rows.select(list(route.key_fields)))
+            # Close each envelope with the members that name its table, as Flink CDC writes them.
+            envelopes = value_encoder.encode_changes(rows.select(list(route.fields)), flags)
+            values += [v[:-1] + route.source + b"}" for v in envelopes]
+            topics += [route.topic] * rows.num_rows
+            headers += [list(route.headers)] * rows.num_rows
+        return pa.RecordBatch.from_arrays(
+            [
+                pa.array(keys, pa.binary()),
+                pa.array(values, pa.binary()),
+                pa.array(topics, pa.string()),
+                pa.array(headers, pa.map_(pa.string(), pa.binary())),
+            ],
+            names=[KEY, VALUE, TOPIC, HEADERS],
+        )
+
+    def _classify(self, batch: pa.RecordBatch, values: tuple, deletes: tuple, skips: tuple):
+        """Pre-images dropped (the post-image follows), deletes marked; the kinds as the ordinary write reads them."""
+        column = self.spec.changelog
+        if column is None:
+            return batch, pa.array([False] * batch.num_rows)
+        kinds = pc.utf8_lower(batch.column(column))
+        unknown = pc.and_(pc.invert(pc.is_in(kinds, value_set=pa.array(values + deletes + skips))), pc.is_valid(kinds))
+        if pc.any(unknown).as_py():
+            bad = batch.column(column)[pc.index(unknown, True).as_py()].as_py()
+            raise RecordError(
+                f"column '{column}' has the unknown change kind '{bad}'; use upsert, insert, update_preimage, "
+                "update_postimage or delete"
+            )
+        keep = pc.invert(pc.fill_null(pc.is_in(kinds, value_set=pa.array(skips)), False))
+        batch, kinds = batch.filter(keep), kinds.filter(keep)
+        return batch, pc.fill_null(pc.is_in(kinds, value_set=pa.array(deletes)), False)
+
+    def _check_ids(self, batch: pa.RecordBatch, ids: pa.Array) -> None:
+        known = pc.is_in(ids, value_set=pa.array(list(self.by_id), pa.string()))
+        bad = pc.invert(pc.fill_null(known, False))
+        if pc.any(bad).as_py():
+            table = ids[pc.index(bad, True).as_py()].as_py()
+            what = "a null table id" if table is None else f"table '{table}'"
+            raise RecordError(
+                f"a row names {what} in column '{self.spec.column}', which options '{KEY_FIELDS}' and '{FIELDS}' do "
+                f"not list (they list {', '.join(self.by_id)})"
+            )
+
+    def _check_keys(self, route: TableRoute, rows: pa.RecordBatch) -> None:
+        for name in route.key_fields:
+            nulls = rows.column(name).is_null()
+            if pc.any(nulls).as_py():
+                raise RecordError(
+                    f"key column '{name}' of table '{route.table_id}' is null in a row; a record key must not be "
+                    f"null (option '{KEY_FIELDS}')"
+                )
