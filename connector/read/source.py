@@ -52,6 +52,13 @@ def _within(end: dict, latest: dict) -> dict:
     return {t: {p: min(o, latest[t][p]) for p, o in ps.items()} for t, ps in end.items()}
 
 
+def _log_batch(end: dict, latest: dict, merged_watermark: int | None) -> None:
+    """Per planned micro-batch: the records left behind the log end per topic (lag) and the merged watermark."""
+    lag = {t: sum(max(0, o - end.get(t, {}).get(p, o)) for p, o in ps.items()) for t, ps in sorted(latest.items())}
+    watermark = "" if merged_watermark is None else f"; merged watermark {merged_watermark} ms"
+    log.info("upsert-kafka: micro-batch planned; records behind the latest offset per topic %s%s", lag, watermark)
+
+
 class UpsertKafkaBatchReader(DataSourceReader):
     """A bounded read: each partition from the start bound to the end bound, fixed when planned."""
 
@@ -87,6 +94,7 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self.bound: dict | None = None  # the end of a bounded stream, resolved once
         self.available_now: dict | None = None  # Trigger.AvailableNow's fixed target
         self.initial: dict | None = None
+        self.latest: dict | None = None  # the log ends latestOffset last looked up, for reportLatestOffset
 
     def initialOffset(self) -> dict:
         """The start of batch 0, marked as such. Spark asks again when it runs batch 0 (and when it replays it
@@ -125,6 +133,7 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         initial = offsets.is_initial(start)
         parts = self.planner.partitions()
         latest = self.available_now if self.available_now is not None else self.planner.latest(parts)
+        self.latest = latest
         begin, _ = self._with_new_partitions(checkpointed, latest)
         # Records deleted below the start: fail (or skip them) here, before sizing the batch from offsets that are
         # gone; a start moved past them is recorded in the plan (as is batch 0's, which Spark keeps nowhere).
@@ -141,13 +150,20 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             # (Batch 0 runs whatever its offsets: its end offset always records its start.)
             return start
         idle: frozenset = frozenset()
+        merged = None
         if self.spec.tracks_watermarks:
             watermarks = self.tracker.advance(begin, end, watermarks)
             idle = self.tracker.idle(watermarks)  # after advance: a partition with records in this batch is active
-            log.info("upsert-kafka: merged watermark %s ms", self.tracker.merged(watermarks, idle))
+            merged = self.tracker.merged(watermarks, idle)
+        _log_batch(end, latest, merged)
         planned_from = begin if initial or offsets.to_json(begin) != offsets.to_json(checkpointed) else None
         plan = BatchPlan(self.spec.split_max_records, self.spec.min_partitions, idle, planned_from, self._coalesce())
         return offsets.to_json(end, watermarks if self.spec.tracks_watermarks else None, plan)
+
+    def reportLatestOffset(self) -> dict | None:
+        """The log ends the last latestOffset() looked up (Spark asks right after it): StreamingQueryProgress's
+        `sources[].latestOffset`, next to `endOffset`, for the records the query is behind. No broker call."""
+        return None if self.latest is None else offsets.to_json(self.latest)
 
     def _with_new_partitions(self, begin: dict, end: dict) -> tuple[dict, dict[str, list[int]]]:
         """Partitions that appeared since `begin` was planned start at offset 0, as in Spark's Kafka source:
@@ -223,3 +239,4 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             self.planner.brokers.commit_offsets(self.spec.group_id, stop)
         except UpsertKafkaError as e:  # best effort by contract: log, never fail the query
             log.warning("upsert-kafka: could not commit offsets to group '%s': %s", self.spec.group_id, e)
+
