@@ -257,6 +257,12 @@ class Brokers:
     def _reset(self) -> None:
         self._admin = None
 
+    def close(self) -> None:
+        """Let go of the admin client (AdminClient has no close(): librdkafka ends it, connections included, when
+        the last reference goes, its poll held by the error callback among them). A later call makes a new one."""
+        self._admin = None
+        self._errors.serve = None
+
     def call(
         self,
         what: str,

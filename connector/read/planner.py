@@ -35,6 +35,9 @@ class Planner:
     def __getstate__(self) -> dict:
         return {"spec": self.spec, "brokers": self.brokers, "_partitions": None, "_discovered_at": 0.0}
 
+    def close(self) -> None:
+        self.brokers.close()
+
     # -- partitions ------------------------------------------------------------------------------
 
     def partitions(self, refresh: bool = False) -> Partitions:

@@ -229,6 +229,12 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_range(self.spec, partition)
 
+    def stop(self) -> None:
+        """Close the driver's clients: the admin client and the watermark look-up consumer. (PySpark 4.3 ends the
+        driver's Python process of a stopped query without calling this; whoever calls it gets the clients closed.)"""
+        self.tracker.close()
+        self.planner.close()
+
     def commit(self, end: dict) -> None:
         """Best effort: record progress in the consumer group, for monitoring tools. Spark's checkpoint,
         not the group, is what a restarted query resumes from."""
@@ -239,4 +245,3 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             self.planner.brokers.commit_offsets(self.spec.group_id, stop)
         except UpsertKafkaError as e:  # best effort by contract: log, never fail the query
             log.warning("upsert-kafka: could not commit offsets to group '%s': %s", self.spec.group_id, e)
-

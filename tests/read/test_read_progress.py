@@ -3,9 +3,13 @@ the lag and merged watermark logged per micro-batch, and the driver's clients cl
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
+import os
+from pathlib import Path
 
+import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
 from tests.support.read_helpers import (
@@ -85,3 +89,42 @@ def test_each_planned_micro_batch_logs_the_records_behind_per_topic_and_the_merg
         assert reader.latestOffset(final, ReadAllAvailable()) == final  # nothing new: no batch, no line
     planned = [r.getMessage() for r in caplog.records if "micro-batch planned" in r.getMessage()]
     assert len(planned) == 1 and f"per topic { {first: 0, second: 0} }" in planned[0], planned
+
+
+def _connections_to(bootstrap: str) -> int:
+    """This process's established TCP connections to the broker's port (from /proc: sockets this process owns)."""
+    port = int(bootstrap.rsplit(":", 1)[1])
+    owned = set()
+    for fd in Path("/proc/self/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            owned.add(target[len("socket:[") : -1])
+    count = 0
+    for table in ("/proc/self/net/tcp", "/proc/self/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            remote_port, state, inode = int(fields[2].rsplit(":", 1)[1], 16), fields[3], fields[9]
+            if remote_port == port and state == "01" and inode in owned:  # 01: ESTABLISHED
+                count += 1
+    return count
+
+
+def test_stop_closes_the_drivers_clients_and_leaves_no_connection(spark, new_topic, options, bootstrap):
+    topic = new_topic(partitions=2)
+    send(bootstrap, topic, [rec(i, partition=i % 2, ts=recent_minute() + i) for i in range(6)])
+    before = _connections_to(bootstrap)
+    reader = stream_reader(spark, options(topic, {"metadata.columns": "wm=watermark"}), ROWS)
+    start = as_checkpointed(reader.initialOffset())
+    reader.latestOffset(start, ReadAllAvailable())  # the admin client and the watermark consumer, both used
+    assert _connections_to(bootstrap) > before
+    consumer = reader.tracker._consumer
+    assert consumer is not None
+
+    reader.stop()
+    gc.collect()
+    wait_for(lambda: _connections_to(bootstrap) == before, "the driver's connections to close", timeout=30)
+    with pytest.raises(RuntimeError):  # closed, not merely dropped
+        consumer.assignment()
