@@ -198,6 +198,22 @@ READ_OPTIONS: tuple[OptionDoc, ...] = (
         ("maxOffsetsPerTrigger",),
     ),
     OptionDoc(
+        "minOffsetsPerTrigger",
+        None,
+        READ,
+        "Streaming, as Spark's: no new micro-batch while fewer than this many offsets are available (over all "
+        "partitions), until `maxTriggerDelay` has passed since the last batch; the first trigger of a run always "
+        "goes. Ignored under `Trigger.AvailableNow`. With `maxOffsetsPerTrigger` too, Spark is handed the "
+        "maximum and the reader keeps the minimum (PySpark has no composite read limit).",
+    ),
+    OptionDoc(
+        "maxTriggerDelay",
+        "15m",
+        READ,
+        "Streaming, with `minOffsetsPerTrigger` only: the longest a micro-batch is held back for want of "
+        "records, a Spark time string (`15m`, `30s`, `500ms`).",
+    ),
+    OptionDoc(
         "scan.split.max-records",
         None,
         READ,

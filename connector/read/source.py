@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import time
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -17,6 +18,7 @@ from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
     ReadMaxRows,
+    ReadMinRows,
     SupportsTriggerAvailableNow,
 )
 
@@ -95,6 +97,7 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self.available_now: dict | None = None  # Trigger.AvailableNow's fixed target
         self.initial: dict | None = None
         self.latest: dict | None = None  # the log ends latestOffset last looked up, for reportLatestOffset
+        self.last_trigger: float | None = None  # when minOffsetsPerTrigger last let a batch go (monotonic s)
 
     def initialOffset(self) -> dict:
         """The start of batch 0, marked as such. Spark asks again when it runs batch 0 (and when it replays it
@@ -110,8 +113,31 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         return {t: {} for t in start} if self.spec.tracks_watermarks else None
 
     def getDefaultReadLimit(self) -> ReadLimit:
-        n = self.spec.max_records_per_batch
-        return ReadMaxRows(n) if n else ReadAllAvailable()
+        """PySpark has no composite limit: with both maxOffsetsPerTrigger and minOffsetsPerTrigger, Spark is
+        handed the maximum and the reader keeps the minimum (_held_back)."""
+        n, m = self.spec.max_records_per_batch, self.spec.min_records_per_trigger
+        if n:
+            return ReadMaxRows(n)
+        return ReadMinRows(m) if m else ReadAllAvailable()
+
+    def _held_back(self, begin: dict, available: dict, limit: ReadLimit) -> bool:
+        """Spark's minOffsetsPerTrigger: no new micro-batch while fewer records than that are available, unless
+        maxTriggerDelay has passed since the last batch it let go (the first trigger always goes, as in Spark).
+        Ignored under Trigger.AvailableNow (which would otherwise wait for records that never come) and when Spark
+        asks for everything (ReadAllAvailable)."""
+        minimum = limit.min_rows if isinstance(limit, ReadMinRows) else self.spec.min_records_per_trigger
+        if minimum is None or isinstance(limit, ReadAllAvailable) or self.available_now is not None:
+            return False
+        now = time.monotonic()
+        if self.last_trigger is None or now - self.last_trigger >= self.spec.max_trigger_delay_s:
+            self.last_trigger = now
+            return False
+        new = sum(o - begin[t][p] for t, ps in available.items() for p, o in ps.items() if o > begin[t][p])
+        if new < minimum:
+            log.debug("upsert-kafka: %d new record(s), fewer than minOffsetsPerTrigger=%d: batch delayed", new, minimum)
+            return True
+        self.last_trigger = now
+        return False
 
     def prepareForTriggerAvailableNow(self) -> None:
         self.available_now = self.planner.latest(self.planner.partitions(refresh=True))
@@ -140,6 +166,8 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         clipped = self._still_in_kafka(begin, latest)
         begin = {t: {p: min(o, latest[t].get(p, o)) for p, o in ps.items()} for t, ps in clipped.items()}
         end = self._within_bound(begin, self._not_before(begin, latest), parts)
+        if self._held_back(begin, end, limit):
+            return start
         if self.spec.alignment_max_drift_ms is not None:
             end = self.tracker.align(begin, end, watermarks)
         if isinstance(limit, ReadMaxRows):

@@ -65,6 +65,8 @@ class ReadSpec:
     start: Bound = Bound("earliest")
     end: Bound = Bound("none")
     max_records_per_batch: int | None = None
+    min_records_per_trigger: int | None = None  # minOffsetsPerTrigger (streaming, not under AvailableNow)
+    max_trigger_delay_s: float = 900.0  # maxTriggerDelay: how long minOffsetsPerTrigger may hold a batch back
     split_max_records: int | None = None
     min_partitions: int | None = None
     coalesce_max_records: int = 0  # streaming: small ranges of a micro-batch read together (0: never)
@@ -134,6 +136,7 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
             "option 'changelog.compact' keeps one change per key of a whole partition range, which "
             "'scan.split.max-records' / 'minPartitions' would cut into slices: give one or the other"
         )
+    min_per_trigger, max_delay_s = _min_per_trigger(options)
     idle = _optional_duration(options, "scan.watermark.idle-timeout")
     drift_ms = _drift_millis(options)
     watermark_column = any(c.kind == "watermark" for c in layout.metadata)
@@ -146,6 +149,8 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
         start=start,
         end=end,
         max_records_per_batch=parse_positive_int(options, "scan.max-records-per-batch"),
+        min_records_per_trigger=min_per_trigger,
+        max_trigger_delay_s=max_delay_s,
         split_max_records=split,
         min_partitions=min_partitions,
         coalesce_max_records=parse_count(options, "scan.coalesce.max-records", 20_000),
@@ -181,7 +186,16 @@ def _parse_topics(options: Mapping[str, str]) -> TopicSelection:
 
 # Spark hands options over lower-cased; errors name them as users write them.
 _SPARK_SPELLING = {
-    n.lower(): n for n in ("startingOffsets", "endingOffsets", "startingTimestamp", "endingTimestamp", "minPartitions")
+    n.lower(): n
+    for n in (
+        "startingOffsets",
+        "endingOffsets",
+        "startingTimestamp",
+        "endingTimestamp",
+        "minPartitions",
+        "minOffsetsPerTrigger",
+        "maxTriggerDelay",
+    )
 }
 
 
@@ -305,6 +319,32 @@ def _offset(value: object, lowest: int) -> int:
     if type(value) is not int or value < lowest:  # JSON 1.5 or true is no offset
         raise ValueError(value)
     return value
+
+
+def _min_per_trigger(options: Mapping[str, str]) -> tuple[int | None, float]:
+    """Spark's minOffsetsPerTrigger and maxTriggerDelay (a Spark time string, '15m' by default), which only
+    means something with it."""
+    given = options.get("minoffsetspertrigger")
+    minimum = parse_positive_int({} if given is None else {"minOffsetsPerTrigger": given}, "minOffsetsPerTrigger")
+    raw = options.get("maxtriggerdelay")
+    if raw is not None and minimum is None:
+        raise OptionError(
+            "option 'maxTriggerDelay' bounds how long 'minOffsetsPerTrigger' holds a micro-batch back: set "
+            "'minOffsetsPerTrigger' too, or leave it out"
+        )
+    return minimum, _spark_duration("maxTriggerDelay", "15m" if raw is None else raw)
+
+
+_SPARK_TIME = re.compile(r"^\s*(\d+)\s*(ms|s|m|min|h|d)?\s*$")
+_SPARK_UNIT_SECONDS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def _spark_duration(name: str, raw: str) -> float:
+    """A Spark time string ('15m', '30s', '500ms', '1h'; a bare number is milliseconds), in seconds."""
+    match = _SPARK_TIME.match(raw.lower())
+    if not match or int(match.group(1)) == 0:
+        raise OptionError(f"option '{name}' must be a positive time such as '15m', '30s' or '500ms', got '{raw}'")
+    return int(match.group(1)) * _SPARK_UNIT_SECONDS[match.group(2) or "ms"]
 
 
 def _optional_duration(options: Mapping[str, str], name: str) -> float | None:

@@ -41,6 +41,7 @@ KIND_VALUES: dict[str, list[str]] = {
     "count": ["", "-1", "1.5", "many", "1e3", " "],  # zero or more
     "duration-or-zero": ["", "soon", "-1 s", "1 fortnight", "s", "1.5.2 s"],
     "epoch-ms": ["", "yesterday", "-5", "1.5", "1e12"],
+    "spark-time": ["", "soon", "-1s", "0", "0m", "1 fortnight", "1.5m", "15 mins"],
     "flink-offsets": [
         "",
         "0:42",
@@ -96,6 +97,8 @@ OPTION_KINDS: dict[str, str] = {
     "endingOffsets": "spark-offsets",
     "endingTimestamp": "epoch-ms",
     "scan.max-records-per-batch": "positive-int",
+    "minOffsetsPerTrigger": "positive-int",
+    "maxTriggerDelay": "spark-time",
     "scan.split.max-records": "positive-int",
     "minPartitions": "positive-int",
     "scan.coalesce.max-records": "count",
@@ -120,6 +123,7 @@ COMPANIONS: dict[str, dict[str, str]] = {
     "scan.split.max-records": {"read.mode": "changelog"},
     "minPartitions": {"read.mode": "changelog"},
     "changelog.compact": {"read.mode": "changelog"},
+    "maxTriggerDelay": {"minOffsetsPerTrigger": "5"},
 }
 
 # Kinds whose bad values are particular: (label, options, expected error type, contexts or None for the
