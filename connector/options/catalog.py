@@ -172,7 +172,29 @@ READ_OPTIONS: tuple[OptionDoc, ...] = (
         READ,
         'Spark\'s form of the start: `earliest`, `latest` or JSON `{"t":{"0":23,"1":-2}}` (-2 earliest, -1 latest).',
     ),
-    OptionDoc("startingTimestamp", None, READ, "Spark's form of `scan.startup.mode=timestamp`, epoch ms."),
+    OptionDoc(
+        "startingTimestamp",
+        None,
+        READ,
+        "Spark's form of `scan.startup.mode=timestamp`, epoch ms; a partition with no record at or after it follows "
+        "`startingOffsetsByTimestampStrategy`.",
+    ),
+    OptionDoc(
+        "startingOffsetsByTimestamp",
+        None,
+        READ,
+        'Spark\'s start by timestamp per partition, JSON `{"t":{"0":1700000000000}}` (epoch ms); unlisted '
+        "partitions start at the earliest offset (Spark requires every partition listed); a partition with no "
+        "record at or after its timestamp follows `startingOffsetsByTimestampStrategy`.",
+    ),
+    OptionDoc(
+        "startingOffsetsByTimestampStrategy",
+        "error",
+        READ,
+        "Spark's: what `startingTimestamp` / `startingOffsetsByTimestamp` do where a partition has no record at or "
+        "after the timestamp: `error` fails naming the partitions, `latest` starts them at their latest offset "
+        "(Flink's `scan.startup.mode=timestamp` always does the latter).",
+    ),
     OptionDoc(
         "scan.bounded.mode",
         "latest-offset (batch), none (streaming)",
@@ -185,10 +207,18 @@ READ_OPTIONS: tuple[OptionDoc, ...] = (
         "scan.bounded.specific-offsets",
         None,
         READ,
-        "End of the `specific-offsets` mode, as for the start; unlisted partitions end at the latest offset.",
+        "End of the `specific-offsets` mode, as for the start; as in Flink, nothing is read of an unlisted "
+        "partition (Spark's `endingOffsets` JSON ends unlisted partitions at the latest offset instead).",
     ),
     OptionDoc("endingOffsets", None, READ, "Spark's form of the end: `latest` or JSON as for `startingOffsets`."),
     OptionDoc("endingTimestamp", None, READ, "Spark's form of `scan.bounded.mode=timestamp`, epoch ms."),
+    OptionDoc(
+        "endingOffsetsByTimestamp",
+        None,
+        READ,
+        "Spark's end by timestamp per partition, JSON as for `startingOffsetsByTimestamp`; unlisted partitions, "
+        "and those with no record at or after their timestamp, end at the latest offset.",
+    ),
     OptionDoc(
         "scan.max-records-per-batch",
         None,
@@ -218,6 +248,7 @@ READ_OPTIONS: tuple[OptionDoc, ...] = (
         None,
         READ,
         "Changelog mode: split a partition's range into slices of at most this many offsets, one task each.",
+        ("maxRecordsPerPartition",),
     ),
     OptionDoc(
         "minPartitions",

@@ -37,14 +37,21 @@ EARLIEST, LATEST = -2, -1
 class Bound:
     """Where a read starts or stops.
 
-    kind: earliest | latest | group | timestamp | specific (| none: an unbounded stream's end).
-    specific: topic (or None: every topic) -> partition -> offset, where -2/-1 mean earliest/latest.
+    kind: earliest | latest | group | timestamp | specific | timestamps (| none: an unbounded stream's end).
+    specific: topic (or None: every topic) -> partition -> offset, where -2/-1 mean earliest/latest (kind
+    specific), or -> timestamp in epoch ms (kind timestamps: Spark's ...OffsetsByTimestamp).
     """
 
     kind: str
     timestamp_ms: int | None = None
     specific: tuple[tuple[str | None, tuple[tuple[int, int], ...]], ...] = ()
-    option: str = ""  # the option that gave the specific offsets, for errors
+    option: str = ""  # the option that gave the specific offsets or timestamps, for errors
+    # A timestamp with no record at or after it: the partition's latest offset, or (Spark's
+    # startingOffsetsByTimestampStrategy=error, its default for its own spellings of a start) an error.
+    no_match: str = "latest"
+    # Where partitions the specific offsets leave out start or stop, when not the caller's default: Flink's
+    # scan.bounded.specific-offsets reads nothing of them (an end at the log start).
+    unlisted: str | None = None
 
     def offset_for(self, topic: str, partition: int) -> int | None:
         for t, parts in self.specific:
@@ -102,8 +109,8 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
         raise OptionError("option 'changelog.compact' applies to read.mode=changelog (a table is compact already)")
     start = _parse_bound(options, "startup", streaming)
     end = _parse_bound(options, "bounded", streaming)
-    for name, bound in (("startingOffsets", start), ("endingOffsets", end)):
-        _check_named_topics(bound, topics, name)
+    for bound in (start, end):
+        _check_named_topics(bound, topics, bound.option)
     if start.kind == "none":
         start = Bound("earliest")
     if end.kind == "none" and not streaming:
@@ -195,6 +202,8 @@ _SPARK_SPELLING = {
         "minPartitions",
         "minOffsetsPerTrigger",
         "maxTriggerDelay",
+        "startingOffsetsByTimestamp",
+        "endingOffsetsByTimestamp",
     )
 }
 
@@ -229,15 +238,17 @@ def _parse_bound(options: Mapping[str, str], which: str, streaming: bool) -> Bou
 
 def _bound(options: Mapping[str, str], which: str) -> Bound:
     mode_option = f"scan.{which}.mode"
-    spark_offsets, spark_ts = (
-        ("startingoffsets", "startingtimestamp") if which == "startup" else ("endingoffsets", "endingtimestamp")
-    )
-    given = [o for o in (mode_option, spark_offsets, spark_ts) if o in options]
+    prefix = "starting" if which == "startup" else "ending"
+    spark_offsets, spark_ts, spark_by_ts = (f"{prefix}offsets", f"{prefix}timestamp", f"{prefix}offsetsbytimestamp")
+    given = [o for o in (mode_option, spark_offsets, spark_ts, spark_by_ts) if o in options]
     if len(given) > 1:
         named = " and ".join(f"'{_shown(g)}'" for g in given)
         raise OptionError(f"options {named} both set where to {_verb(which)}; give one")
+    strategy = _timestamp_strategy(options, which, given)
     if spark_ts in options:
-        return Bound("timestamp", timestamp_ms=_millis(options, spark_ts))
+        return Bound("timestamp", timestamp_ms=_millis(options, spark_ts), option=_shown(spark_ts), no_match=strategy)
+    if spark_by_ts in options:
+        return _spark_timestamps(options[spark_by_ts], _shown(spark_by_ts), strategy)
     if spark_offsets in options:
         return _spark_offsets(options[spark_offsets], _shown(spark_offsets), ending=which == "bounded")
     raw = options.get(mode_option)
@@ -248,11 +259,36 @@ def _bound(options: Mapping[str, str], which: str) -> Bound:
         valid = [m for m in _FLINK_MODES if which == "startup" or m != "earliest-offset"]
         raise OptionError(f"option '{mode_option}' must be one of {', '.join(valid)}, got '{raw}'")
     if kind == "timestamp":
-        return Bound("timestamp", timestamp_ms=_millis(options, f"scan.{which}.timestamp-millis"))
+        name = f"scan.{which}.timestamp-millis"
+        return Bound("timestamp", timestamp_ms=_millis(options, name), option=name)
     if kind == "specific":
         name = f"scan.{which}.specific-offsets"
-        return Bound("specific", specific=((None, _flink_specific(options, name)),), option=name)
+        # Flink: "If an offset for a partition is not provided it will not consume from that partition."
+        unlisted = "earliest" if which == "bounded" else None
+        return Bound("specific", specific=((None, _flink_specific(options, name)),), option=name, unlisted=unlisted)
     return Bound(kind)
+
+
+_STRATEGY = "startingoffsetsbytimestampstrategy"
+
+
+def _timestamp_strategy(options: Mapping[str, str], which: str, given: list[str]) -> str:
+    """Spark's startingOffsetsByTimestampStrategy (error | latest; error by default) for its timestamp starts;
+    an end, and Flink's timestamp mode, take the latest offset where no record is at or after the timestamp."""
+    spark_start = which == "startup" and any(g in ("startingtimestamp", "startingoffsetsbytimestamp") for g in given)
+    raw = options.get(_STRATEGY)
+    if raw is None:
+        return "error" if spark_start else "latest"
+    if which == "startup" and not spark_start:
+        raise OptionError(
+            "option 'startingOffsetsByTimestampStrategy' applies to a start given by 'startingTimestamp' or "
+            "'startingOffsetsByTimestamp': set one of them, or leave it out"
+        )
+    if which == "bounded":
+        return "latest"
+    if raw.strip().lower() not in ("error", "latest"):
+        raise OptionError(f"option 'startingOffsetsByTimestampStrategy' must be error or latest, got '{raw}'")
+    return raw.strip().lower()
 
 
 def _verb(which: str) -> str:
@@ -313,6 +349,19 @@ def _spark_offsets(raw: str, name: str, ending: bool) -> Bound:
             f"got '{raw}'"
         ) from None
     return Bound("specific", specific=specific, option=name)
+
+
+def _spark_timestamps(raw: str, name: str, no_match: str) -> Bound:
+    example = '{"topic":{"0":1700000000000,"1":1700000000000}} (epoch ms per partition)'
+    try:
+        parsed = json.loads(raw.strip())
+        specific = tuple(
+            (str(topic), tuple(sorted((int(p), _offset(ts, 0)) for p, ts in parts.items())))
+            for topic, parts in sorted(parsed.items())
+        )
+    except (ValueError, AttributeError, TypeError):
+        raise OptionError(f"option '{name}' must be JSON like {example}; got '{raw}'") from None
+    return Bound("timestamps", specific=specific, option=name, no_match=no_match)
 
 
 def _offset(value: object, lowest: int) -> int:
