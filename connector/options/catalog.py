@@ -268,6 +268,14 @@ READ_OPTIONS: tuple[OptionDoc, ...] = (
         "batch read is).",
     ),
     OptionDoc(
+        "groupIdPrefix",
+        "pyspark-upsert-kafka",
+        READ,
+        "Spark's: the group id the range consumers give librdkafka (which requires one); they never join the group "
+        "nor commit to it, so it need not be unique. `properties.group.id` (`kafka.group.id`), which names the "
+        "group of `group-offsets` and of the streaming commits, replaces it.",
+    ),
+    OptionDoc(
         "scan.fail-on-data-loss",
         "true",
         READ,

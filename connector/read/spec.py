@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pyspark.sql.types import StructType
 
@@ -88,7 +88,7 @@ class ReadSpec:
 
 def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool) -> ReadSpec:
     options = canonical_options(raw)
-    kafka = parse_kafka_spec(options)
+    kafka = _with_group_prefix(parse_kafka_spec(options), options)
     topics = _parse_topics(options)
     mode = options.get("read.mode", "changelog" if streaming else "table").strip().lower()
     if mode not in ("table", "changelog"):
@@ -173,6 +173,23 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
     )
 
 
+def _with_group_prefix(kafka: KafkaSpec, options: Mapping[str, str]) -> KafkaSpec:
+    """Spark's groupIdPrefix: the group id of the range consumers (properties.group.id, when set, is theirs
+    instead). They never join the group nor commit to it: librdkafka requires an id, brokers may log it and ACLs
+    (DESCRIBE on the group, not needed) may name it."""
+    prefix = options.get("groupidprefix")
+    if prefix is None:
+        return kafka
+    if "properties.group.id" in options:
+        raise OptionError(
+            "options 'groupIdPrefix' and 'properties.group.id' (kafka.group.id) both name the consumers' group: "
+            "give one (Spark ignores the prefix when kafka.group.id is set)"
+        )
+    if not prefix.strip():
+        raise OptionError("option 'groupIdPrefix' must not be empty, e.g. 'spark-kafka-source'")
+    return replace(kafka, properties=(*kafka.properties, ("group.id", prefix.strip())))
+
+
 def _check_named_topics(bound: Bound, topics: TopicSelection, option: str) -> None:
     """Spark's JSON offsets name topics: each must be one this read covers, or the offsets would be ignored."""
     for topic, _ in bound.specific:
@@ -204,6 +221,7 @@ _SPARK_SPELLING = {
         "maxTriggerDelay",
         "startingOffsetsByTimestamp",
         "endingOffsetsByTimestamp",
+        "groupIdPrefix",
     )
 }
 

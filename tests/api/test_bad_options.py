@@ -53,6 +53,7 @@ KIND_VALUES: dict[str, list[str]] = {
         '{"other": {"0": 1}}',
         "earliest",
     ],
+    "group-prefix": ["", "  "],
     "timestamp-strategy": ["", "earliest", "none", "errors", "latest-offset"],
     "spark-time": ["", "soon", "-1s", "0", "0m", "1 fortnight", "1.5m", "15 mins"],
     "flink-offsets": [
@@ -118,6 +119,7 @@ OPTION_KINDS: dict[str, str] = {
     "scan.split.max-records": "positive-int",
     "minPartitions": "positive-int",
     "scan.coalesce.max-records": "count",
+    "groupIdPrefix": "group-prefix",
     "scan.fail-on-data-loss": "flag",
     "scan.topic-partition-discovery.interval": "duration",
     "scan.watermark.idle-timeout": "duration",
