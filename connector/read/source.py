@@ -61,6 +61,30 @@ def _log_batch(end: dict, latest: dict, merged_watermark: int | None) -> None:
     log.info("upsert-kafka: micro-batch planned; records behind the latest offset per topic %s%s", lag, watermark)
 
 
+_LATE_STARTS = {
+    "latest": "the latest offset",
+    "timestamp": "a timestamp",
+    "timestamps": "timestamps",
+    "specific": "specific offsets",
+}
+
+
+def warn_if_late_start(spec: ReadSpec) -> None:
+    """An upsert topic is complete only from its earliest offset: a read that starts later misses every key whose
+    last change came before (Flink's upsert-kafka always starts at the earliest offset; this one lets you choose)."""
+    what = _LATE_STARTS.get(spec.start.kind)
+    if what is None:
+        return
+    given = f" (option '{spec.start.option}')" if spec.start.option else ""
+    log.warning(
+        "upsert-kafka: this %s read starts at %s%s, not at the earliest offset: keys whose last change came "
+        "before that point are missing from it, so it is not the whole table",
+        "table" if not spec.changelog else "changelog",
+        what,
+        given,
+    )
+
+
 class UpsertKafkaBatchReader(DataSourceReader):
     """A bounded read: each partition from the start bound to the end bound, fixed when planned."""
 
@@ -68,6 +92,7 @@ class UpsertKafkaBatchReader(DataSourceReader):
         self.spec = spec
 
     def partitions(self) -> list[InputPartition]:
+        warn_if_late_start(self.spec)
         planner = Planner(self.spec)
         parts = planner.partitions()
         start = planner.check_start(planner.resolve(self.spec.start, parts, "earliest"), planner.earliest(parts))
@@ -103,6 +128,7 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         """The start of batch 0, marked as such. Spark asks again when it runs batch 0 (and when it replays it
         after a restart): the answer is kept for this process, and batch 0's end offset records it."""
         if self.initial is None:
+            warn_if_late_start(self.spec)
             parts = self.planner.partitions(refresh=True)
             start = self.planner.resolve(self.spec.start, parts, "earliest")
             start = self.planner.check_start(start, self.planner.earliest(parts))
