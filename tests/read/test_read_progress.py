@@ -78,7 +78,7 @@ def test_each_planned_micro_batch_logs_the_records_behind_per_topic_and_the_merg
     with caplog.at_level(logging.INFO, logger="upsert_kafka"):
         end = as_checkpointed(reader.latestOffset(start, ReadMaxRows(5)))
     planned = [r.getMessage() for r in caplog.records if "micro-batch planned" in r.getMessage()]
-    behind = {first: 8 - sum(end[first].values()), second: 2 - sum(end[second].values())}
+    behind = dict(sorted({first: 8 - sum(end[first].values()), second: 2 - sum(end[second].values())}.items()))
     assert len(planned) == 1 and f"records behind the latest offset per topic {behind}" in planned[0], planned
     assert sum(behind.values()) == 5
     assert "merged watermark" in planned[0]
@@ -88,7 +88,7 @@ def test_each_planned_micro_batch_logs_the_records_behind_per_topic_and_the_merg
         final = as_checkpointed(reader.latestOffset(end, ReadAllAvailable()))
         assert reader.latestOffset(final, ReadAllAvailable()) == final  # nothing new: no batch, no line
     planned = [r.getMessage() for r in caplog.records if "micro-batch planned" in r.getMessage()]
-    assert len(planned) == 1 and f"per topic { {first: 0, second: 0} }" in planned[0], planned
+    assert len(planned) == 1 and f"per topic {dict.fromkeys(sorted((first, second)), 0)}" in planned[0], planned
 
 
 def _connections_to(bootstrap: str) -> int:
@@ -115,6 +115,7 @@ def _connections_to(bootstrap: str) -> int:
 def test_stop_closes_the_drivers_clients_and_leaves_no_connection(spark, new_topic, options, bootstrap):
     topic = new_topic(partitions=2)
     send(bootstrap, topic, [rec(i, partition=i % 2, ts=recent_minute() + i) for i in range(6)])
+    gc.collect()  # the readers of earlier tests, and their clients, gone first
     before = _connections_to(bootstrap)
     reader = stream_reader(spark, options(topic, {"metadata.columns": "wm=watermark"}), ROWS)
     start = as_checkpointed(reader.initialOffset())
@@ -125,6 +126,6 @@ def test_stop_closes_the_drivers_clients_and_leaves_no_connection(spark, new_top
 
     reader.stop()
     gc.collect()
-    wait_for(lambda: _connections_to(bootstrap) == before, "the driver's connections to close", timeout=30)
+    wait_for(lambda: _connections_to(bootstrap) <= before, "the driver's connections to close", timeout=30)
     with pytest.raises(RuntimeError):  # closed, not merely dropped
         consumer.assignment()
