@@ -60,7 +60,6 @@ def _consumer_config(kafka: KafkaSpec, errors: ClientErrors) -> dict[str, Any]:
     return kafka.client_config(
         _CONSUMER_DEFAULTS,
         **{
-            "group.id": "pyspark-upsert-kafka",  # required by librdkafka; never joined or committed
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
             "isolation.level": "read_committed",
@@ -75,7 +74,9 @@ def _consumer_config(kafka: KafkaSpec, errors: ClientErrors) -> dict[str, Any]:
 # Consumer settings the user may tune with `properties.*`. A range read wants records that exist already,
 # so the broker never needs to hold a fetch: a long poll only waits past the range's end, and would hold back
 # the next range a pooled consumer is given by up to fetch.wait.max.ms (librdkafka's default 500 ms).
-_CONSUMER_DEFAULTS = {"fetch.wait.max.ms": 10}
+# group.id: librdkafka requires one; a range consumer never joins or commits to it (the reader's groupIdPrefix or
+# properties.group.id replaces it).
+_CONSUMER_DEFAULTS = {"fetch.wait.max.ms": 10, "group.id": "pyspark-upsert-kafka"}
 
 
 def group_consumer(kafka: KafkaSpec, group_id: str, errors: ClientErrors | None = None) -> Consumer:
@@ -256,6 +257,12 @@ class Brokers:
 
     def _reset(self) -> None:
         self._admin = None
+
+    def close(self) -> None:
+        """Let go of the admin client (AdminClient has no close(): librdkafka ends it, connections included, when
+        the last reference goes, its poll held by the error callback among them). A later call makes a new one."""
+        self._admin = None
+        self._errors.serve = None
 
     def call(
         self,

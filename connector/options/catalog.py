@@ -187,7 +187,29 @@ READ_OPTIONS: tuple[OptionDoc, ...] = (
         READ,
         'Spark\'s form of the start: `earliest`, `latest` or JSON `{"t":{"0":23,"1":-2}}` (-2 earliest, -1 latest).',
     ),
-    OptionDoc("startingTimestamp", None, READ, "Spark's form of `scan.startup.mode=timestamp`, epoch ms."),
+    OptionDoc(
+        "startingTimestamp",
+        None,
+        READ,
+        "Spark's form of `scan.startup.mode=timestamp`, epoch ms; a partition with no record at or after it follows "
+        "`startingOffsetsByTimestampStrategy`.",
+    ),
+    OptionDoc(
+        "startingOffsetsByTimestamp",
+        None,
+        READ,
+        'Spark\'s start by timestamp per partition, JSON `{"t":{"0":1700000000000}}` (epoch ms); unlisted '
+        "partitions start at the earliest offset (Spark requires every partition listed); a partition with no "
+        "record at or after its timestamp follows `startingOffsetsByTimestampStrategy`.",
+    ),
+    OptionDoc(
+        "startingOffsetsByTimestampStrategy",
+        "error",
+        READ,
+        "Spark's: what `startingTimestamp` / `startingOffsetsByTimestamp` do where a partition has no record at or "
+        "after the timestamp: `error` fails naming the partitions, `latest` starts them at their latest offset "
+        "(Flink's `scan.startup.mode=timestamp` always does the latter).",
+    ),
     OptionDoc(
         "scan.bounded.mode",
         "latest-offset (batch), none (streaming)",
@@ -200,10 +222,18 @@ READ_OPTIONS: tuple[OptionDoc, ...] = (
         "scan.bounded.specific-offsets",
         None,
         READ,
-        "End of the `specific-offsets` mode, as for the start; unlisted partitions end at the latest offset.",
+        "End of the `specific-offsets` mode, as for the start; as in Flink, nothing is read of an unlisted "
+        "partition (Spark's `endingOffsets` JSON ends unlisted partitions at the latest offset instead).",
     ),
     OptionDoc("endingOffsets", None, READ, "Spark's form of the end: `latest` or JSON as for `startingOffsets`."),
     OptionDoc("endingTimestamp", None, READ, "Spark's form of `scan.bounded.mode=timestamp`, epoch ms."),
+    OptionDoc(
+        "endingOffsetsByTimestamp",
+        None,
+        READ,
+        "Spark's end by timestamp per partition, JSON as for `startingOffsetsByTimestamp`; unlisted partitions, "
+        "and those with no record at or after their timestamp, end at the latest offset.",
+    ),
     OptionDoc(
         "scan.max-records-per-batch",
         None,
@@ -213,10 +243,27 @@ READ_OPTIONS: tuple[OptionDoc, ...] = (
         ("maxOffsetsPerTrigger",),
     ),
     OptionDoc(
+        "minOffsetsPerTrigger",
+        None,
+        READ,
+        "Streaming, as Spark's: no new micro-batch while fewer than this many offsets are available (over all "
+        "partitions), until `maxTriggerDelay` has passed since the last batch; the first trigger of a run always "
+        "goes. Ignored under `Trigger.AvailableNow`. With `maxOffsetsPerTrigger` too, Spark is handed the "
+        "maximum and the reader keeps the minimum (PySpark has no composite read limit).",
+    ),
+    OptionDoc(
+        "maxTriggerDelay",
+        "15m",
+        READ,
+        "Streaming, with `minOffsetsPerTrigger` only: the longest a micro-batch is held back for want of "
+        "records, a Spark time string (`15m`, `30s`, `500ms`).",
+    ),
+    OptionDoc(
         "scan.split.max-records",
         None,
         READ,
         "Changelog mode: split a partition's range into slices of at most this many offsets, one task each.",
+        ("maxRecordsPerPartition",),
     ),
     OptionDoc(
         "minPartitions",
@@ -234,6 +281,14 @@ READ_OPTIONS: tuple[OptionDoc, ...] = (
         "task per partition range, as Spark's `kafka` source. Not applied with `scan.split.max-records` or "
         "`minPartitions`, nor under `Trigger.AvailableNow` (a bounded backlog, read with a task per range as a "
         "batch read is).",
+    ),
+    OptionDoc(
+        "groupIdPrefix",
+        "pyspark-upsert-kafka",
+        READ,
+        "Spark's: the group id the range consumers give librdkafka (which requires one); they never join the group "
+        "nor commit to it, so it need not be unique. `properties.group.id` (`kafka.group.id`), which names the "
+        "group of `group-offsets` and of the streaming commits, replaces it.",
     ),
     OptionDoc(
         "scan.fail-on-data-loss",

@@ -35,6 +35,9 @@ class Planner:
     def __getstate__(self) -> dict:
         return {"spec": self.spec, "brokers": self.brokers, "_partitions": None, "_discovered_at": 0.0}
 
+    def close(self) -> None:
+        self.brokers.close()
+
     # -- partitions ------------------------------------------------------------------------------
 
     def partitions(self, refresh: bool = False) -> Partitions:
@@ -80,18 +83,46 @@ class Planner:
         return self.list_offsets(partitions, OffsetSpec.latest)
 
     def resolve(self, bound: Bound, partitions: Partitions, default: str) -> dict:
-        """Offsets for a start or end bound; `default` (earliest/latest) for partitions it leaves open."""
+        """Offsets for a start or end bound; `default` (earliest/latest) for partitions it leaves open, unless the
+        bound says otherwise (Flink's bounded specific-offsets: none of an unlisted partition is read)."""
+        default = bound.unlisted or default
         if bound.kind in ("earliest", "latest"):
             return self.earliest(partitions) if bound.kind == "earliest" else self.latest(partitions)
         if bound.kind == "timestamp":
-            found = self.list_offsets(partitions, lambda: OffsetSpec.for_timestamp(bound.timestamp_ms))
-            latest = self.latest(partitions)
-            # No record at or after the timestamp: the partition's end.
-            return {t: {p: o if o >= 0 else latest[t][p] for p, o in ps.items()} for t, ps in found.items()}
+            return self._at_timestamps(bound, {(t, p): bound.timestamp_ms for t, ps in partitions.items() for p in ps})
+        if bound.kind == "timestamps":
+            self._check_listed(bound, partitions)
+            listed = {(t, p): ts for t, pairs in bound.specific for p, ts in pairs if p in partitions.get(t, [])}
+            return self._fill(partitions, self._at_timestamps(bound, listed), default)
         known = self._group_offsets(partitions) if bound.kind == "group" else self._specific(bound, partitions)
         return self._fill(partitions, known, default if bound.kind == "specific" else self._group_fallback())
 
-    def _specific(self, bound: Bound, partitions: Partitions) -> dict:
+    def _at_timestamps(self, bound: Bound, wanted: dict[tuple[str, int], int]) -> dict:
+        """The first offset at or after each partition's timestamp (one look-up per distinct timestamp); where no
+        record is, the partition's end, or an error (Spark's startingOffsetsByTimestampStrategy=error)."""
+        out: dict[str, dict[int, int]] = {}
+        for ts in sorted(set(wanted.values())):
+            group: Partitions = {}
+            for (t, p), at in wanted.items():
+                if at == ts:
+                    group.setdefault(t, []).append(p)
+            found = self.list_offsets(group, lambda ts=ts: OffsetSpec.for_timestamp(ts))
+            missing = {t: [p for p, o in ps.items() if o < 0] for t, ps in found.items()}
+            missing = {t: ps for t, ps in missing.items() if ps}
+            if missing and bound.no_match == "error":
+                where = "; ".join(f"topic '{t}' partition(s) {ps}" for t, ps in missing.items())
+                raise OptionError(
+                    f"option '{bound.option}': no record at or after timestamp {ts} in {where}; set option "
+                    "'startingOffsetsByTimestampStrategy' to latest to start such partitions at their latest offset"
+                )
+            latest = self.latest(missing) if missing else {}
+            for t, ps in found.items():
+                for p, o in ps.items():
+                    out.setdefault(t, {})[p] = o if o >= 0 else latest[t][p]
+        return out
+
+    def _check_listed(self, bound: Bound, partitions: Partitions) -> None:
+        """Specific offsets or timestamps must name partitions that exist."""
         for topic, pairs in bound.specific:
             # Flink's form names no topic: a partition must exist in at least one topic read.
             known = (
@@ -104,6 +135,9 @@ class Planner:
                     f"option '{bound.option}' names partition {absent[0]} of {where} partitions "
                     f"{', '.join(map(str, sorted(known)))}"
                 )
+
+    def _specific(self, bound: Bound, partitions: Partitions) -> dict:
+        self._check_listed(bound, partitions)
         out: dict[str, dict[int, int]] = {}
         need = {EARLIEST: {}, LATEST: {}}
         for t, ps in partitions.items():

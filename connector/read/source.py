@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import time
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -17,6 +18,7 @@ from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
     ReadMaxRows,
+    ReadMinRows,
     SupportsTriggerAvailableNow,
 )
 
@@ -52,6 +54,37 @@ def _within(end: dict, latest: dict) -> dict:
     return {t: {p: min(o, latest[t][p]) for p, o in ps.items()} for t, ps in end.items()}
 
 
+def _log_batch(end: dict, latest: dict, merged_watermark: int | None) -> None:
+    """Per planned micro-batch: the records left behind the log end per topic (lag) and the merged watermark."""
+    lag = {t: sum(max(0, o - end.get(t, {}).get(p, o)) for p, o in ps.items()) for t, ps in sorted(latest.items())}
+    watermark = "" if merged_watermark is None else f"; merged watermark {merged_watermark} ms"
+    log.info("upsert-kafka: micro-batch planned; records behind the latest offset per topic %s%s", lag, watermark)
+
+
+_LATE_STARTS = {
+    "latest": "the latest offset",
+    "timestamp": "a timestamp",
+    "timestamps": "timestamps",
+    "specific": "specific offsets",
+}
+
+
+def warn_if_late_start(spec: ReadSpec) -> None:
+    """An upsert topic is complete only from its earliest offset: a read that starts later misses every key whose
+    last change came before (Flink's upsert-kafka always starts at the earliest offset; this one lets you choose)."""
+    what = _LATE_STARTS.get(spec.start.kind)
+    if what is None:
+        return
+    given = f" (option '{spec.start.option}')" if spec.start.option else ""
+    log.warning(
+        "upsert-kafka: this %s read starts at %s%s, not at the earliest offset: keys whose last change came "
+        "before that point are missing from it, so it is not the whole table",
+        "table" if not spec.changelog else "changelog",
+        what,
+        given,
+    )
+
+
 class UpsertKafkaBatchReader(DataSourceReader):
     """A bounded read: each partition from the start bound to the end bound, fixed when planned."""
 
@@ -59,6 +92,7 @@ class UpsertKafkaBatchReader(DataSourceReader):
         self.spec = spec
 
     def partitions(self) -> list[InputPartition]:
+        warn_if_late_start(self.spec)
         planner = Planner(self.spec)
         parts = planner.partitions()
         start = planner.check_start(planner.resolve(self.spec.start, parts, "earliest"), planner.earliest(parts))
@@ -87,11 +121,14 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self.bound: dict | None = None  # the end of a bounded stream, resolved once
         self.available_now: dict | None = None  # Trigger.AvailableNow's fixed target
         self.initial: dict | None = None
+        self.latest: dict | None = None  # the log ends latestOffset last looked up, for reportLatestOffset
+        self.last_trigger: float | None = None  # when minOffsetsPerTrigger last let a batch go (monotonic s)
 
     def initialOffset(self) -> dict:
         """The start of batch 0, marked as such. Spark asks again when it runs batch 0 (and when it replays it
         after a restart): the answer is kept for this process, and batch 0's end offset records it."""
         if self.initial is None:
+            warn_if_late_start(self.spec)
             parts = self.planner.partitions(refresh=True)
             start = self.planner.resolve(self.spec.start, parts, "earliest")
             start = self.planner.check_start(start, self.planner.earliest(parts))
@@ -102,8 +139,31 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         return {t: {} for t in start} if self.spec.tracks_watermarks else None
 
     def getDefaultReadLimit(self) -> ReadLimit:
-        n = self.spec.max_records_per_batch
-        return ReadMaxRows(n) if n else ReadAllAvailable()
+        """PySpark has no composite limit: with both maxOffsetsPerTrigger and minOffsetsPerTrigger, Spark is
+        handed the maximum and the reader keeps the minimum (_held_back)."""
+        n, m = self.spec.max_records_per_batch, self.spec.min_records_per_trigger
+        if n:
+            return ReadMaxRows(n)
+        return ReadMinRows(m) if m else ReadAllAvailable()
+
+    def _held_back(self, begin: dict, available: dict, limit: ReadLimit) -> bool:
+        """Spark's minOffsetsPerTrigger: no new micro-batch while fewer records than that are available, unless
+        maxTriggerDelay has passed since the last batch it let go (the first trigger always goes, as in Spark).
+        Ignored under Trigger.AvailableNow (which would otherwise wait for records that never come) and when Spark
+        asks for everything (ReadAllAvailable)."""
+        minimum = limit.min_rows if isinstance(limit, ReadMinRows) else self.spec.min_records_per_trigger
+        if minimum is None or isinstance(limit, ReadAllAvailable) or self.available_now is not None:
+            return False
+        now = time.monotonic()
+        if self.last_trigger is None or now - self.last_trigger >= self.spec.max_trigger_delay_s:
+            self.last_trigger = now
+            return False
+        new = sum(o - begin[t][p] for t, ps in available.items() for p, o in ps.items() if o > begin[t][p])
+        if new < minimum:
+            log.debug("upsert-kafka: %d new record(s), fewer than minOffsetsPerTrigger=%d: batch delayed", new, minimum)
+            return True
+        self.last_trigger = now
+        return False
 
     def prepareForTriggerAvailableNow(self) -> None:
         self.available_now = self.planner.latest(self.planner.partitions(refresh=True))
@@ -125,12 +185,15 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         initial = offsets.is_initial(start)
         parts = self.planner.partitions()
         latest = self.available_now if self.available_now is not None else self.planner.latest(parts)
+        self.latest = latest
         begin, _ = self._with_new_partitions(checkpointed, latest)
         # Records deleted below the start: fail (or skip them) here, before sizing the batch from offsets that are
         # gone; a start moved past them is recorded in the plan (as is batch 0's, which Spark keeps nowhere).
         clipped = self._still_in_kafka(begin, latest)
         begin = {t: {p: min(o, latest[t].get(p, o)) for p, o in ps.items()} for t, ps in clipped.items()}
         end = self._within_bound(begin, self._not_before(begin, latest), parts)
+        if self._held_back(begin, end, limit):
+            return start
         if self.spec.alignment_max_drift_ms is not None:
             end = self.tracker.align(begin, end, watermarks)
         if isinstance(limit, ReadMaxRows):
@@ -141,13 +204,20 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             # (Batch 0 runs whatever its offsets: its end offset always records its start.)
             return start
         idle: frozenset = frozenset()
+        merged = None
         if self.spec.tracks_watermarks:
             watermarks = self.tracker.advance(begin, end, watermarks)
             idle = self.tracker.idle(watermarks)  # after advance: a partition with records in this batch is active
-            log.info("upsert-kafka: merged watermark %s ms", self.tracker.merged(watermarks, idle))
+            merged = self.tracker.merged(watermarks, idle)
+        _log_batch(end, latest, merged)
         planned_from = begin if initial or offsets.to_json(begin) != offsets.to_json(checkpointed) else None
         plan = BatchPlan(self.spec.split_max_records, self.spec.min_partitions, idle, planned_from, self._coalesce())
         return offsets.to_json(end, watermarks if self.spec.tracks_watermarks else None, plan)
+
+    def reportLatestOffset(self) -> dict | None:
+        """The log ends the last latestOffset() looked up (Spark asks right after it): StreamingQueryProgress's
+        `sources[].latestOffset`, next to `endOffset`, for the records the query is behind. No broker call."""
+        return None if self.latest is None else offsets.to_json(self.latest)
 
     def _with_new_partitions(self, begin: dict, end: dict) -> tuple[dict, dict[str, list[int]]]:
         """Partitions that appeared since `begin` was planned start at offset 0, as in Spark's Kafka source:
@@ -212,6 +282,12 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_range(self.spec, partition)
+
+    def stop(self) -> None:
+        """Close the driver's clients: the admin client and the watermark look-up consumer. (PySpark 4.3 ends the
+        driver's Python process of a stopped query without calling this; whoever calls it gets the clients closed.)"""
+        self.tracker.close()
+        self.planner.close()
 
     def commit(self, end: dict) -> None:
         """Best effort: record progress in the consumer group, for monitoring tools. Spark's checkpoint,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pyspark.sql.types import StructType
 
@@ -37,14 +37,21 @@ EARLIEST, LATEST = -2, -1
 class Bound:
     """Where a read starts or stops.
 
-    kind: earliest | latest | group | timestamp | specific (| none: an unbounded stream's end).
-    specific: topic (or None: every topic) -> partition -> offset, where -2/-1 mean earliest/latest.
+    kind: earliest | latest | group | timestamp | specific | timestamps (| none: an unbounded stream's end).
+    specific: topic (or None: every topic) -> partition -> offset, where -2/-1 mean earliest/latest (kind
+    specific), or -> timestamp in epoch ms (kind timestamps: Spark's ...OffsetsByTimestamp).
     """
 
     kind: str
     timestamp_ms: int | None = None
     specific: tuple[tuple[str | None, tuple[tuple[int, int], ...]], ...] = ()
-    option: str = ""  # the option that gave the specific offsets, for errors
+    option: str = ""  # the option that gave the specific offsets or timestamps, for errors
+    # A timestamp with no record at or after it: the partition's latest offset, or (Spark's
+    # startingOffsetsByTimestampStrategy=error, its default for its own spellings of a start) an error.
+    no_match: str = "latest"
+    # Where partitions the specific offsets leave out start or stop, when not the caller's default: Flink's
+    # scan.bounded.specific-offsets reads nothing of them (an end at the log start).
+    unlisted: str | None = None
 
     def offset_for(self, topic: str, partition: int) -> int | None:
         for t, parts in self.specific:
@@ -65,6 +72,8 @@ class ReadSpec:
     start: Bound = Bound("earliest")
     end: Bound = Bound("none")
     max_records_per_batch: int | None = None
+    min_records_per_trigger: int | None = None  # minOffsetsPerTrigger (streaming, not under AvailableNow)
+    max_trigger_delay_s: float = 900.0  # maxTriggerDelay: how long minOffsetsPerTrigger may hold a batch back
     split_max_records: int | None = None
     min_partitions: int | None = None
     coalesce_max_records: int = 0  # streaming: small ranges of a micro-batch read together (0: never)
@@ -79,7 +88,7 @@ class ReadSpec:
 
 def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool) -> ReadSpec:
     options = canonical_options(raw)
-    kafka = parse_kafka_spec(options)
+    kafka = _with_group_prefix(parse_kafka_spec(options), options)
     topics = _parse_topics(options)
     mode = options.get("read.mode", "changelog" if streaming else "table").strip().lower()
     if mode not in ("table", "changelog"):
@@ -100,8 +109,8 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
         raise OptionError("option 'changelog.compact' applies to read.mode=changelog (a table is compact already)")
     start = _parse_bound(options, "startup", streaming)
     end = _parse_bound(options, "bounded", streaming)
-    for name, bound in (("startingOffsets", start), ("endingOffsets", end)):
-        _check_named_topics(bound, topics, name)
+    for bound in (start, end):
+        _check_named_topics(bound, topics, bound.option)
     if start.kind == "none":
         start = Bound("earliest")
     if end.kind == "none" and not streaming:
@@ -134,6 +143,7 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
             "option 'changelog.compact' keeps one change per key of a whole partition range, which "
             "'scan.split.max-records' / 'minPartitions' would cut into slices: give one or the other"
         )
+    min_per_trigger, max_delay_s = _min_per_trigger(options)
     idle = _optional_duration(options, "scan.watermark.idle-timeout")
     drift_ms = _drift_millis(options)
     watermark_column = any(c.kind == "watermark" for c in layout.metadata)
@@ -146,6 +156,8 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
         start=start,
         end=end,
         max_records_per_batch=parse_positive_int(options, "scan.max-records-per-batch"),
+        min_records_per_trigger=min_per_trigger,
+        max_trigger_delay_s=max_delay_s,
         split_max_records=split,
         min_partitions=min_partitions,
         coalesce_max_records=parse_count(options, "scan.coalesce.max-records", 20_000),
@@ -159,6 +171,23 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
         alignment_max_drift_ms=drift_ms,
         tracks_watermarks=bool(idle or drift_ms or watermark_column),
     )
+
+
+def _with_group_prefix(kafka: KafkaSpec, options: Mapping[str, str]) -> KafkaSpec:
+    """Spark's groupIdPrefix: the group id of the range consumers (properties.group.id, when set, is theirs
+    instead). They never join the group nor commit to it: librdkafka requires an id, brokers may log it and ACLs
+    (DESCRIBE on the group, not needed) may name it."""
+    prefix = options.get("groupidprefix")
+    if prefix is None:
+        return kafka
+    if "properties.group.id" in options:
+        raise OptionError(
+            "options 'groupIdPrefix' and 'properties.group.id' (kafka.group.id) both name the consumers' group: "
+            "give one (Spark ignores the prefix when kafka.group.id is set)"
+        )
+    if not prefix.strip():
+        raise OptionError("option 'groupIdPrefix' must not be empty, e.g. 'spark-kafka-source'")
+    return replace(kafka, properties=(*kafka.properties, ("group.id", prefix.strip())))
 
 
 def _check_named_topics(bound: Bound, topics: TopicSelection, option: str) -> None:
@@ -181,7 +210,19 @@ def _parse_topics(options: Mapping[str, str]) -> TopicSelection:
 
 # Spark hands options over lower-cased; errors name them as users write them.
 _SPARK_SPELLING = {
-    n.lower(): n for n in ("startingOffsets", "endingOffsets", "startingTimestamp", "endingTimestamp", "minPartitions")
+    n.lower(): n
+    for n in (
+        "startingOffsets",
+        "endingOffsets",
+        "startingTimestamp",
+        "endingTimestamp",
+        "minPartitions",
+        "minOffsetsPerTrigger",
+        "maxTriggerDelay",
+        "startingOffsetsByTimestamp",
+        "endingOffsetsByTimestamp",
+        "groupIdPrefix",
+    )
 }
 
 
@@ -215,15 +256,17 @@ def _parse_bound(options: Mapping[str, str], which: str, streaming: bool) -> Bou
 
 def _bound(options: Mapping[str, str], which: str) -> Bound:
     mode_option = f"scan.{which}.mode"
-    spark_offsets, spark_ts = (
-        ("startingoffsets", "startingtimestamp") if which == "startup" else ("endingoffsets", "endingtimestamp")
-    )
-    given = [o for o in (mode_option, spark_offsets, spark_ts) if o in options]
+    prefix = "starting" if which == "startup" else "ending"
+    spark_offsets, spark_ts, spark_by_ts = (f"{prefix}offsets", f"{prefix}timestamp", f"{prefix}offsetsbytimestamp")
+    given = [o for o in (mode_option, spark_offsets, spark_ts, spark_by_ts) if o in options]
     if len(given) > 1:
         named = " and ".join(f"'{_shown(g)}'" for g in given)
         raise OptionError(f"options {named} both set where to {_verb(which)}; give one")
+    strategy = _timestamp_strategy(options, which, given)
     if spark_ts in options:
-        return Bound("timestamp", timestamp_ms=_millis(options, spark_ts))
+        return Bound("timestamp", timestamp_ms=_millis(options, spark_ts), option=_shown(spark_ts), no_match=strategy)
+    if spark_by_ts in options:
+        return _spark_timestamps(options[spark_by_ts], _shown(spark_by_ts), strategy)
     if spark_offsets in options:
         return _spark_offsets(options[spark_offsets], _shown(spark_offsets), ending=which == "bounded")
     raw = options.get(mode_option)
@@ -234,11 +277,36 @@ def _bound(options: Mapping[str, str], which: str) -> Bound:
         valid = [m for m in _FLINK_MODES if which == "startup" or m != "earliest-offset"]
         raise OptionError(f"option '{mode_option}' must be one of {', '.join(valid)}, got '{raw}'")
     if kind == "timestamp":
-        return Bound("timestamp", timestamp_ms=_millis(options, f"scan.{which}.timestamp-millis"))
+        name = f"scan.{which}.timestamp-millis"
+        return Bound("timestamp", timestamp_ms=_millis(options, name), option=name)
     if kind == "specific":
         name = f"scan.{which}.specific-offsets"
-        return Bound("specific", specific=((None, _flink_specific(options, name)),), option=name)
+        # Flink: "If an offset for a partition is not provided it will not consume from that partition."
+        unlisted = "earliest" if which == "bounded" else None
+        return Bound("specific", specific=((None, _flink_specific(options, name)),), option=name, unlisted=unlisted)
     return Bound(kind)
+
+
+_STRATEGY = "startingoffsetsbytimestampstrategy"
+
+
+def _timestamp_strategy(options: Mapping[str, str], which: str, given: list[str]) -> str:
+    """Spark's startingOffsetsByTimestampStrategy (error | latest; error by default) for its timestamp starts;
+    an end, and Flink's timestamp mode, take the latest offset where no record is at or after the timestamp."""
+    spark_start = which == "startup" and any(g in ("startingtimestamp", "startingoffsetsbytimestamp") for g in given)
+    raw = options.get(_STRATEGY)
+    if raw is None:
+        return "error" if spark_start else "latest"
+    if which == "startup" and not spark_start:
+        raise OptionError(
+            "option 'startingOffsetsByTimestampStrategy' applies to a start given by 'startingTimestamp' or "
+            "'startingOffsetsByTimestamp': set one of them, or leave it out"
+        )
+    if which == "bounded":
+        return "latest"
+    if raw.strip().lower() not in ("error", "latest"):
+        raise OptionError(f"option 'startingOffsetsByTimestampStrategy' must be error or latest, got '{raw}'")
+    return raw.strip().lower()
 
 
 def _verb(which: str) -> str:
@@ -301,10 +369,49 @@ def _spark_offsets(raw: str, name: str, ending: bool) -> Bound:
     return Bound("specific", specific=specific, option=name)
 
 
+def _spark_timestamps(raw: str, name: str, no_match: str) -> Bound:
+    example = '{"topic":{"0":1700000000000,"1":1700000000000}} (epoch ms per partition)'
+    try:
+        parsed = json.loads(raw.strip())
+        specific = tuple(
+            (str(topic), tuple(sorted((int(p), _offset(ts, 0)) for p, ts in parts.items())))
+            for topic, parts in sorted(parsed.items())
+        )
+    except (ValueError, AttributeError, TypeError):
+        raise OptionError(f"option '{name}' must be JSON like {example}; got '{raw}'") from None
+    return Bound("timestamps", specific=specific, option=name, no_match=no_match)
+
+
 def _offset(value: object, lowest: int) -> int:
     if type(value) is not int or value < lowest:  # JSON 1.5 or true is no offset
         raise ValueError(value)
     return value
+
+
+def _min_per_trigger(options: Mapping[str, str]) -> tuple[int | None, float]:
+    """Spark's minOffsetsPerTrigger and maxTriggerDelay (a Spark time string, '15m' by default), which only
+    means something with it."""
+    given = options.get("minoffsetspertrigger")
+    minimum = parse_positive_int({} if given is None else {"minOffsetsPerTrigger": given}, "minOffsetsPerTrigger")
+    raw = options.get("maxtriggerdelay")
+    if raw is not None and minimum is None:
+        raise OptionError(
+            "option 'maxTriggerDelay' bounds how long 'minOffsetsPerTrigger' holds a micro-batch back: set "
+            "'minOffsetsPerTrigger' too, or leave it out"
+        )
+    return minimum, _spark_duration("maxTriggerDelay", "15m" if raw is None else raw)
+
+
+_SPARK_TIME = re.compile(r"^\s*(\d+)\s*(ms|s|m|min|h|d)?\s*$")
+_SPARK_UNIT_SECONDS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def _spark_duration(name: str, raw: str) -> float:
+    """A Spark time string ('15m', '30s', '500ms', '1h'; a bare number is milliseconds), in seconds."""
+    match = _SPARK_TIME.match(raw.lower())
+    if not match or int(match.group(1)) == 0:
+        raise OptionError(f"option '{name}' must be a positive time such as '15m', '30s' or '500ms', got '{raw}'")
+    return int(match.group(1)) * _SPARK_UNIT_SECONDS[match.group(2) or "ms"]
 
 
 def _optional_duration(options: Mapping[str, str], name: str) -> float | None:

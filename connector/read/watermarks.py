@@ -38,6 +38,12 @@ class WatermarkTracker:
     def __getstate__(self) -> dict:
         return {"planner": self.planner, "spec": self.spec, "_consumer": None, "_last_advance": {}}
 
+    def close(self) -> None:
+        """Close the look-up consumer (a later look-up opens another)."""
+        client, self._consumer = self._consumer, None
+        if client is not None:
+            client.close()
+
     # -- watermarks ------------------------------------------------------------------------------
 
     def advance(self, start: Offsets, end: Offsets, watermarks: Offsets) -> dict[str, dict[int, int]]:

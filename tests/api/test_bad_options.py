@@ -42,6 +42,21 @@ KIND_VALUES: dict[str, list[str]] = {
     "count": ["", "-1", "1.5", "many", "1e3", " "],  # zero or more
     "duration-or-zero": ["", "soon", "-1 s", "1 fortnight", "s", "1.5.2 s"],
     "epoch-ms": ["", "yesterday", "-5", "1.5", "1e12"],
+    "spark-timestamps": [
+        "",
+        "{not json",
+        '{"t": 5}',
+        '{"t": {"x": 1}}',
+        '{"t": {"0": -1}}',
+        '{"t": {"0": 1.5}}',
+        '{"t": {"0": true}}',
+        "[1, 2]",
+        '{"other": {"0": 1}}',
+        "earliest",
+    ],
+    "group-prefix": ["", "  "],
+    "timestamp-strategy": ["", "earliest", "none", "errors", "latest-offset"],
+    "spark-time": ["", "soon", "-1s", "0", "0m", "1 fortnight", "1.5m", "15 mins"],
     "flink-offsets": [
         "",
         "0:42",
@@ -96,10 +111,16 @@ OPTION_KINDS: dict[str, str] = {
     "scan.bounded.specific-offsets": "flink-offsets",
     "endingOffsets": "spark-offsets",
     "endingTimestamp": "epoch-ms",
+    "startingOffsetsByTimestamp": "spark-timestamps",
+    "endingOffsetsByTimestamp": "spark-timestamps",
+    "startingOffsetsByTimestampStrategy": "timestamp-strategy",
     "scan.max-records-per-batch": "positive-int",
+    "minOffsetsPerTrigger": "positive-int",
+    "maxTriggerDelay": "spark-time",
     "scan.split.max-records": "positive-int",
     "minPartitions": "positive-int",
     "scan.coalesce.max-records": "count",
+    "groupIdPrefix": "group-prefix",
     "scan.fail-on-data-loss": "flag",
     "scan.topic-partition-discovery.interval": "duration",
     "scan.watermark.idle-timeout": "duration",
@@ -135,6 +156,8 @@ COMPANIONS: dict[str, dict[str, str]] = {
     "scan.split.max-records": {"read.mode": "changelog"},
     "minPartitions": {"read.mode": "changelog"},
     "changelog.compact": {"read.mode": "changelog"},
+    "maxTriggerDelay": {"minOffsetsPerTrigger": "5"},
+    "startingOffsetsByTimestampStrategy": {"startingTimestamp": "1700000000000"},
 }
 
 # Kinds whose bad values are particular: (label, options, expected error type, contexts or None for the

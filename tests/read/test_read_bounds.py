@@ -107,9 +107,53 @@ def test_timestamp_start_reads_records_at_or_after_it(spark, options, two_partit
     assert _read(spark, options, two_partitions, opts) == {0: [2, 3, 4], 1: [12]}
 
 
-def test_timestamp_start_after_every_record_reads_nothing(spark, options, two_partitions):
-    opts = {"startingTimestamp": str(T0 + 60_000)}
+@pytest.mark.parametrize(
+    "opts",
+    [
+        {"scan.startup.mode": "timestamp", "scan.startup.timestamp-millis": str(T0 + 60_000)},
+        {"startingTimestamp": str(T0 + 60_000), "startingOffsetsByTimestampStrategy": "latest"},
+        {"startingOffsetsByTimestamp": "BY_TS", "startingOffsetsByTimestampStrategy": "LATEST"},
+    ],
+)
+def test_timestamp_start_after_every_record_reads_nothing_with_the_latest_strategy(
+    spark, options, two_partitions, opts
+):
+    by_ts = json.dumps({two_partitions: {"0": T0 + 60_000, "1": T0 + 60_000}})
+    opts = {k: v.replace("BY_TS", by_ts) for k, v in opts.items()}
     assert _read(spark, options, two_partitions, opts) == {}
+
+
+@pytest.mark.parametrize("option", ["startingTimestamp", "startingOffsetsByTimestamp"])
+def test_a_spark_timestamp_start_with_no_record_after_it_fails_by_default_naming_the_strategy(
+    spark, options, two_partitions, option
+):
+    late = T0 + 60_000
+    value = str(late) if option == "startingTimestamp" else json.dumps({two_partitions: {"0": late}})
+    with pytest.raises(Exception, match=f"'{option}': no record at or after timestamp {late} .*partition.*0") as e:
+        _read(spark, options, two_partitions, {option: value})
+    assert "'startingOffsetsByTimestampStrategy' to latest" in str(e.value)
+
+
+def test_starting_offsets_by_timestamp_per_partition_and_unlisted_partitions_from_earliest(
+    spark, options, two_partitions
+):
+    by_ts = json.dumps({two_partitions: {"0": T0 + 2500}})
+    assert _read(spark, options, two_partitions, {"startingOffsetsByTimestamp": by_ts}) == {0: [3, 4], 1: [10, 11, 12]}
+    by_ts = json.dumps({two_partitions: {"0": T0 + 3000, "1": T0 + 1000}})
+    assert _read(spark, options, two_partitions, {"startingOffsetsByTimestamp": by_ts}) == {0: [3, 4], 1: [11, 12]}
+
+
+def test_ending_offsets_by_timestamp_per_partition_unlisted_and_unmatched_to_latest(spark, options, two_partitions):
+    by_ts = json.dumps({two_partitions: {"0": T0 + 1500}})
+    assert _read(spark, options, two_partitions, {"endingOffsetsByTimestamp": by_ts}) == {0: [0, 1], 1: [10, 11, 12]}
+    by_ts = json.dumps({two_partitions: {"0": T0 + 60_000, "1": T0 + 1000}})
+    assert _read(spark, options, two_partitions, {"endingOffsetsByTimestamp": by_ts}) == {0: [0, 1, 2, 3, 4], 1: [10]}
+
+
+def test_offsets_by_timestamp_naming_a_partition_that_does_not_exist_fail_naming_it(spark, options, two_partitions):
+    by_ts = json.dumps({two_partitions: {"7": T0}})
+    with pytest.raises(Exception, match="'startingOffsetsByTimestamp' names partition 7"):
+        _read(spark, options, two_partitions, {"startingOffsetsByTimestamp": by_ts})
 
 
 def test_group_offsets_start_from_the_committed_offsets_and_fall_back_for_the_rest(
@@ -145,7 +189,6 @@ def test_group_offsets_without_a_committed_offset_or_fallback_fail_naming_the_pa
 @pytest.mark.parametrize(
     "opts",
     [
-        {"scan.bounded.mode": "specific-offsets", "scan.bounded.specific-offsets": "partition:0,offset:2"},
         {"endingOffsets": '{TOPIC: {"0": 2}}'},
         {"endingOffsets": '{TOPIC: {"0": 2, "1": -1}}'},
     ],
@@ -153,6 +196,26 @@ def test_group_offsets_without_a_committed_offset_or_fallback_fail_naming_the_pa
 def test_specific_end_offsets_and_unlisted_partitions_to_latest(spark, options, two_partitions, opts):
     opts = {k: v.replace("TOPIC", json.dumps(two_partitions)) for k, v in opts.items()}
     assert _read(spark, options, two_partitions, opts) == {0: [0, 1], 1: [10, 11, 12]}
+
+
+def test_flink_bounded_specific_offsets_read_nothing_of_an_unlisted_partition(spark, options, two_partitions):
+    opts = {"scan.bounded.mode": "specific-offsets", "scan.bounded.specific-offsets": "partition:0,offset:2"}
+    assert _read(spark, options, two_partitions, opts) == {0: [0, 1]}
+
+
+def test_flink_bounded_specific_offsets_stream_reads_nothing_of_an_unlisted_partition(
+    spark, options, two_partitions, tmp_path
+):
+    opts = options(
+        two_partitions,
+        {
+            "scan.bounded.mode": "specific-offsets",
+            "scan.bounded.specific-offsets": "partition:1,offset:2",
+            "metadata.columns": "part=partition",
+        },
+    )
+    sink = run_available_now(stream(spark, opts, "id INT, name STRING, part INT, _change_type STRING"), str(tmp_path))
+    assert sorted((r[2], r[0]) for r in sink.rows) == [(1, 10), (1, 11)]
 
 
 def test_batch_end_offsets_past_the_log_end_read_up_to_the_log_end(spark, options, two_partitions):
@@ -234,3 +297,12 @@ def test_stream_starting_past_its_bound_reads_nothing_and_does_not_fail(spark, o
     )
     sink = run_available_now(stream(spark, opts, ROWS), str(tmp_path / "cp"))
     assert sorted(r[0] for r in sink.rows) == [11]
+
+
+def test_the_timestamp_strategy_without_a_spark_timestamp_start_is_refused(spark, options):
+    from pyspark_upsert_kafka import OptionError
+
+    from tests.support.read_helpers import stream_reader
+
+    with pytest.raises(OptionError, match="'startingOffsetsByTimestampStrategy' applies to a start given by"):
+        stream_reader(spark, options("t", {"startingOffsetsByTimestampStrategy": "latest"}), ROWS)

@@ -3,6 +3,8 @@ range (scan.split.max-records, minPartitions), each slice keeping its records in
 
 from __future__ import annotations
 
+import pytest
+
 from tests.support.read_helpers import load, rec, send
 
 SLICED = "id INT, name STRING, part INT, off BIGINT, _change_type STRING"
@@ -45,11 +47,12 @@ def test_changelog_without_split_options_reads_each_partition_in_one_task(spark,
     _assert_ordered_slices(slices, sizes)
 
 
-def test_split_max_records_slices_each_range_keeping_offset_order(spark, new_topic, options, bootstrap):
+@pytest.mark.parametrize("option", ["scan.split.max-records", "maxRecordsPerPartition"])
+def test_split_max_records_slices_each_range_keeping_offset_order(spark, new_topic, options, bootstrap, option):
     topic = new_topic(partitions=2)
     sizes = {0: 10, 1: 3}
     _fill(bootstrap, topic, sizes)
-    slices = _slices(spark, options, topic, {"scan.split.max-records": "4"})
+    slices = _slices(spark, options, topic, {option: "4"})
     assert sorted(len(s) for s in slices) == [3, 3, 3, 4]  # 10 -> 3 slices of at most 4, 3 -> one
     _assert_ordered_slices(slices, sizes)
 
