@@ -221,7 +221,8 @@ class Sender:
         # The client's own error first: records purged or timed out because of it say nothing of the cause.
         final = self.errors.check()
         if final is None and self.failure is not None and self.failure[0].code() in _PURGED:
-            deadline = time.monotonic() + 1.0  # the error that made librdkafka purge follows its reports
+            # The error that made librdkafka purge follows its reports (seconds later on a loaded machine).
+            deadline = time.monotonic() + min(5.0, self.spec.kafka.timeout_s)
             while final is None and time.monotonic() < deadline:
                 time.sleep(0.05)
                 final = self.errors.check()

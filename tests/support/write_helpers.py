@@ -79,19 +79,23 @@ _COORDINATOR_NOT_READY = (
 )
 
 
-def task_markers(bootstrap: str, prefix: str, topic: str, timeout: float = 30) -> dict[str, str | None]:
+def task_markers(
+    bootstrap: str, prefix: str, topic: str, timeout: float = 30, task: int | None = None
+) -> dict[str, str | None]:
     """The exactly-once marker groups of transactional-id prefix `prefix` (each named like its task's transactional
-    id, `<prefix>-<scope>-<task>`: pyspark_upsert_kafka.write.transactions) and the metadata each committed on
-    partition 0 of `topic`."""
+    id, `<prefix>-<scope>-<task>`: pyspark_upsert_kafka.write.transactions), only task `task`'s when given, and
+    the metadata each committed on partition 0 of `topic`. Another task's group is never asked: a read_committed
+    look-up waits while that task's transaction is open (a pooled producer re-sends its marker at begin)."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    pattern = re.compile(re.escape(prefix) + r"-[a-z0-9]+-\d+")
+    tasks = r"\d+" if task is None else str(task)
+    pattern = re.compile(re.escape(prefix) + r"-[a-z0-9]+-" + tasks)
     groups = sorted(g.group_id for g in admin.list_consumer_groups(request_timeout=10).result().valid)
     return {g: _committed_metadata(bootstrap, g, topic, timeout) for g in groups if pattern.fullmatch(g)}
 
 
 def task_marker(bootstrap: str, prefix: str, task: int, topic: str) -> str | None:
     """The markers task `task` committed on `topic` (of every scope found, one per line), or None."""
-    found = [m for g, m in task_markers(bootstrap, prefix, topic).items() if m and g.endswith(f"-{task}")]
+    found = [m for m in task_markers(bootstrap, prefix, topic, task=task).values() if m]
     return "\n".join(found) or None
 
 
