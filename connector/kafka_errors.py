@@ -130,14 +130,22 @@ class ClientErrors:
             raise error
         self(cause.args[0])
 
+    def raised(self, error: BaseException) -> None:
+        """Keep the Kafka error a client call raised. confluent-kafka reports a fatal client error (e.g. an ACL
+        denying the idempotent producer its id) not through the callback but as the exception of whichever
+        poll, flush or produce serves it: that call's caller must hand it here or it is lost."""
+        if isinstance(error, SystemError):  # the fatal error, if any, is its cause (see `pending`)
+            error = error.__cause__ or error.__context__  # type: ignore[assignment]
+        if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], KafkaError):
+            self(error.args[0])
+
     def check(self) -> KafkaError | None:
         """The final error reported so far, after serving pending callbacks."""
         if self.serve is not None and self.final is None:
             try:
                 self.serve(0)
-            except KafkaException as e:  # a fatal error surfaces from poll() itself
-                if e.args and isinstance(e.args[0], KafkaError):
-                    self(e.args[0])
+            except KafkaException as e:
+                self.raised(e)
         return self.final
 
 

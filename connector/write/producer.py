@@ -30,6 +30,11 @@ log = logging.getLogger("upsert_kafka")
 _UNASSIGNED = -1  # librdkafka: let the partitioner choose
 _PURGED = (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT)
 _POLL_EVERY = 10_000
+# Every poll and flush of a producer waits under 0.2 s: from 0.2 s on, confluent-kafka serves callbacks in
+# chunks and goes on after one raised, so a fatal client error it raises (an ACL denying the idempotent producer
+# its id) is overwritten by the purge reports that follow it, or lost ("returned NULL without setting an
+# exception"), and the task would report purged records instead of the cause.
+_SERVE_S = 0.1
 
 
 def producer_settings(
@@ -141,20 +146,20 @@ class Sender:
             itertools.repeat(0) if timestamps is None else timestamps,
             itertools.repeat(None) if headers is None else headers,
         )
-        produce, poll = self.client.produce, self.client.poll
+        produce = self.client.produce
         for i, (topic, key, value, partition, timestamp, header) in enumerate(records):
             while True:
                 try:
                     produce(topic, value, key, partition=partition, timestamp=timestamp, headers=header)
                     break
                 except BufferError:  # the local queue is full: let librdkafka send, then retry
-                    poll(0.5)
-                    self._raise_failure()
+                    self._poll(_SERVE_S)
                 except KafkaException as e:
+                    self.errors.raised(e)  # a fatal client error fails every produce: report it, not the record
+                    self._raise_failure()
                     raise self._record_error(e.args[0], topic, key, 1) from None
             if i % _POLL_EVERY == _POLL_EVERY - 1:
-                poll(0)
-                self._raise_failure()  # fail fast rather than queue records behind a broken connection
+                self._poll(0)  # fail fast rather than queue records behind a broken connection
 
     def _partitions(self, topics: str | list[str], keys: list[bytes]) -> list[int]:
         """The user partitioner's choice per record, checked to be a partition of the record's topic."""
@@ -202,11 +207,21 @@ class Sender:
 
     def _flush(self) -> int:
         try:
-            return self.client.flush(1.0)
-        except (KafkaException, SystemError):
-            # After a fatal client error flush() itself fails (ClientErrors.pending): report that error.
+            return self.client.flush(_SERVE_S)
+        except (KafkaException, SystemError) as e:
+            self.errors.raised(e)  # a fatal client error is raised by the flush that serves it
             self._raise_failure()
             raise
+
+    def _poll(self, timeout: float) -> None:
+        """Serve delivery reports; raise the first failure."""
+        try:
+            self.client.poll(timeout)
+        except (KafkaException, SystemError) as e:
+            self.errors.raised(e)
+            self._raise_failure()
+            raise
+        self._raise_failure()
 
     def _on_delivery(self, error: Any, message: Any) -> None:
         if error is not None:

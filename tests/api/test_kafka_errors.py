@@ -130,6 +130,24 @@ def test_fatal_errors_are_never_retried():
     assert not is_transient(KafkaError(KafkaError._TRANSPORT, fatal=True))
 
 
+def test_a_fatal_error_raised_by_a_client_call_is_kept_as_the_clients_final_error():
+    """confluent-kafka raises a fatal client error from the poll or flush that serves it, never through the
+    error callback; also as the cause of a SystemError when another callback ran after it."""
+    fatal = KafkaError(KafkaError.CLUSTER_AUTHORIZATION_FAILED, "Failed to acquire idempotence PID", fatal=True)
+    direct, chained = ClientErrors(), ClientErrors()
+    direct.raised(KafkaException(fatal))
+    try:
+        raise SystemError("a result with an exception set") from KafkaException(fatal)
+    except SystemError as e:
+        chained.raised(e)
+    assert direct.final is fatal and chained.final is fatal
+
+    unrelated = ClientErrors()
+    unrelated.raised(SystemError("returned NULL without setting an exception"))
+    unrelated.raised(ValueError("not a Kafka error"))
+    assert unrelated.final is None and unrelated.last is None
+
+
 def test_spark_spellings_set_the_retry_policy():
     spec = parse_kafka_spec(
         canonical_options(
