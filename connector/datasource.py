@@ -13,7 +13,8 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from .options.layout import table_schema
-from .read.source import UpsertKafkaBatchReader, UpsertKafkaStreamReader
+from .read import pushdown
+from .read.source import UpsertKafkaBatchReader, UpsertKafkaLookupReader, UpsertKafkaStreamReader
 from .read.spec import parse_read_spec
 from .write.sink import UpsertKafkaStreamWriter, UpsertKafkaWriter, plan_write
 
@@ -29,7 +30,8 @@ class UpsertKafkaDataSource(DataSource):
         return table_schema(self.options)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return UpsertKafkaBatchReader(parse_read_spec(self.options, schema, streaming=False))
+        spec = parse_read_spec(self.options, schema, streaming=False)
+        return UpsertKafkaLookupReader(spec) if pushdown.enabled() else UpsertKafkaBatchReader(spec)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return UpsertKafkaStreamReader(parse_read_spec(self.options, schema, streaming=True))

@@ -283,6 +283,16 @@ READ_OPTIONS: tuple[OptionDoc, ...] = (
         "batch read is).",
     ),
     OptionDoc(
+        "scan.filter.key-partitions",
+        "true",
+        READ,
+        "Batch reads with `spark.sql.python.filterPushdown.enabled=true`: a filter giving every key column with "
+        "`=` or `IN` reads only the partitions those keys hash to (murmur2 of this key format's bytes, as the "
+        "writer, Flink and the Java client partition). `false` for a topic whose keys were partitioned otherwise "
+        "(another partitioner or key encoding, or partitions added since). Filters on the `topic`, `partition`, "
+        "`offset` and `timestamp` metadata columns narrow the read too; every filter is still applied by Spark.",
+    ),
+    OptionDoc(
         "groupIdPrefix",
         "pyspark-upsert-kafka",
         READ,

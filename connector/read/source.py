@@ -10,10 +10,10 @@ from __future__ import annotations
 import itertools
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, Filter, InputPartition
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
@@ -28,6 +28,7 @@ from .decode import range_decoder
 from .fetch import fetch_range
 from .offsets import BatchPlan, PartitionRange, RangeGroup, clip_starts, coalesce_ranges, ranges_between, split_ranges
 from .planner import Planner, limit_by_backlog
+from .pushdown import Narrowing, narrow_plan, narrowing
 from .spec import ReadSpec
 from .watermarks import WatermarkTracker
 
@@ -90,6 +91,7 @@ class UpsertKafkaBatchReader(DataSourceReader):
 
     def __init__(self, spec: ReadSpec) -> None:
         self.spec = spec
+        self.narrow: Narrowing | None = None  # what pushed filters allow (UpsertKafkaLookupReader)
 
     def partitions(self) -> list[InputPartition]:
         warn_if_late_start(self.spec)
@@ -103,11 +105,22 @@ class UpsertKafkaBatchReader(DataSourceReader):
         if self.spec.tracks_watermarks:
             tracker = WatermarkTracker(planner)
             watermark = tracker.merged(tracker.advance(start, end, {}))
+        if self.narrow is not None:  # after the watermark: filters change what is read, not the watermark
+            start, end = narrow_plan(self.spec, self.narrow, planner, parts, start, end)
         ranges = ranges_between(start, end, watermark)
         return list(split_ranges(ranges, self.spec.split_max_records, self.spec.min_partitions))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_range(self.spec, partition)
+
+
+class UpsertKafkaLookupReader(UpsertKafkaBatchReader):
+    """The batch reader with filter pushdown: handed to Spark only when pushdown is on (pushdown.enabled).
+    Every filter stays with Spark; the reader uses them to read fewer partitions and offsets."""
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        self.narrow = narrowing(self.spec, filters)
+        return filters
 
 
 class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):

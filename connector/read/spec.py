@@ -77,6 +77,7 @@ class ReadSpec:
     split_max_records: int | None = None
     min_partitions: int | None = None
     coalesce_max_records: int = 0  # streaming: small ranges of a micro-batch read together (0: never)
+    key_partition_pruning: bool = True  # batch, filter pushdown: key look-ups read the keys' partitions only
     fail_on_data_loss: bool = True
     discovery_interval_s: float = 300.0
     group_id: str | None = None
@@ -162,6 +163,7 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
         min_partitions=min_partitions,
         coalesce_max_records=parse_count(options, "scan.coalesce.max-records", 20_000),
         fail_on_data_loss=parse_flag(options, "scan.fail-on-data-loss", True),
+        key_partition_pruning=parse_flag(options, "scan.filter.key-partitions", True),
         discovery_interval_s=parse_duration(options, "scan.topic-partition-discovery.interval", "5 min"),
         group_id=group_id,
         group_fallback=None
