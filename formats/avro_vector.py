@@ -25,22 +25,20 @@ import numpy as np
 import pyarrow as pa
 
 from .avro_schema import AvroType, _collect, _deref
+from .avro_vector_reads import (
+    CONVERT,
+    LOGICAL,
+    PRIMITIVE_READS,
+    Unsure,
+    read_enum,
+    read_fixed,
+    read_long,
+    to_binary,
+    to_symbols,
+)
 
 # A varint is at most 10 bytes; the buffer is padded so that reading one just past a record stays inside.
 _PAD = 16
-# The values fastavro turns into Python dates / datetimes (outside them it raises).
-_DATE_DAYS = (-719_162, 2_932_896)
-_MICROS = (-62_135_596_800_000_000, 253_402_300_799_999_999)
-_MILLIS = (-62_135_596_800_000, 253_402_300_799_999)
-_INT_RANGES = {
-    pa.int8(): (-(2**7), 2**7 - 1),
-    pa.int16(): (-(2**15), 2**15 - 1),
-    pa.int32(): (-(2**31), 2**31 - 1),
-}
-
-
-class Unsure(Exception):
-    """Some record of the chunk is not one this path vouches for: the chunk goes to fastavro."""
 
 
 @dataclass(frozen=True)
@@ -184,21 +182,21 @@ def _reader(
             raise _Unsupported
         return _struct(fields, target)
     if kind in ("enum", "fixed"):
-        read = (_enum if kind == "enum" else _fixed)(w)
+        read = (read_enum if kind == "enum" else read_fixed)(w)
         if r is not None and not (_kind(r) == kind and _same_named(w, r)):
             raise _Unsupported
-        convert = (_symbols if kind == "enum" else _binary)(target) if target is not None else None
+        convert = (to_symbols if kind == "enum" else to_binary)(target) if target is not None else None
     elif kind in _RESOLVES:
-        read = _long if kind in ("int", "long") else _PRIMITIVE_READS[kind]
+        read = read_long if kind in ("int", "long") else PRIMITIVE_READS[kind]
         logical = w.get("logicalType") if isinstance(w, dict) else None
         if r is None:
             convert = None  # skipped: only read, as fastavro skips it (no conversion)
         elif _kind(r) not in _RESOLVES[kind]:
             raise _Unsupported
         elif logical is not None:  # fastavro converts by the writer's logical type
-            convert = _LOGICAL.get((kind, logical), lambda target: None)(target) if _kind(r) == kind else None
+            convert = LOGICAL.get((kind, logical), lambda target: None)(target) if _kind(r) == kind else None
         else:
-            convert = _CONVERT[(kind, _kind(r))](target)
+            convert = CONVERT[(kind, _kind(r))](target)
     else:
         raise _Unsupported
     if target is None:
@@ -239,7 +237,7 @@ def _struct(fields: list, target: pa.StructType) -> Read:
 
 def _union(value_branch: int, inner: Read, target: pa.DataType | None, nullable: bool) -> Read:
     def read(data: np.ndarray, pos: np.ndarray, ends: np.ndarray) -> tuple[pa.Array | None, np.ndarray]:
-        branch, pos = _long(data, pos, ends)
+        branch, pos = read_long(data, pos, ends)
         present = branch == value_branch
         if present.all():
             return inner(data, pos, ends)
@@ -255,225 +253,3 @@ def _union(value_branch: int, inner: Read, target: pa.DataType | None, nullable:
         return values.take(where), pos
 
     return read
-
-
-# -- primitive reads: (data, positions, ends) -> (numpy values, positions after) ----------------------
-
-
-def _long(data: np.ndarray, pos: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Zigzag varints, all rows at once: each round goes on with the rows whose byte had the high bit."""
-    byte = data[pos]
-    value = (byte & 0x7F).astype(np.uint64)
-    length = np.ones(len(pos), dtype=np.int64)
-    going = np.flatnonzero(byte & 0x80)
-    shift = 7
-    while going.size:
-        if shift > 63:
-            raise Unsure  # more than 10 bytes
-        byte = data[pos[going] + length[going]]
-        if shift == 63 and (byte > 1).any():
-            raise Unsure  # beyond 64 bits: fastavro's value is not a long
-        value[going] |= (byte & 0x7F).astype(np.uint64) << np.uint64(shift)
-        length[going] += 1
-        going = going[(byte & 0x80) != 0]
-        shift += 7
-    after = pos + length
-    if (after > ends).any():
-        raise Unsure
-    decoded = (value >> np.uint64(1)).astype(np.int64) ^ -((value & np.uint64(1)).astype(np.int64))
-    return decoded, after
-
-
-def _fixed_width(width: int, dtype: str) -> Callable:
-    def read(data: np.ndarray, pos: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        after = pos + width
-        if (after > ends).any():
-            raise Unsure
-        gathered = data[pos[:, None] + np.arange(width)]
-        return gathered.view(dtype).reshape(len(pos)), after
-
-    return read
-
-
-def _boolean(data: np.ndarray, pos: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    if (pos >= ends).any():
-        raise Unsure
-    byte = data[pos]
-    if (byte > 1).any():
-        raise Unsure  # fastavro reads any non-zero byte as true; only 0 and 1 are Avro's
-    return byte == 1, pos + 1
-
-
-def _bytes(data: np.ndarray, pos: np.ndarray, ends: np.ndarray) -> tuple[pa.Array, np.ndarray]:
-    size, pos = _long(data, pos, ends)
-    if (size < 0).any():
-        raise Unsure
-    return _gather(data, pos, size, ends)
-
-
-def _fixed(schema: dict) -> Callable:
-    width = schema["size"]
-
-    def read(data: np.ndarray, pos: np.ndarray, ends: np.ndarray) -> tuple[pa.Array, np.ndarray]:
-        return _gather(data, pos, np.full(len(pos), width, dtype=np.int64), ends)
-
-    return read
-
-
-def _gather(data: np.ndarray, pos: np.ndarray, size: np.ndarray, ends: np.ndarray) -> tuple[pa.Array, np.ndarray]:
-    """The bytes at data[pos : pos + size] of every row as an Arrow binary array.
-
-    Built as a binary-view array pointing into the chunk's buffer (16 bytes per value: its length, then up
-    to 12 bytes inline, or a 4-byte prefix, buffer 0 and the offset) that Arrow copies out in one cast:
-    five times faster than gathering the bytes with numpy."""
-    after = pos + size
-    if (after > ends).any() or len(data) >= 2**31:
-        raise Unsure
-    views = np.zeros((len(pos), 4), dtype="<i4")
-    views[:, 0] = size
-    octets = views.view(np.uint8)
-    short = size <= 12
-    if short.any():
-        rows = np.flatnonzero(short)
-        inline = data[pos[rows, None] + _INLINE]  # the buffer's padding covers reads past the end
-        inline[size[rows, None] <= _INLINE] = 0  # a short value's unused inline bytes are zero
-        octets[rows, 4:] = inline
-    if not short.all():
-        rows = np.flatnonzero(~short)
-        octets[rows, 4:8] = data[pos[rows, None] + _INLINE[:4]]  # prefix; buffer index 0
-        views[rows, 3] = pos[rows]
-    buffers = [None, pa.py_buffer(views), pa.py_buffer(data)]
-    return pa.Array.from_buffers(pa.binary_view(), len(pos), buffers).cast(pa.binary()), after
-
-
-_INLINE = np.arange(12)
-
-
-def _enum(schema: dict) -> Callable:
-    symbols = pa.array(schema["symbols"], pa.string())
-
-    def read(data: np.ndarray, pos: np.ndarray, ends: np.ndarray) -> tuple[pa.Array, np.ndarray]:
-        index, pos = _long(data, pos, ends)
-        if ((index < 0) | (index >= len(symbols))).any():
-            raise Unsure
-        return symbols.take(index), pos
-
-    return read
-
-
-# -- conversions: numpy values -> the Arrow column the table wants (None: not this pair) ----------------
-
-
-def _integers(target: pa.DataType) -> Callable | None:
-    if target == pa.int64():
-        return pa.array
-    if target in _INT_RANGES:
-        low, high = _INT_RANGES[target]
-        dtype = target.to_pandas_dtype()
-
-        def narrow(values: np.ndarray) -> pa.Array:
-            if len(values) and (values.min() < low or values.max() > high):
-                raise Unsure  # fastavro's value does not fit the column: its record fails there
-            return pa.array(values.astype(dtype))
-
-        return narrow
-    return None
-
-
-def _promoted(target: pa.DataType) -> Callable | None:
-    """int or long read as float or double: fastavro's float(value), then the column's type."""
-    if target in (pa.float32(), pa.float64()):
-        return lambda values: pa.array(values.astype(np.float64)).cast(target)
-    return None
-
-
-def _floats(target: pa.DataType) -> Callable | None:
-    if target == pa.float32():
-        return pa.array
-    if target == pa.float64():  # float promoted to double, as fastavro does
-
-        def widen(values: np.ndarray) -> pa.Array:
-            with np.errstate(invalid="ignore"):  # a signalling NaN becomes a quiet one, as in C
-                return pa.array(values.astype(np.float64))
-
-        return widen
-    return None
-
-
-def _text(target: pa.DataType) -> Callable | None:
-    if not pa.types.is_string(target):
-        return None
-
-    def convert(values: pa.Array) -> pa.Array:
-        try:
-            return values.cast(pa.string())  # checks the UTF-8
-        except pa.ArrowInvalid:
-            raise Unsure from None
-
-    return convert
-
-
-def _binary(target: pa.DataType) -> Callable | None:
-    return (lambda values: values) if pa.types.is_binary(target) else None
-
-
-def _symbols(target: pa.DataType) -> Callable | None:
-    return (lambda symbols: symbols) if pa.types.is_string(target) else None
-
-
-def _within(bounds: tuple[int, int], scale: int, t: pa.DataType) -> Callable:
-    low, high = bounds
-
-    def convert(values: np.ndarray) -> pa.Array:
-        if len(values) and (values.min() < low or values.max() > high):
-            raise Unsure  # fastavro cannot make a Python date / datetime of it
-        if t == pa.date32():
-            return pa.array(values.astype(np.int32)).cast(t)
-        return pa.array(values * scale).cast(t)
-
-    return convert
-
-
-def _days(target: pa.DataType) -> Callable | None:
-    return _within(_DATE_DAYS, 1, target) if target == pa.date32() else None
-
-
-def _timestamps(zoned: bool, bounds: tuple[int, int], scale: int) -> Callable:
-    def conversion(target: pa.DataType) -> Callable | None:
-        if not (pa.types.is_timestamp(target) and target.unit == "us" and (target.tz is not None) == zoned):
-            return None
-        return _within(bounds, scale, target)
-
-    return conversion
-
-
-_PRIMITIVE_READS: dict[str, Callable] = {
-    "boolean": _boolean,
-    "float": _fixed_width(4, "<f4"),
-    "double": _fixed_width(8, "<f8"),
-    "string": _bytes,
-    "bytes": _bytes,
-}
-# (writer type, reader type) -> the conversion of the values read into a column of the table's type.
-_CONVERT: dict[tuple[str, str], Callable[[pa.DataType], Callable | None]] = {
-    ("boolean", "boolean"): lambda t: pa.array if t == pa.bool_() else None,
-    ("int", "int"): _integers,
-    ("int", "long"): _integers,
-    ("long", "long"): _integers,
-    ("int", "float"): _promoted,
-    ("int", "double"): _promoted,
-    ("long", "float"): _promoted,
-    ("long", "double"): _promoted,
-    ("float", "float"): _floats,
-    ("float", "double"): _floats,
-    ("double", "double"): lambda t: pa.array if t == pa.float64() else None,
-    ("string", "string"): _text,
-    ("bytes", "bytes"): _binary,
-}
-_LOGICAL: dict[tuple[str, str], Callable[[pa.DataType], Callable | None]] = {
-    ("int", "date"): _days,
-    ("long", "timestamp-micros"): _timestamps(True, _MICROS, 1),
-    ("long", "timestamp-millis"): _timestamps(True, _MILLIS, 1000),
-    ("long", "local-timestamp-micros"): _timestamps(False, _MICROS, 1),
-    ("long", "local-timestamp-millis"): _timestamps(False, _MILLIS, 1000),
-}
