@@ -19,10 +19,11 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 
 from ..errors import KafkaUnavailableError, RecordError, TopicError, UpsertKafkaError, escaped_prefix
-from ..kafka import DEFAULT_TRANSACTION_TIMEOUT_MS, Brokers, WriteTarget, borrow_producer, give_back, producer
+from ..kafka import Brokers, borrow_producer, give_back, producer
 from ..kafka_errors import ACCESS_CODES, ClientErrors, call, kafka_error
 from .partitioners import load_partitioner
 from .spec import NONE, WriteSpec
+from .target import DEFAULT_TRANSACTION_TIMEOUT_MS, WriteTarget
 from .transactions import Fingerprint, StaleProducer, TaskTransaction, transactional_id
 
 log = logging.getLogger("upsert_kafka")

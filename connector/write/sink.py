@@ -21,12 +21,12 @@ from pyspark.sql.types import StructType
 
 from ..errors import OptionError
 from ..formats import ChangelogCodec
-from ..kafka import describe_write_target
 from ..options.common import canonical_options, parse_topic_selection
 from ..options.layout import check_codecs
 from .overwrite import tombstone_missing_keys
 from .producer import fence, fence_scope
 from .spec import EXACTLY_ONCE, parse_write_spec
+from .target import describe_write_target
 from .task import RecordWriter, WritePlan, WriteResult
 from .transactions import identify
 

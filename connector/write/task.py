@@ -20,10 +20,10 @@ from pyspark.sql.datasource import WriterCommitMessage
 
 from ..errors import RecordError, WriteTaskError
 from ..formats import ChangelogEncoder, Encoder
-from ..kafka import WriteTarget
 from .buffer import FlushTimer, Pending, ReducingBuffer
 from .producer import Sender
 from .spec import EXACTLY_ONCE, WriteSpec
+from .target import WriteTarget
 from .task_input import input_complete
 from .transactions import Fingerprint, identify, rows_of, transactional_id
 

@@ -16,10 +16,10 @@ import pytest
 from confluent_kafka import Producer
 from pyspark.sql.types import DoubleType, IntegerType, StringType, StructField, StructType
 from pyspark_upsert_kafka.errors import RecordError
-from pyspark_upsert_kafka.kafka import WriteTarget
 from pyspark_upsert_kafka.pool import POOL
 from pyspark_upsert_kafka.write.producer import Sender
 from pyspark_upsert_kafka.write.spec import parse_write_spec
+from pyspark_upsert_kafka.write.target import WriteTarget
 from pyspark_upsert_kafka.write.task import RecordWriter, WritePlan
 from pyspark_upsert_kafka.write.transactions import Fingerprint
 
