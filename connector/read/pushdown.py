@@ -158,7 +158,8 @@ def narrow_plan(
     by_key = key_partitions(spec, narrow, {t: len(ps) for t, ps in parts.items()})
     from_timestamp = None
     if narrow.min_timestamp_ms is not None:
-        found = planner.list_offsets(parts, lambda: OffsetSpec.for_timestamp(narrow.min_timestamp_ms))
+        planned = {t: sorted(ps) for t, ps in end.items()}
+        found = planner.list_offsets(planned, lambda: OffsetSpec.for_timestamp(narrow.min_timestamp_ms))
         # No record at or after the time: nothing of the partition is kept.
         from_timestamp = {t: {p: o if o >= 0 else end[t][p] for p, o in ps.items()} for t, ps in found.items()}
     starts: dict = {t: dict(ps) for t, ps in start.items()}

@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
-from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient
 
 from tests.support.kafka_io import produce
 from tests.support.read_helpers import wait_for
@@ -97,20 +95,6 @@ def arrow_batch_rows(spark, rows: int) -> Iterator[None]:
         yield
     finally:
         spark.conf.set(key, before)
-
-
-def log_ends(bootstrap: str, topic: str, *, stable: bool = False) -> dict[int, int]:
-    """Each partition's end: the high watermark (every record, open transactions' too), or with stable=True
-    the last stable offset, how far a read_committed reader may read (an open transaction holds it back
-    until it commits or aborts). librdkafka's consumers default to read_committed, so the isolation level
-    is set explicitly here."""
-    partitions = sorted(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics[topic].partitions)
-    isolation = "read_committed" if stable else "read_uncommitted"
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "tests", "isolation.level": isolation})
-    try:
-        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions}
-    finally:
-        consumer.close()
 
 
 def wait_reached(query, signals: list[Path], what: str, timeout: float = 120) -> None:

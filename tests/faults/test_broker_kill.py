@@ -23,14 +23,13 @@ from tests.faults.helpers import (
     cause,
     committed_source_offsets,
     guarantee_options,
-    log_ends,
     produce_two_partitions,
     report,
     tally,
     wait_reached,
 )
 from tests.faults.hooks import block_first_attempt
-from tests.support.kafka_io import create_topic
+from tests.support.kafka_io import create_topic, log_ends
 from tests.support.read_helpers import wait_for
 from tests.support.write_helpers import task_marker
 from tests.workers.failure_injection import open_transaction_has_records

@@ -21,7 +21,6 @@ from tests.faults.helpers import (
     cause,
     committed_source_offsets,
     guarantee_options,
-    log_ends,
     next_batch,
     produce_ids,
     produce_two_partitions,
@@ -29,7 +28,7 @@ from tests.faults.helpers import (
     tally,
 )
 from tests.faults.hooks import block_first_attempt
-from tests.support.kafka_io import create_topic
+from tests.support.kafka_io import create_topic, log_ends
 from tests.support.read_helpers import wait_for
 
 KILLS = 3
@@ -210,4 +209,3 @@ def test_stream_fails_with_one_clear_error_when_the_broker_stays_down_beyond_the
     assert "a query waits 7 s for them (options 'client.timeout' = 4 s, 'client.retries' = 3" in message
     # The bound, plus one trigger interval and Spark's own time to stop the query.
     assert failed_after < 7 + 20, failed_after
-

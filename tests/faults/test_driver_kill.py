@@ -17,7 +17,6 @@ from pathlib import Path
 
 from tests.faults.helpers import (
     SEED,
-    log_ends,
     produce_two_partitions,
     report,
     session_pids,
@@ -27,6 +26,7 @@ from tests.faults.helpers import (
     wait_gone,
 )
 from tests.faults.hooks import OPEN_AFTER
+from tests.support.kafka_io import log_ends
 from tests.support.read_helpers import wait_for
 from tests.support.write_helpers import task_marker
 from tests.workers.failure_injection import open_transaction_has_records

@@ -21,11 +21,11 @@ from tests.faults.helpers import (
     arrow_batch_rows,
     descends_from,
     guarantee_options,
-    log_ends,
     report,
     tally,
 )
 from tests.faults.hooks import KILL_AFTER_KEYS, PID_DIR, block_first_attempt
+from tests.support.kafka_io import log_ends
 from tests.support.read_helpers import wait_for
 from tests.support.write_helpers import task_marker
 from tests.workers.failure_injection import open_transaction_has_records

@@ -8,8 +8,8 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, IsolationLevel, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 Servers = str | Mapping[str, str]
 
@@ -59,12 +59,13 @@ def consume_all(bootstrap: Servers, topic: str) -> list[tuple[int, int, bytes | 
     )
     out = []
     try:
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in partitions}
+        starts, highs = _offsets(admin, topic, OffsetSpec.earliest), _offsets(admin, topic, OffsetSpec.latest)
+        ends = {p: (starts[p], highs[p]) for p in partitions}
         pending = {p: high for p, (low, high) in ends.items() if high > low}
         consumer.assign([TopicPartition(topic, p, ends[p][0]) for p in pending])
-        # Until each partition reaches its end offset, or EOF there (trailing transaction markers). An EOF before
-        # it is the last stable offset: a transaction's commit markers are written after its commit returned, so
-        # a read right after a commit waits for them (bounded: an open transaction may stay open).
+        # Until each partition reaches its log end offset, or EOF there (trailing transaction markers). An EOF
+        # before it is the last stable offset: a transaction's commit markers are written after its commit
+        # returned, so a read right after a commit waits for them (bounded: an open transaction may stay open).
         deadline = time.monotonic() + 15
         while pending:
             for m in consumer.consume(10_000, timeout=0.5):
@@ -80,3 +81,17 @@ def consume_all(bootstrap: Servers, topic: str) -> list[tuple[int, int, bytes | 
     finally:
         consumer.close()
     return sorted(out, key=lambda r: (r[0], r[1]))
+
+
+def log_ends(bootstrap: Servers, topic: str, *, stable: bool = False) -> dict[int, int]:
+    """Each partition's end: the high watermark (every record, open transactions' and markers too), or with
+    stable=True the last stable offset, how far a read_committed reader may read (an open transaction holds
+    it back until it commits or aborts; right after a commit, until its markers are written)."""
+    return _offsets(AdminClient(client_config(bootstrap)), topic, OffsetSpec.latest, stable)
+
+
+def _offsets(admin: AdminClient, topic: str, which, stable: bool = False) -> dict[int, int]:
+    partitions = sorted(admin.list_topics(timeout=10).topics[topic].partitions)
+    isolation = IsolationLevel.READ_COMMITTED if stable else IsolationLevel.READ_UNCOMMITTED
+    found = admin.list_offsets({TopicPartition(topic, p): which() for p in partitions}, isolation_level=isolation)
+    return {tp.partition: future.result(30).offset for tp, future in found.items()}

@@ -61,7 +61,6 @@ def wait_for(condition, what: str, timeout: float = 90) -> None:
         time.sleep(0.2)
 
 
-
 def rec(i: int, name: str | None = "v", partition: int | None = None, ts: int | None = None) -> tuple:
     """A JSON record of key {"id": i}; name=None makes it a tombstone."""
     value = None if name is None else orjson.dumps({"id": i, "name": name})

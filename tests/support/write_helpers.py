@@ -56,18 +56,6 @@ def envelopes(bootstrap: str, topic: str) -> list:
     return out
 
 
-def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
-    """The high watermark of each partition: records, aborted records and transaction markers alike."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    partitions = sorted(admin.list_topics(timeout=10).topics[topic].partitions)
-    # read_uncommitted: the high watermark, not the last stable offset (librdkafka's default is read_committed).
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "tests", "isolation.level": "read_uncommitted"})
-    try:
-        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions}
-    finally:
-        consumer.close()
-
-
 # A group coordinator not ready yet (a fresh broker creates __consumer_offsets on first use).
 _COORDINATOR_NOT_READY = (
     KafkaError.NOT_COORDINATOR,

@@ -13,9 +13,9 @@ import orjson
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from tests.support.kafka_io import consume_all, produce
+from tests.support.kafka_io import consume_all, log_ends, produce
 from tests.support.read_helpers import fail_tasks
-from tests.support.write_helpers import end_offsets, key_counts, task_markers, write
+from tests.support.write_helpers import key_counts, task_markers, write
 from tests.workers.failure_injection import fail_first_attempt, open_transaction_has_records
 
 SCHEMA = "id INT, name STRING, price DOUBLE"
@@ -27,7 +27,7 @@ def exactly_once(prefix: str) -> dict[str, str]:
 
 
 def all_offsets(bootstrap: str, topic: str) -> int:
-    return sum(end_offsets(bootstrap, topic).values())
+    return sum(log_ends(bootstrap, topic).values())
 
 
 @pytest.mark.parametrize("guarantee", ["none", "at-least-once"])
