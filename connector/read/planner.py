@@ -17,7 +17,7 @@ from confluent_kafka.admin import OffsetSpec
 
 from ..errors import DataLossError, KafkaAuthorizationError, OptionError, TopicError
 from ..kafka import Brokers
-from .offsets import Offsets, lost
+from .offsets import Offsets, data_loss, lost
 from .spec import EARLIEST, LATEST, Bound, ReadSpec
 
 log = logging.getLogger("upsert_kafka")
@@ -31,9 +31,10 @@ class Planner:
         self.brokers = Brokers(spec.kafka, **{"allow.auto.create.topics": False})  # asking never creates
         self._partitions: Partitions | None = None
         self._discovered_at = 0.0
+        self._bound: dict | None = None  # a bounded stream's end, resolved once
 
     def __getstate__(self) -> dict:
-        return {"spec": self.spec, "brokers": self.brokers, "_partitions": None, "_discovered_at": 0.0}
+        return {"spec": self.spec, "brokers": self.brokers, "_partitions": None, "_discovered_at": 0.0, "_bound": None}
 
     def close(self) -> None:
         self.brokers.close()
@@ -171,6 +172,37 @@ class Planner:
         filled = (self.earliest if default == "earliest" else self.latest)(open_) if open_ else {}
         return {t: {**filled.get(t, {}), **known.get(t, {})} for t in partitions}
 
+    # -- a micro-batch's range -------------------------------------------------------------------
+
+    def batch_start(self, checkpointed: Offsets, latest: Offsets) -> dict:
+        """Where a micro-batch starts reading: the checkpointed offsets, new partitions from offset 0, a start
+        that retention deleted moved past the loss (or failed, see check_start), none past the log end."""
+        begin, _ = with_new_partitions(checkpointed, latest)
+        clipped = self.still_in_kafka(begin, latest)
+        return {t: {p: min(o, latest[t].get(p, o)) for p, o in ps.items()} for t, ps in clipped.items()}
+
+    def batch_end(self, begin: Offsets, latest: Offsets, partitions: Partitions) -> dict:
+        """Where a micro-batch may read up to, before read limits: the log end (checked not to be below the
+        start), or a bounded stream's bound (resolved once, when first needed; a start already past it reads
+        nothing, which is not data loss)."""
+        not_before(begin, latest, self.spec.fail_on_data_loss)
+        if self.spec.end.kind == "none":
+            return dict(latest)
+        if self._bound is None:
+            self._bound = self.resolve(self.spec.end, partitions, "latest")
+        bound = self._bound
+        return {
+            t: {p: min(o, max(begin[t][p], bound.get(t, {}).get(p, o))) for p, o in ps.items()}
+            for t, ps in latest.items()
+        }
+
+    def still_in_kafka(self, begin: Offsets, stop: Offsets) -> dict:
+        """A start that retention has since deleted is data loss: fail naming the missing range (or skip it), on
+        the driver rather than in a task. Returns where each partition's records to read start."""
+        reading = {t: [p for p, o in ps.items() if o < stop.get(t, {}).get(p, o)] for t, ps in begin.items()}
+        reading = {t: ps for t, ps in reading.items() if ps}
+        return self.check_start(begin, self.earliest(reading)) if reading else dict(begin)
+
     # -- checks and limits -----------------------------------------------------------------------
 
     def check_start(self, start: Offsets, earliest: Offsets) -> dict:
@@ -197,3 +229,35 @@ def limit_by_backlog(start: Offsets, end: Offsets, max_records: int) -> dict:
         share = max_records * size / total
         out[t][p] = start[t][p] + min(size, max(1, int(share)))
     return out
+
+
+def within_log_end(end: Offsets, latest: Offsets) -> dict:
+    """A batch read ends at the log's end at the latest: records past it do not exist yet, and waiting for
+    them would only time out."""
+    beyond = {(t, p) for t, ps in end.items() for p, o in ps.items() if o > latest[t][p]}
+    if beyond:
+        log.info("upsert-kafka: end offsets past the log end of %s read up to the log end", sorted(beyond))
+    return {t: {p: min(o, latest[t][p]) for p, o in ps.items()} for t, ps in end.items()}
+
+
+def with_new_partitions(begin: Offsets, end: Offsets) -> tuple[dict, dict[str, list[int]]]:
+    """Partitions that appeared since `begin` was planned start at offset 0, as in Spark's Kafka source:
+    a new partition's records deleted before the query saw them are data loss (see Planner.check_start).
+    Returns the completed start and the new partitions."""
+    new = {t: [p for p in ps if p not in begin.get(t, {})] for t, ps in end.items()}
+    new = {t: ps for t, ps in new.items() if ps}
+    if not new:
+        return dict(begin), new
+    log.info("upsert-kafka: reading new partitions %s from offset 0", new)
+    return {t: {**dict.fromkeys(new.get(t, []), 0), **begin.get(t, {})} for t in end}, new
+
+
+def not_before(begin: Offsets, end: Offsets, fail_on_data_loss: bool) -> None:
+    """An end below the start means the log was truncated or the topic recreated: data loss."""
+    behind = [(t, p, o) for t, ps in end.items() for p, o in ps.items() if o < begin[t][p]]
+    if behind:
+        where = "; ".join(
+            f"topic '{t}' partition {p} now ends at {o}, before offset {begin[t][p]}" for t, p, o in behind
+        )
+        what = f"{where} this query had reached (the topic was recreated or truncated)"
+        data_loss(what, fail_on_data_loss, "go on from the log's current end")

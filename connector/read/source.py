@@ -27,7 +27,7 @@ from . import offsets
 from .decode import range_decoder
 from .fetch import fetch_range
 from .offsets import BatchPlan, PartitionRange, RangeGroup, clip_starts, coalesce_ranges, ranges_between, split_ranges
-from .planner import Planner, limit_by_backlog
+from .planner import Planner, limit_by_backlog, with_new_partitions, within_log_end
 from .pushdown import Narrowing, narrow_plan, narrowing
 from .spec import ReadSpec
 from .watermarks import WatermarkTracker
@@ -44,15 +44,6 @@ def read_range(spec: ReadSpec, rng: InputPartition) -> Iterator[pa.RecordBatch]:
     kinds = tuple(c.kind for c in spec.layout.metadata)
     chunks = fetch_range(spec.kafka, rng, kinds, spec.fail_on_data_loss)
     return decoder.changelog(chunks) if spec.changelog else decoder.table(chunks)
-
-
-def _within(end: dict, latest: dict) -> dict:
-    """A batch read ends at the log's end at the latest: records past it do not exist yet, and waiting for
-    them would only time out."""
-    beyond = {(t, p) for t, ps in end.items() for p, o in ps.items() if o > latest[t][p]}
-    if beyond:
-        log.info("upsert-kafka: end offsets past the log end of %s read up to the log end", sorted(beyond))
-    return {t: {p: min(o, latest[t][p]) for p, o in ps.items()} for t, ps in end.items()}
 
 
 def _log_batch(end: dict, latest: dict, merged_watermark: int | None) -> None:
@@ -100,7 +91,7 @@ class UpsertKafkaBatchReader(DataSourceReader):
         start = planner.check_start(planner.resolve(self.spec.start, parts, "earliest"), planner.earliest(parts))
         end = planner.resolve(self.spec.end, parts, "latest")
         if self.spec.end.kind != "latest":
-            end = _within(end, planner.latest(parts))
+            end = within_log_end(end, planner.latest(parts))
         watermark = None
         if self.spec.tracks_watermarks:
             tracker = WatermarkTracker(planner)
@@ -131,7 +122,6 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self.spec = spec
         self.planner = Planner(spec)
         self.tracker = WatermarkTracker(self.planner)
-        self.bound: dict | None = None  # the end of a bounded stream, resolved once
         self.available_now: dict | None = None  # Trigger.AvailableNow's fixed target
         self.initial: dict | None = None
         self.latest: dict | None = None  # the log ends latestOffset last looked up, for reportLatestOffset
@@ -181,30 +171,16 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
     def prepareForTriggerAvailableNow(self) -> None:
         self.available_now = self.planner.latest(self.planner.partitions(refresh=True))
 
-    def _within_bound(self, begin: dict, latest: dict, parts: dict) -> dict:
-        """A bounded stream reads up to its bound (resolved once, when first needed); a start already past
-        the bound reads nothing, which is not data loss."""
-        if self.spec.end.kind == "none":
-            return latest
-        if self.bound is None:
-            self.bound = self.planner.resolve(self.spec.end, parts, "latest")
-        return {
-            t: {p: min(o, max(begin[t][p], self.bound.get(t, {}).get(p, o))) for p, o in ps.items()}
-            for t, ps in latest.items()
-        }
-
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         checkpointed, watermarks = offsets.from_json(start)
         initial = offsets.is_initial(start)
         parts = self.planner.partitions()
         latest = self.available_now if self.available_now is not None else self.planner.latest(parts)
         self.latest = latest
-        begin, _ = self._with_new_partitions(checkpointed, latest)
-        # Records deleted below the start: fail (or skip them) here, before sizing the batch from offsets that are
-        # gone; a start moved past them is recorded in the plan (as is batch 0's, which Spark keeps nowhere).
-        clipped = self._still_in_kafka(begin, latest)
-        begin = {t: {p: min(o, latest[t].get(p, o)) for p, o in ps.items()} for t, ps in clipped.items()}
-        end = self._within_bound(begin, self._not_before(begin, latest), parts)
+        # Records deleted below the start fail (or are skipped) here, before the batch is sized from offsets that
+        # are gone; a start moved past them is recorded in the plan (as is batch 0's, which Spark keeps nowhere).
+        begin = self.planner.batch_start(checkpointed, latest)
+        end = self.planner.batch_end(begin, latest, parts)
         if self._held_back(begin, end, limit):
             return start
         if self.spec.alignment_max_drift_ms is not None:
@@ -232,28 +208,6 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         `sources[].latestOffset`, next to `endOffset`, for the records the query is behind. No broker call."""
         return None if self.latest is None else offsets.to_json(self.latest)
 
-    def _with_new_partitions(self, begin: dict, end: dict) -> tuple[dict, dict[str, list[int]]]:
-        """Partitions that appeared since `begin` was planned start at offset 0, as in Spark's Kafka source:
-        a new partition's records deleted before the query saw them are data loss (see check_start).
-        Returns the completed start and the new partitions."""
-        new = {t: [p for p in ps if p not in begin.get(t, {})] for t, ps in end.items()}
-        new = {t: ps for t, ps in new.items() if ps}
-        if not new:
-            return begin, new
-        log.info("upsert-kafka: reading new partitions %s from offset 0", new)
-        return {t: {**dict.fromkeys(new.get(t, []), 0), **begin.get(t, {})} for t in end}, new
-
-    def _not_before(self, begin: dict, end: dict) -> dict:
-        """An end below the start means the log was truncated or the topic recreated: data loss."""
-        behind = [(t, p, o) for t, ps in end.items() for p, o in ps.items() if o < begin[t][p]]
-        if behind:
-            where = "; ".join(
-                f"topic '{t}' partition {p} now ends at {o}, before offset {begin[t][p]}" for t, p, o in behind
-            )
-            what = f"{where} this query had reached (the topic was recreated or truncated)"
-            offsets.data_loss(what, self.spec.fail_on_data_loss, "go on from the log's current end")
-        return end
-
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         """The batch's ranges, from the start and split and watermarked as its end offset's plan says (a replay
         after a restart gets the same tasks and rows even if the options changed or batch 0's initial offset
@@ -263,9 +217,9 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         plan = offsets.recorded_plan(end)
         if plan is not None and plan.start is not None:
             begin = {t: dict(ps) for t, ps in plan.start.items()}
-        begin, _ = self._with_new_partitions(begin, stop)
+        begin, _ = with_new_partitions(begin, stop)
         begin = {t: {p: min(o, stop[t][p]) for p, o in ps.items() if p in stop.get(t, {})} for t, ps in begin.items()}
-        first = self._still_in_kafka(begin, stop)
+        first = self.planner.still_in_kafka(begin, stop)
         merged = None
         if self.spec.tracks_watermarks:
             merged = self.tracker.merged(watermarks, None if plan is None else plan.idle)
@@ -285,13 +239,6 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         if spec.split_max_records or spec.min_partitions or self.available_now is not None:
             return None
         return spec.coalesce_max_records or None
-
-    def _still_in_kafka(self, begin: dict, stop: dict) -> dict:
-        """A start that retention has since deleted is data loss: fail naming the missing range (or skip it), on
-        the driver rather than in a task. Returns where each partition's records to read start."""
-        reading = {t: [p for p, o in ps.items() if o < stop.get(t, {}).get(p, o)] for t, ps in begin.items()}
-        reading = {t: ps for t, ps in reading.items() if ps}
-        return self.planner.check_start(begin, self.planner.earliest(reading)) if reading else begin
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_range(self.spec, partition)
