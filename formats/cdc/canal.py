@@ -63,8 +63,7 @@ class CanalJsonCodec(EnvelopeCodec):
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
-        prefix = f"{context.role}.{self.name}."
-        self.include = {name: _pattern(options, name, prefix) for name in ("database", "table")}
+        self.include = {name: _pattern(options, name, self.prefix) for name in ("database", "table")}
 
     def changelog_decoder(self, schema: pa.Schema, metadata: Sequence[str] = ()) -> ChangelogDecoder:
         return CanalDecoder(self, schema, metadata)
@@ -219,7 +218,7 @@ class CanalDecoder(EnvelopeDecoder):
         return text(envelope.get(key))
 
     def _option(self, name: str) -> str:
-        return f"{self.codec.context.role}.{self.codec.name}.{name}"
+        return self.codec.prefix + name
 
 
 def _update(row: Any, old: dict) -> list[tuple[str, Any]]:

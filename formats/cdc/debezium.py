@@ -70,7 +70,7 @@ class DebeziumJsonCodec(EnvelopeCodec):
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
-        self.schema_include = option_flag(options, "schema-include", f"{context.role}.{self.name}.")
+        self.schema_include = option_flag(options, "schema-include", self.prefix)
 
     def changelog_decoder(self, schema: pa.Schema, metadata: Sequence[str] = ()) -> ChangelogDecoder:
         return DebeziumDecoder(self, schema, metadata)

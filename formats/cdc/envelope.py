@@ -29,7 +29,6 @@ from ..codec import (
     decimals_fit,
     empty_batch,
     option_choice,
-    option_flag,
 )
 from ..json_codec import JsonCodec, JsonEncoder, _arrow_readable, read_json_lines
 from ..json_values import (
@@ -65,9 +64,7 @@ class EnvelopeCodec(ChangelogCodec):
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
-        prefix = f"{context.role}.{self.name}."
-        self.ignore_parse_errors = option_flag(options, "ignore-parse-errors", prefix)
-        mode = option_choice(options, "changelog-mode", prefix, ("upsert", "all"), "upsert")
+        mode = option_choice(options, "changelog-mode", self.prefix, ("upsert", "all"), "upsert")
         self.full_changelog = mode == "all"
         self.rows = RowJson(self.name, {k: v for k, v in options.items() if k in RowJson.option_names}, context)
 
