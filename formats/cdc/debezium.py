@@ -28,20 +28,8 @@ from ..codec import (
     CodecContext,
     option_flag,
 )
-from .columns import (
-    TIMESTAMP_MS,
-    epoch_millis,
-    equal_to,
-    millis_to_timestamp,
-    struct_fields,
-    text,
-)
-from .envelope import (
-    EnvelopeCodec,
-    EnvelopeDecoder,
-    Envelopes,
-    Slot,
-)
+from .columns import TIMESTAMP_MS, epoch_millis, equal_to, millis_to_timestamp, struct_fields, text
+from .envelope import EnvelopeCodec, EnvelopeDecoder, Envelopes, Slot
 
 _SOURCE = pa.struct(
     [
