@@ -25,6 +25,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec
 
 from .errors import OptionError, TopicError
 from .kafka_errors import ClientErrors, call, is_transient
+from .options.catalog import default_of
 from .options.common import KafkaSpec
 from .pool import POOL, Pooled
 
@@ -74,7 +75,7 @@ def _consumer_config(kafka: KafkaSpec, errors: ClientErrors) -> dict[str, Any]:
 # the next range a pooled consumer is given by up to fetch.wait.max.ms (librdkafka's default 500 ms).
 # group.id: librdkafka requires one; a range consumer never joins or commits to it (the reader's groupIdPrefix or
 # properties.group.id replaces it).
-_CONSUMER_DEFAULTS = {"fetch.wait.max.ms": 10, "group.id": "pyspark-upsert-kafka"}
+_CONSUMER_DEFAULTS = {"fetch.wait.max.ms": 10, "group.id": default_of("groupIdPrefix")}
 
 
 def group_consumer(kafka: KafkaSpec, group_id: str, errors: ClientErrors | None = None) -> Consumer:

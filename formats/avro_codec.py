@@ -28,7 +28,6 @@ from .codec import (
     Encoder,
     FormatOptionError,
     batch_from_records,
-    option_flag,
 )
 from .schema_registry import RegistryError
 
@@ -40,11 +39,9 @@ class AvroCodec(Codec):
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
-        prefix = f"{context.role}.{self.name}."
-        self.ignore_parse_errors = option_flag(options, "ignore-parse-errors", prefix)
         self.record_name = options.get("record-name", "record").strip()
         self.record_namespace = options.get("record-namespace", "").strip() or None
-        self.given_schema = load_schema_option(options.get("schema"), f"{prefix}schema")
+        self.given_schema = load_schema_option(options.get("schema"), f"{self.prefix}schema")
 
     def writer_schema(self, schema: pa.Schema) -> AvroType:
         """The schema records are written with: the given one, or the table's as Avro."""

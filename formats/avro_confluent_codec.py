@@ -70,9 +70,7 @@ class AvroConfluentCodec(Codec):
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
-        prefix = f"{context.role}.{self.name}."
-        self.prefix = prefix
-        self.ignore_parse_errors = option_flag(options, "ignore-parse-errors", prefix)
+        prefix = self.prefix
         self.auto_register = option_flag(options, "auto.register.schemas", prefix, default=True)
         self.given_schema = load_schema_option(options.get("schema"), f"{prefix}schema")
         self.record_name = options.get("record-name", "record").strip()

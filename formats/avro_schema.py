@@ -25,10 +25,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from .codec import SPARK_TYPES, ColumnTypes, FormatOptionError
+from .codec import STRING_KEYED_TYPES, FormatOptionError
 
 # What the mapping above holds, for both avro formats: every Spark type, with Avro's string map keys.
-AVRO_TYPES = ColumnTypes(SPARK_TYPES, map_keys=("STRING",))
+AVRO_TYPES = STRING_KEYED_TYPES
 
 AvroType = Any  # an Avro schema in its JSON form: a name, a list (union) or a dict
 

@@ -108,6 +108,11 @@ class ColumnTypes:
         return None
 
 
+# Every type Spark hands over, a MAP's keys STRING: json and csv write a MAP as a JSON object, Avro's map keys are
+# strings.
+STRING_KEYED_TYPES = ColumnTypes(SPARK_TYPES, map_keys=("STRING",))
+
+
 @dataclass(frozen=True)
 class Decoded:
     """A decoded batch: the rows that decoded, in order, and the ones that did not.
@@ -178,15 +183,18 @@ class Codec(ABC):
     column_types: ClassVar[ColumnTypes | None] = None
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
+        #: How the format's options are named: `value.json.` for `value.json.<option>`.
+        self.prefix = prefix = f"{context.role}.{self.name}."
         unknown = sorted(set(options) - self.option_names)
         if unknown:
-            prefix = f"{context.role}.{self.name}."
             valid = ", ".join(prefix + o for o in sorted(self.option_names)) or "none"
             raise FormatOptionError(
                 f"unknown option(s) {', '.join(prefix + o for o in unknown)} for format '{self.name}'; "
                 f"valid options: {valid}"
             )
         self.context = context
+        if "ignore-parse-errors" in self.option_names:  # Flink's option of every format, parsed here once
+            self.ignore_parse_errors = option_flag(options, "ignore-parse-errors", prefix)
 
     #: True when records that fail to decode are skipped (counted and logged) instead of failing.
     ignore_parse_errors: bool = False

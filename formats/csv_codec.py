@@ -24,10 +24,9 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
 from .codec import (
-    SPARK_TYPES,
+    STRING_KEYED_TYPES,
     Codec,
     CodecContext,
-    ColumnTypes,
     Decoded,
     Decoder,
     Encoder,
@@ -56,12 +55,11 @@ class CsvCodec(Codec):
             "write-bigdecimal-in-scientific-notation",
         }
     )
-    # A MAP is a field of JSON text, whose object keys are strings.
-    column_types = ColumnTypes(SPARK_TYPES, map_keys=("STRING",))
+    column_types = STRING_KEYED_TYPES  # a MAP is a field of JSON text
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
-        prefix = f"{context.role}.{self.name}."
+        prefix = self.prefix
         self.delimiter = _char(options, "field-delimiter", prefix, ",")
         self.quote: str | None = _char(options, "quote-character", prefix, '"')
         if option_flag(options, "disable-quote-character", prefix):
@@ -72,7 +70,6 @@ class CsvCodec(Codec):
             self.quote = None
         self.escape = _char(options, "escape-character", prefix, None)
         self.allow_comments = option_flag(options, "allow-comments", prefix)
-        self.ignore_parse_errors = option_flag(options, "ignore-parse-errors", prefix)
         self.element_delimiter = options.get("array-element-delimiter", ";")
         if not self.element_delimiter:
             raise FormatOptionError(f"option '{prefix}array-element-delimiter' must not be empty")
@@ -82,7 +79,6 @@ class CsvCodec(Codec):
                 f"option '{prefix}null-literal' must not hold the '{prefix}escape-character' '{self.escape}'"
             )
         self.decimal_plain = not option_flag(options, "write-bigdecimal-in-scientific-notation", prefix, True)
-        self.prefix = prefix
         specials = [c for c in (self.delimiter, self.quote, self.escape) if c is not None]
         if len(set(specials)) != len(specials):
             raise FormatOptionError(

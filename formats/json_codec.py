@@ -21,10 +21,9 @@ import pyarrow.json as pa_json
 
 from . import json_vector
 from .codec import (
-    SPARK_TYPES,
+    STRING_KEYED_TYPES,
     Codec,
     CodecContext,
-    ColumnTypes,
     Decoded,
     Decoder,
     Encoder,
@@ -63,14 +62,12 @@ class JsonCodec(Codec):
             "encode.ignore-null-fields",
         }
     )
-    # JSON object keys are strings: as in Flink's json format, a MAP's keys are STRING.
-    column_types = ColumnTypes(SPARK_TYPES, map_keys=("STRING",))
+    column_types = STRING_KEYED_TYPES
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
-        prefix = f"{context.role}.{self.name}."  # a changelog format's row JSON: its own name
+        prefix = self.prefix  # a changelog format's row JSON: its own name
         self.fail_on_missing_field = option_flag(options, "fail-on-missing-field", prefix)
-        self.ignore_parse_errors = option_flag(options, "ignore-parse-errors", prefix)
         if self.fail_on_missing_field and self.ignore_parse_errors:
             raise FormatOptionError(
                 f"options '{prefix}fail-on-missing-field' and '{prefix}ignore-parse-errors' cannot both be true"

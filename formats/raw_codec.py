@@ -23,7 +23,6 @@ from .codec import (
     FormatOptionError,
     empty_batch,
     option_choice,
-    option_flag,
 )
 
 # Fixed-width types: (width in bytes, the `array` module's type code).
@@ -47,7 +46,7 @@ class RawCodec(Codec):
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
-        prefix = f"{context.role}.{self.name}."
+        prefix = self.prefix
         self.charset = options.get("charset", "UTF-8").strip()
         try:
             info = codecs.lookup(self.charset)
@@ -58,7 +57,6 @@ class RawCodec(Codec):
         self.utf8 = info.name == "utf-8"
         endianness = option_choice(options, "endianness", prefix, ("big-endian", "little-endian"), "big-endian")
         self.swap = (endianness == "big-endian") == (array.array("H", [1]).tobytes() == b"\x01\x00")
-        self.ignore_parse_errors = option_flag(options, "ignore-parse-errors", prefix)
 
     def _field(self, schema: pa.Schema) -> pa.Field:
         if len(schema) != self.column_types.columns:

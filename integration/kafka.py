@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from integration.process import ServerProcess, pid_alive
+
 if TYPE_CHECKING:
     from typing import Self
 
@@ -109,20 +111,6 @@ def _log_excerpt(path: Path, lines: int = 40, start: int = 0) -> str:
     return "".join(["first errors:\n", *errors, f"last {lines} lines:\n", *tail])
 
 
-def _pid_alive(pid: int, *, kafka: bool = False) -> bool:
-    """pid exists and is no zombie; kafka=True: and is still a broker (not a recycled pid).
-
-    An exiting JVM already has an empty cmdline, so stop() waits with kafka=False."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-    if stat.rsplit(")", 1)[1].split()[0] == "Z":
-        return False
-    return not kafka or b"kafka.Kafka" in cmdline
-
-
 def _free_ports(count: int) -> list[int]:
     ports: list[int] = []
     while len(ports) < count:
@@ -182,7 +170,7 @@ def _make_tls(folder: Path) -> str:
     return str(ca)
 
 
-class KafkaBroker:
+class KafkaBroker(ServerProcess):
     """One combined broker+controller KRaft node on 127.0.0.1 with free ports.
 
     The workdir (data, server.properties, broker.log) is kept after stop() so a failing
@@ -190,16 +178,16 @@ class KafkaBroker:
     (see the module's docstring).
     """
 
+    log_name = "broker.log"
+    command_mark = b"kafka.Kafka"
+
     def __init__(self, workdir: Path | None = None, *, secured: bool = False) -> None:
-        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="upsert-kafka-"))
+        super().__init__(Path(workdir or tempfile.mkdtemp(prefix="upsert-kafka-")))
         self.port = 0
         self.controller_port = 0
         self.sasl_plaintext_port = 0  # secured only
         self.secured = secured
         self.security: BrokerSecurity | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
-        # Set instead of _proc when attached to a broker the CLI started.
-        self._pid: int | None = None
         self._log_start = 0  # where the current run's lines begin in broker.log
 
     @property
@@ -222,19 +210,6 @@ class KafkaBroker:
             "sasl.username": ADMIN_USER,
             "sasl.password": self.security.admin_password,
         }
-
-    @property
-    def log_path(self) -> Path:
-        return self.workdir / "broker.log"
-
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc else self._pid
-
-    def is_running(self) -> bool:
-        if self._proc is not None:
-            return self._proc.poll() is None
-        return self._pid is not None and _pid_alive(self._pid, kafka=True)
 
     def _listener_config(self, host: str) -> dict[str, str]:
         cport = self.controller_port
@@ -425,7 +400,7 @@ class KafkaBroker:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             # poll() also reaps our own child; a CLI-started broker is reaped by init.
-            if (self._proc.poll() is not None) if self._proc else not _pid_alive(pid):
+            if (self._proc.poll() is not None) if self._proc else not pid_alive(pid):
                 return True
             time.sleep(0.05)
         return False

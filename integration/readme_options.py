@@ -31,7 +31,7 @@ BUILT_IN_FORMATS = ("json", "csv", "raw", "avro", "avro-confluent", "debezium-js
 def _row(doc: OptionDoc) -> str:
     aliases = ", ".join(f"`{a}`" for a in doc.aliases)
     name = f"`{doc.name}`" + (f" (alias {aliases})" if aliases else "")
-    return f"| {name} | {doc.default or ''} | {doc.applies} | {doc.meaning} |"
+    return f"| {name} | {doc.shown} | {doc.applies} | {doc.meaning} |"
 
 
 def options_table() -> str:

@@ -22,7 +22,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from integration.kafka import CACHE_DIR, _log_excerpt, _pid_alive, _run, free_port
+from integration.kafka import CACHE_DIR, _log_excerpt, _run, free_port
+from integration.process import ServerProcess
 
 APICURIO_VERSION = "3.3.3"
 ARTIFACT = f"io.apicurio:apicurio-registry-app:{APICURIO_VERSION}:tar.gz:all"
@@ -82,14 +83,14 @@ def find_java(minimum: int = 21) -> Path:
     )
 
 
-class SchemaRegistryServer:
+class SchemaRegistryServer(ServerProcess):
     """Apicurio on 127.0.0.1 with free ports and in-memory storage; its log kept in the workdir."""
 
+    log_name = "registry.log"
+
     def __init__(self, workdir: Path | None = None) -> None:
-        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="upsert-kafka-registry-"))
+        super().__init__(Path(workdir or tempfile.mkdtemp(prefix="upsert-kafka-registry-")))
         self.port = 0
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._pid: int | None = None  # set instead of _proc when attached to a CLI-started registry
 
     @property
     def base_url(self) -> str:
@@ -99,19 +100,6 @@ class SchemaRegistryServer:
     def url(self) -> str:
         """The Confluent-compatible API: what the avro-confluent format's 'url' option takes."""
         return self.base_url + CCOMPAT
-
-    @property
-    def log_path(self) -> Path:
-        return self.workdir / "registry.log"
-
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc else self._pid
-
-    def is_running(self) -> bool:
-        if self._proc is not None:
-            return self._proc.poll() is None
-        return self._pid is not None and _pid_alive(self._pid)
 
     def start(self, timeout: float = 120, *, detach: bool = False) -> None:
         if self.is_running():

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, settings
 
 from tests.support.kafka_io import create_topic
 
-pytest_plugins = ["tests.support.registry_fixtures", "tests.support.secure_fixtures"]
+pytest_plugins = ["tests.support.servers", "tests.support.registry_fixtures", "tests.support.secure_fixtures"]
 
 # Property tests: random exploration locally; in CI (CI=true) the same examples on every run, from a fixed
 # seed, with no example database and no timing checks (a shared CI machine is slow at random moments).
@@ -27,30 +27,19 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
-_broker = None
-
 
 @pytest.fixture(scope="session")
 def bootstrap() -> Iterator[str]:
     """KAFKA_BOOTSTRAP_SERVERS when set, else a broker started for this session."""
-    global _broker
     given = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
     if given:
         yield given
         return
     from integration.kafka import KafkaBroker
+    from tests.support.servers import started  # a plugin (below): imported once pytest loaded it
 
-    _broker = KafkaBroker()
-    _broker.start()
-    try:
-        yield _broker.bootstrap_servers
-    finally:
-        _broker.stop()
-
-
-def pytest_terminal_summary(terminalreporter, exitstatus: int) -> None:
-    if exitstatus != 0 and _broker is not None:
-        terminalreporter.write_line(f"Kafka broker log: {_broker.log_path}")
+    with started("Kafka broker", KafkaBroker()) as broker:
+        yield broker.bootstrap_servers
 
 
 @pytest.fixture(scope="session")

@@ -14,10 +14,21 @@ READ, WRITE, BOTH = "read", "write", "read/write"
 @dataclass(frozen=True)
 class OptionDoc:
     name: str
+    # The value the option takes when not given (the parsers read it with default_of); "required", or words in
+    # backticks or prose, where there is no one value; None: no default.
     default: str | None
     applies: str
     meaning: str
     aliases: tuple[str, ...] = ()
+    streaming_default: str | None = None  # where a streaming read takes another
+    note: str = ""  # what the default means, shown after it
+
+    @property
+    def shown(self) -> str:
+        """The default as the README's option table shows it."""
+        if self.streaming_default is not None:
+            return f"{self.default} (batch), {self.streaming_default} (streaming)"
+        return f"{self.default} ({self.note})" if self.note else self.default or ""
 
 
 COMMON_OPTIONS: tuple[OptionDoc, ...] = (
@@ -154,9 +165,10 @@ READ_OPTIONS: tuple[OptionDoc, ...] = (
     ),
     OptionDoc(
         "read.mode",
-        "table (batch), changelog (streaming)",
+        "table",
         READ,
         "`table`: the latest value per key, deleted keys removed. `changelog`: one row per record.",
+        streaming_default="changelog",
     ),
     OptionDoc(
         "changelog.compact",
@@ -212,10 +224,11 @@ READ_OPTIONS: tuple[OptionDoc, ...] = (
     ),
     OptionDoc(
         "scan.bounded.mode",
-        "latest-offset (batch), none (streaming)",
+        "latest-offset",
         READ,
         "Where to stop: `latest-offset` (the end when the query starts), `group-offsets`, `timestamp`, "
         "`specific-offsets`.",
+        streaming_default="none",
     ),
     OptionDoc("scan.bounded.timestamp-millis", None, READ, "End of the `timestamp` mode, epoch milliseconds."),
     OptionDoc(
@@ -340,16 +353,18 @@ WRITE_OPTIONS: tuple[OptionDoc, ...] = (
     ),
     OptionDoc(
         "sink.buffer-flush.max-rows",
-        "0 (off)",
+        "0",
         WRITE,
         "The reducing buffer: keep only the last row per key, flush when this many distinct keys are buffered "
         "(set together with `sink.buffer-flush.interval`).",
+        note="off",
     ),
     OptionDoc(
         "sink.buffer-flush.interval",
-        "0 (off)",
+        "0",
         WRITE,
         "The reducing buffer: flush at least this often (`1 s`, `500 ms`); always flushed at the end of a task.",
+        note="off",
     ),
     OptionDoc(
         "sink.delivery-guarantee",
@@ -429,5 +444,18 @@ WRITE_OPTIONS: tuple[OptionDoc, ...] = (
 )
 
 OPTIONS = COMMON_OPTIONS + READ_OPTIONS + WRITE_OPTIONS
+_BY_NAME = {doc.name: doc for doc in OPTIONS}
+
+
+def default_of(name: str, *, streaming: bool = False) -> str:
+    """The value option `name` (its catalog spelling) takes when it is not given: the catalog's, so that the
+    parsers and the README's option table cannot disagree."""
+    doc = _BY_NAME[name]
+    if streaming and doc.streaming_default is not None:
+        return doc.streaming_default
+    if doc.default is None or doc.default == "required":
+        raise KeyError(f"option '{name}' has no default")
+    return doc.default
+
 
 PASS_THROUGH_PREFIXES = ("properties.", "kafka.")

@@ -31,6 +31,7 @@ from pyspark.sql.types import (
 
 from ..errors import OptionError, SchemaError, did_you_mean
 from ..formats import ChangelogCodec, Codec, FormatOptionError, codec_class
+from .catalog import default_of
 from .common import changelog_column_name, require
 
 # Flink's kafka connector metadata keys and their types in Spark.
@@ -85,11 +86,11 @@ class ColumnRoles:
 def parse_column_options(options: Mapping[str, str]) -> ColumnOptions:
     changelog = changelog_column_name(options)
     metadata = _parse_metadata(options, changelog)
-    given = options.get("value.fields-include", "ALL")
+    given = options.get("value.fields-include", default_of("value.fields-include"))
     include = given.strip().upper()
     if include not in ("ALL", "EXCEPT_KEY"):
         raise OptionError(f"option 'value.fields-include' must be ALL or EXCEPT_KEY, got '{given}'")
-    prefix = options.get("key.fields-prefix", "")
+    prefix = options.get("key.fields-prefix", default_of("key.fields-prefix"))
     if include != "ALL" or prefix:
         value_format = _value_codec_class(options)
         if issubclass(value_format, ChangelogCodec):
@@ -128,7 +129,7 @@ def _parse_metadata(options: Mapping[str, str], changelog: str) -> tuple[Metadat
         column, kind = (column.strip() or kind.strip()), kind.strip().lower()
         if kind not in known:
             hint = did_you_mean(kind, known)
-            value_format = options.get("value.format", "json").strip()
+            value_format = options.get("value.format", default_of("value.format")).strip()
             none = kind.startswith(VALUE_METADATA) and len(known) == len(METADATA_TYPES)
             note = f" (value format '{value_format}' has none)" if none else ""
             raise OptionError(
@@ -152,7 +153,7 @@ def _parse_metadata(options: Mapping[str, str], changelog: str) -> tuple[Metadat
 
 def _value_codec_class(options: Mapping[str, str]) -> type[Codec]:
     try:
-        return codec_class(options.get("value.format", "json").strip(), "value.format")
+        return codec_class(options.get("value.format", default_of("value.format")).strip(), "value.format")
     except FormatOptionError as e:
         raise OptionError(str(e)) from None
 

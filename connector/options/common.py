@@ -14,10 +14,9 @@ from typing import Any
 
 from ..errors import OptionError, did_you_mean
 from ..secrets import redact, redact_options, secret_values, strip_url_credentials
-from .catalog import OPTIONS, PASS_THROUGH_PREFIXES
+from .catalog import OPTIONS, PASS_THROUGH_PREFIXES, default_of
 from .flink_only import JAVA_ONLY_PROPERTIES, not_in_spark
 
-DEFAULT_CHANGELOG_COLUMN = "_change_type"
 
 # Client properties the connector sets itself, because its guarantees depend on them: a user value is refused
 # unless it equals the connector's (then it changes nothing). The README lists them (generated from here).
@@ -142,9 +141,15 @@ _UNIT_SECONDS = {
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zµ]*)\s*$")
 
 
-def parse_duration(options: Mapping[str, str], name: str, default: str, allow_zero: bool = False) -> float:
-    """A Flink-style duration ('30 s', '500 ms', '2 min'; a bare number is milliseconds), in seconds."""
-    raw = options.get(name, default)
+def _given_or_default(options: Mapping[str, str], name: str) -> str:
+    raw = options.get(name)
+    return default_of(name) if raw is None else raw
+
+
+def parse_duration(options: Mapping[str, str], name: str, allow_zero: bool = False) -> float:
+    """A Flink-style duration ('30 s', '500 ms', '2 min'; a bare number is milliseconds), in seconds; the
+    catalog's default when not given."""
+    raw = _given_or_default(options, name)
     match = _DURATION.match(raw.lower())
     if not match or (match.group(2) and match.group(2) not in _UNIT_SECONDS):
         raise OptionError(f"option '{name}' must be a duration such as '30 s', '500 ms' or '2 min', got '{raw}'")
@@ -154,10 +159,9 @@ def parse_duration(options: Mapping[str, str], name: str, default: str, allow_ze
     return seconds
 
 
-def parse_flag(options: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = options.get(name)
-    if raw is None:
-        return default
+def parse_flag(options: Mapping[str, str], name: str) -> bool:
+    """true or false; the catalog's default when not given."""
+    raw = _given_or_default(options, name)
     if raw.strip().lower() not in ("true", "false"):
         raise OptionError(f"option '{name}' must be true or false, got '{raw}'")
     return raw.strip().lower() == "true"
@@ -172,11 +176,9 @@ def parse_positive_int(options: Mapping[str, str], name: str) -> int | None:
     return int(raw)
 
 
-def parse_count(options: Mapping[str, str], name: str, default: int) -> int:
-    """A whole number, zero or more."""
-    raw = options.get(name)
-    if raw is None:
-        return default
+def parse_count(options: Mapping[str, str], name: str) -> int:
+    """A whole number, zero or more; the catalog's default when not given."""
+    raw = _given_or_default(options, name)
     if not raw.strip().isdigit():
         raise OptionError(f"option '{name}' must be a whole number (0 or more), got '{raw}'")
     return int(raw)
@@ -261,10 +263,10 @@ def parse_kafka_spec(options: Mapping[str, str]) -> KafkaSpec:
     return KafkaSpec(
         servers,
         tuple(properties),
-        timeout_s=parse_duration(options, "client.timeout", "30 s"),
-        retries=parse_count(options, "client.retries", 30),
-        retry_interval_s=parse_duration(options, "client.retry-interval", "1 s", allow_zero=True),
-        pool_idle_timeout_s=parse_duration(options, "client.pool.idle-timeout", "5 min", allow_zero=True),
+        timeout_s=parse_duration(options, "client.timeout"),
+        retries=parse_count(options, "client.retries"),
+        retry_interval_s=parse_duration(options, "client.retry-interval", allow_zero=True),
+        pool_idle_timeout_s=parse_duration(options, "client.pool.idle-timeout", allow_zero=True),
     )
 
 
@@ -291,7 +293,7 @@ def check_reserved(prop: str, value: str) -> None:
 
 
 def changelog_column_name(options: Mapping[str, str]) -> str:
-    name = options.get("changelog.column", DEFAULT_CHANGELOG_COLUMN).strip()
+    name = _given_or_default(options, "changelog.column").strip()
     if not name:
         raise OptionError("option 'changelog.column' must name a column, e.g. '_change_type'")
     return name

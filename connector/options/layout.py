@@ -19,6 +19,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from ..errors import OptionError, SchemaError
 from ..formats import ChangelogCodec, Codec, CodecContext, FormatOptionError, codec_class, make_codec, spark_type_name
+from .catalog import default_of
 from .columns import (
     ColumnOptions,
     MetadataColumn,
@@ -153,7 +154,7 @@ def format_metadata(layout: Layout) -> tuple[str, ...]:
 
 def _codec(options: Mapping[str, str], role: str, topics: tuple[str, ...]) -> Codec:
     option = f"{role}.format"
-    name = options.get(option, "json").strip()
+    name = options.get(option, default_of(option)).strip()
     prefix = f"{role}.{codec_class(name, option).name.lower()}."  # a `module:Class` codec: its own name
     format_options = {k[len(prefix) :]: v for k, v in options.items() if k.startswith(prefix)}
     stray = [k for k in options if k.startswith(f"{role}.") and FORMAT_OPTION.match(k) and not k.startswith(prefix)]

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from pyspark.sql.types import StructType
 
 from ..errors import OptionError, SchemaError
+from ..options.catalog import default_of
 from ..options.common import (
     KafkaSpec,
     TopicSelection,
@@ -91,7 +92,7 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
     options = canonical_options(raw)
     kafka = _with_group_prefix(parse_kafka_spec(options), options)
     topics = _parse_topics(options)
-    mode = options.get("read.mode", "changelog" if streaming else "table").strip().lower()
+    mode = options.get("read.mode", default_of("read.mode", streaming=streaming)).strip().lower()
     if mode not in ("table", "changelog"):
         raise OptionError(f"option 'read.mode' must be 'table' or 'changelog', got '{raw.get('read.mode')}'")
     if streaming and mode == "table":
@@ -105,7 +106,7 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
             f"added for you"
         )
     check_codecs(layout, writing=False)
-    compact = parse_flag(options, "changelog.compact", False)
+    compact = parse_flag(options, "changelog.compact")
     if compact and mode != "changelog":
         raise OptionError("option 'changelog.compact' applies to read.mode=changelog (a table is compact already)")
     start = _parse_bound(options, "startup", streaming)
@@ -161,10 +162,10 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
         max_trigger_delay_s=max_delay_s,
         split_max_records=split,
         min_partitions=min_partitions,
-        coalesce_max_records=parse_count(options, "scan.coalesce.max-records", 20_000),
-        fail_on_data_loss=parse_flag(options, "scan.fail-on-data-loss", True),
-        key_partition_pruning=parse_flag(options, "scan.filter.key-partitions", True),
-        discovery_interval_s=parse_duration(options, "scan.topic-partition-discovery.interval", "5 min"),
+        coalesce_max_records=parse_count(options, "scan.coalesce.max-records"),
+        fail_on_data_loss=parse_flag(options, "scan.fail-on-data-loss"),
+        key_partition_pruning=parse_flag(options, "scan.filter.key-partitions"),
+        discovery_interval_s=parse_duration(options, "scan.topic-partition-discovery.interval"),
         group_id=group_id,
         group_fallback=None
         if fallback is None
@@ -298,7 +299,7 @@ def _timestamp_strategy(options: Mapping[str, str], which: str, given: list[str]
     spark_start = which == "startup" and any(g in ("startingtimestamp", "startingoffsetsbytimestamp") for g in given)
     raw = options.get(_STRATEGY)
     if raw is None:
-        return "error" if spark_start else "latest"
+        return default_of("startingOffsetsByTimestampStrategy") if spark_start else "latest"
     if which == "startup" and not spark_start:
         raise OptionError(
             "option 'startingOffsetsByTimestampStrategy' applies to a start given by 'startingTimestamp' or "
@@ -401,7 +402,7 @@ def _min_per_trigger(options: Mapping[str, str]) -> tuple[int | None, float]:
             "option 'maxTriggerDelay' bounds how long 'minOffsetsPerTrigger' holds a micro-batch back: set "
             "'minOffsetsPerTrigger' too, or leave it out"
         )
-    return minimum, _spark_duration("maxTriggerDelay", "15m" if raw is None else raw)
+    return minimum, _spark_duration("maxTriggerDelay", default_of("maxTriggerDelay") if raw is None else raw)
 
 
 _SPARK_TIME = re.compile(r"^\s*(\d+)\s*(ms|s|m|min|h|d)?\s*$")
@@ -417,7 +418,7 @@ def _spark_duration(name: str, raw: str) -> float:
 
 
 def _optional_duration(options: Mapping[str, str], name: str) -> float | None:
-    return parse_duration(options, name, "") if name in options else None
+    return parse_duration(options, name) if name in options else None
 
 
 def _drift_millis(options: Mapping[str, str]) -> int | None:

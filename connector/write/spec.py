@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from pyspark.sql.types import StructType
 
 from ..errors import OptionError
+from ..options.catalog import default_of
 from ..options.common import (
     GUARANTEE_PROPERTIES,
     KafkaSpec,
@@ -107,7 +108,7 @@ def _topic_column(layout: Layout, names: tuple[str, ...], pattern: str | None) -
 
 
 def _parse_guarantee(options: Mapping[str, str]) -> str:
-    raw = options.get("sink.delivery-guarantee", AT_LEAST_ONCE)
+    raw = options.get("sink.delivery-guarantee", default_of("sink.delivery-guarantee"))
     value = raw.strip().lower().replace("_", "-")
     if value not in GUARANTEES:
         raise OptionError(f"option 'sink.delivery-guarantee' must be one of {', '.join(GUARANTEES)}, got '{raw}'")
@@ -118,11 +119,11 @@ _MAX_ROWS, _INTERVAL = "sink.buffer-flush.max-rows", "sink.buffer-flush.interval
 
 
 def _parse_buffer(options: Mapping[str, str]) -> BufferSpec | None:
-    raw_rows = options.get(_MAX_ROWS, "0").strip()
+    raw_rows = options.get(_MAX_ROWS, default_of(_MAX_ROWS)).strip()
     if not raw_rows.isdigit():
         raise OptionError(f"option '{_MAX_ROWS}' must be a whole number of rows (0: no buffer), got '{raw_rows}'")
     rows = int(raw_rows)
-    interval = parse_duration(options, _INTERVAL, "0", allow_zero=True)  # 0 disables, as in Flink
+    interval = parse_duration(options, _INTERVAL, allow_zero=True)  # 0 disables, as in Flink
     if rows > 0 and interval > 0:
         return BufferSpec(rows, interval)
     if rows == 0 and interval == 0:

@@ -141,7 +141,7 @@ def route_tables(raw: Mapping[str, str], schema: StructType) -> RoutedWrite | No
                 raise OptionError(f"option '{FIELDS}': table '{table}' lists column '{name}', which is not data")
     topics = _topics(options, list(keys))
     key_codec, value_codec = _codecs(options, tuple(sorted(set(topics.values()))))
-    add_headers = parse_flag({_name(k): v for k, v in options.items() if k == ADD_HEADERS}, _name(ADD_HEADERS), False)
+    add_headers = parse_flag({_name(k): v for k, v in options.items() if k == ADD_HEADERS}, _name(ADD_HEADERS))
     custom = _custom_headers(options.get(CUSTOM_HEADER, ""))
     arrow_schema = to_arrow_schema(schema, timezone="UTC")
     routes = []

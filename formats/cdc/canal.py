@@ -18,32 +18,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..codec import (
-    DELETE,
-    INSERT,
-    UPDATE_AFTER,
-    UPDATE_BEFORE,
-    ChangelogDecoder,
-    ChangelogEncoder,
-    CodecContext,
-    FormatOptionError,
-)
+from ..codec import DELETE, INSERT, ChangelogDecoder, ChangelogEncoder, CodecContext, FormatOptionError
 from ..json_values import Convert
-from .columns import (
-    TIMESTAMP_MS,
-    cast_columns,
-    epoch_millis,
-    equal_to,
-    millis_to_timestamp,
-    overlay,
-    text,
-)
-from .envelope import (
-    EnvelopeCodec,
-    EnvelopeDecoder,
-    Envelopes,
-    Slot,
-)
+from .columns import TIMESTAMP_MS, cast_columns, column_names, epoch_millis, equal_to, millis_to_timestamp, text
+from .envelope import EnvelopeCodec, EnvelopeDecoder, Envelopes, row_slots, update_rows
 from .text_values import text_converter, text_fits, text_types
 
 _ROW_TYPES = ("INSERT", "UPDATE", "DELETE")
@@ -63,8 +41,7 @@ class CanalJsonCodec(EnvelopeCodec):
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
-        prefix = f"{context.role}.{self.name}."
-        self.include = {name: _pattern(options, name, prefix) for name in ("database", "table")}
+        self.include = {name: _pattern(options, name, self.prefix) for name in ("database", "table")}
 
     def changelog_decoder(self, schema: pa.Schema, metadata: Sequence[str] = ()) -> ChangelogDecoder:
         return CanalDecoder(self, schema, metadata)
@@ -143,13 +120,7 @@ class CanalDecoder(EnvelopeDecoder):
         bad = pc.or_(unnamed, pc.and_(included, faulty))
 
         take = pc.and_(included, rows).take(parent)
-        updated_e = pc.and_(take, updated.take(parent))
-        slots = [
-            Slot(overlay(olds, elements), UPDATE_BEFORE, updated_e),
-            Slot(elements, UPDATE_AFTER, updated_e),
-            Slot(elements, INSERT, pc.and_(take, inserted.take(parent))),
-            Slot(elements, DELETE, pc.and_(take, deleted.take(parent))),
-        ]
+        slots = row_slots(elements, olds, *(pc.and_(take, kind.take(parent)) for kind in (inserted, updated, deleted)))
         return Envelopes(slots, bad, self._metadata(batch), element_records=parent, partial=updated)
 
     def _included(self, batch: pa.RecordBatch) -> tuple[pa.BooleanArray, pa.BooleanArray]:
@@ -212,26 +183,20 @@ class CanalDecoder(EnvelopeDecoder):
             field = "ts" if key == "ingestion-timestamp" else "es"
             return epoch_millis(envelope.get(field), field)
         if key == "pk-names":
-            return _names(envelope.get("pkNames"), "pkNames")
+            return column_names(envelope.get("pkNames"), "pkNames")
         if key == "sql-type":
             types = envelope.get("sqlType")
             return None if types is None else [(k, _sql_type(v)) for k, v in types.items()]
         return text(envelope.get(key))
 
     def _option(self, name: str) -> str:
-        return f"{self.codec.context.role}.{self.codec.name}.{name}"
+        return self.codec.prefix + name
 
 
 def _update(row: Any, old: dict) -> list[tuple[str, Any]]:
     if not isinstance(row, dict):
         raise TypeError("a row of 'data' must be a JSON object")
-    return [(UPDATE_BEFORE, {**row, **old}), (UPDATE_AFTER, row)]
-
-
-def _names(names: Any, field: str) -> list[str | None] | None:
-    if names is not None and not isinstance(names, list):
-        raise ValueError(f"'{field}' is not an array of column names")
-    return None if names is None else [text(n) for n in names]
+    return update_rows(row, old)
 
 
 def _sql_type(value: Any) -> int | None:

@@ -78,6 +78,13 @@ def epoch_millis(value: Any, name: str) -> int | None:
     return value
 
 
+def column_names(value: Any, name: str) -> list[str | None] | None:
+    """A metadata array of column names (a table's primary key) as Flink's ARRAY<STRING> has it."""
+    if value is not None and not isinstance(value, list):
+        raise ValueError(f"'{name}' is not an array of column names")
+    return None if value is None else [text(n) for n in value]
+
+
 def text(value: Any) -> str | None:
     """A metadata value as Flink's STRING has it: strings as they are, anything else as its JSON text."""
     return value if value is None or isinstance(value, str) else orjson.dumps(value).decode()

@@ -28,20 +28,8 @@ from ..codec import (
     CodecContext,
     option_flag,
 )
-from .columns import (
-    TIMESTAMP_MS,
-    epoch_millis,
-    equal_to,
-    millis_to_timestamp,
-    struct_fields,
-    text,
-)
-from .envelope import (
-    EnvelopeCodec,
-    EnvelopeDecoder,
-    Envelopes,
-    Slot,
-)
+from .columns import TIMESTAMP_MS, epoch_millis, equal_to, millis_to_timestamp, struct_fields, text
+from .envelope import EnvelopeCodec, EnvelopeDecoder, Envelopes, Slot
 
 _SOURCE = pa.struct(
     [
@@ -70,7 +58,7 @@ class DebeziumJsonCodec(EnvelopeCodec):
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
-        self.schema_include = option_flag(options, "schema-include", f"{context.role}.{self.name}.")
+        self.schema_include = option_flag(options, "schema-include", self.prefix)
 
     def changelog_decoder(self, schema: pa.Schema, metadata: Sequence[str] = ()) -> ChangelogDecoder:
         return DebeziumDecoder(self, schema, metadata)

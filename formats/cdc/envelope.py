@@ -20,6 +20,10 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
 from ..codec import (
+    DELETE,
+    INSERT,
+    UPDATE_AFTER,
+    UPDATE_BEFORE,
     ChangelogCodec,
     ChangelogDecoder,
     ChangelogEncoder,
@@ -29,7 +33,6 @@ from ..codec import (
     decimals_fit,
     empty_batch,
     option_choice,
-    option_flag,
 )
 from ..json_codec import JsonCodec, JsonEncoder, _arrow_readable, read_json_lines
 from ..json_values import (
@@ -41,7 +44,7 @@ from ..json_values import (
     json_to_arrow,
     rows_to_batch,
 )
-from .columns import cast_columns, old_has_null, show
+from .columns import cast_columns, old_has_null, overlay, show
 
 
 class RowJson(JsonCodec):
@@ -65,9 +68,7 @@ class EnvelopeCodec(ChangelogCodec):
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
-        prefix = f"{context.role}.{self.name}."
-        self.ignore_parse_errors = option_flag(options, "ignore-parse-errors", prefix)
-        mode = option_choice(options, "changelog-mode", prefix, ("upsert", "all"), "upsert")
+        mode = option_choice(options, "changelog-mode", self.prefix, ("upsert", "all"), "upsert")
         self.full_changelog = mode == "all"
         self.rows = RowJson(self.name, {k: v for k, v in options.items() if k in RowJson.option_names}, context)
 
@@ -88,6 +89,24 @@ class Slot:
     image: pa.StructArray  # per element
     kind: str
     mask: pa.BooleanArray  # per element: whether this slot gives a row
+
+
+def row_slots(
+    rows: pa.StructArray, olds: pa.StructArray, inserted: pa.Array, updated: pa.Array, deleted: pa.Array
+) -> list[Slot]:
+    """The slots of envelopes that carry a row and, for an update, its changed fields `old` (Canal, Maxwell): an
+    update gives the pre-image (the row with its `old` fields put back) and the row; an insert or delete the row."""
+    return [
+        Slot(overlay(olds, rows), UPDATE_BEFORE, updated),
+        Slot(rows, UPDATE_AFTER, updated),
+        Slot(rows, INSERT, inserted),
+        Slot(rows, DELETE, deleted),
+    ]
+
+
+def update_rows(row: dict, old: dict) -> list[tuple[str, Any]]:
+    """row_slots' update for the per-envelope path: the pre-image and the row."""
+    return [(UPDATE_BEFORE, {**row, **old}), (UPDATE_AFTER, row)]
 
 
 @dataclass(frozen=True)

@@ -16,21 +16,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..codec import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE, ChangelogDecoder, ChangelogEncoder
-from .columns import (
-    TIMESTAMP_MS,
-    epoch_millis,
-    equal_to,
-    millis_to_timestamp,
-    overlay,
-    text,
-)
-from .envelope import (
-    EnvelopeCodec,
-    EnvelopeDecoder,
-    Envelopes,
-    Slot,
-)
+from ..codec import DELETE, INSERT, ChangelogDecoder, ChangelogEncoder
+from .columns import TIMESTAMP_MS, column_names, epoch_millis, equal_to, millis_to_timestamp, text
+from .envelope import EnvelopeCodec, EnvelopeDecoder, Envelopes, row_slots, update_rows
 
 _INSERTS = ("insert", "bootstrap-insert")
 # Messages without rows: bootstrap markers, and DDL (with output_ddl).
@@ -82,12 +70,7 @@ class MaxwellDecoder(EnvelopeDecoder):
         no_rows = pc.fill_null(pc.is_in(kind, value_set=pa.array(_NO_ROWS)), False)
         broken = pc.or_(pc.invert(data.is_valid()), pc.and_(updated, pc.invert(old.is_valid())))
         bad = pc.or_(pc.and_(rows, broken), pc.and_(pc.invert(rows), pc.invert(no_rows)))
-        slots = [
-            Slot(overlay(old, data), UPDATE_BEFORE, updated),
-            Slot(data, UPDATE_AFTER, updated),
-            Slot(data, INSERT, inserted),
-            Slot(data, DELETE, deleted),
-        ]
+        slots = row_slots(data, old, inserted, updated, deleted)
         metadata = {}
         for key in self.metadata:
             if key == "ingestion-timestamp":  # Maxwell's ts is in seconds
@@ -107,7 +90,7 @@ class MaxwellDecoder(EnvelopeDecoder):
         if kind == "update":
             if not isinstance(old, dict) or not isinstance(data, dict):
                 raise ValueError("an update message needs 'data' and 'old' objects")
-            rows = [(UPDATE_BEFORE, {**data, **old}), (UPDATE_AFTER, data)]
+            rows = update_rows(data, old)
         else:
             rows = [(DELETE if kind == "delete" else INSERT, data)]
         return rows, {k: self._metadata_value(k, envelope) for k in self.metadata}
@@ -117,8 +100,5 @@ class MaxwellDecoder(EnvelopeDecoder):
             seconds = epoch_millis(envelope.get("ts"), "ts")
             return None if seconds is None else seconds * 1000
         if key == "primary-key-columns":
-            names = envelope.get("primary_key_columns")
-            if names is not None and not isinstance(names, list):
-                raise ValueError("'primary_key_columns' is not an array of column names")
-            return None if names is None else [text(n) for n in names]
+            return column_names(envelope.get("primary_key_columns"), "primary_key_columns")
         return text(envelope.get(key))

@@ -122,6 +122,7 @@ OPTION_KINDS: dict[str, str] = {
     "scan.coalesce.max-records": "count",
     "groupIdPrefix": "group-prefix",
     "scan.fail-on-data-loss": "flag",
+    "scan.filter.key-partitions": "flag",
     "scan.topic-partition-discovery.interval": "duration",
     "scan.watermark.idle-timeout": "duration",
     "scan.watermark.alignment.max-drift": "duration",

@@ -10,24 +10,11 @@ from __future__ import annotations
 
 import pytest
 from pyspark.sql.pandas.types import from_arrow_type
-from pyspark.sql.types import (
-    ArrayType,
-    BinaryType,
-    BooleanType,
-    CharType,
-    DataType,
-    IntegerType,
-    LongType,
-    MapType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampNTZType,
-    TimestampType,
-)
+from pyspark.sql.types import DataType, IntegerType, MapType, StringType, StructField, StructType, TimestampType
 from pyspark_upsert_kafka import OptionError, SchemaError
 from pyspark_upsert_kafka.formats import codec_class
 from pyspark_upsert_kafka.options.columns import METADATA_TYPES
+from pyspark_upsert_kafka.options.ddl import parse_ddl
 
 from tests.support.bad_inputs import (
     BASE,
@@ -37,6 +24,7 @@ from tests.support.bad_inputs import (
     READ,
     READ_STREAM,
     WRITE,
+    ddl_type,
     plan,
     rejected,
     struct,
@@ -46,16 +34,15 @@ from tests.support.bad_inputs import (
 # Schemas: duplicates, reserved columns, missing columns
 
 DUPLICATES: dict[str, StructType] = {
-    "same-name": struct(("id", IntegerType()), ("id", StringType()), ("name", StringType())),
-    "other-case": struct(("id", IntegerType()), ("name", StringType()), ("NAME", StringType())),
-    "struct-field": struct(("id", IntegerType()), ("s", struct(("a", IntegerType()), ("A", StringType())))),
-    "struct-field-in-array": struct(
-        ("id", IntegerType()), ("s", ArrayType(struct(("x", IntegerType()), ("x", LongType()))))
-    ),
-    "struct-field-in-map": struct(
-        ("id", IntegerType()), ("s", MapType(StringType(), struct(("x", IntegerType()), ("X", LongType()))))
-    ),
-    "change-column": struct(("id", IntegerType()), ("_change_type", StringType()), ("_CHANGE_TYPE", StringType())),
+    label: parse_ddl(ddl)
+    for label, ddl in {
+        "same-name": "id INT, id STRING, name STRING",
+        "other-case": "id INT, name STRING, NAME STRING",
+        "struct-field": "id INT, s STRUCT<a: INT, A: STRING>",
+        "struct-field-in-array": "id INT, s ARRAY<STRUCT<x: INT, x: BIGINT>>",
+        "struct-field-in-map": "id INT, s MAP<STRING, STRUCT<x: INT, X: BIGINT>>",
+        "change-column": "id INT, _change_type STRING, _CHANGE_TYPE STRING",
+    }.items()
 }
 DUPLICATE_NAMES = {"same-name": "id", "other-case": "NAME", "change-column": "_CHANGE_TYPE"}
 
@@ -72,30 +59,21 @@ def test_a_name_twice_is_one_schema_error_naming_it(context, label):
 
 @pytest.mark.parametrize("context", CONTEXTS)
 def test_a_data_column_named_like_a_metadata_column_is_one_schema_error(context):
-    schema = struct(
-        ("id", IntegerType()), ("offset", LongType()), ("offset", LongType()), ("_change_type", StringType())
-    )
+    schema = parse_ddl("id INT, offset BIGINT, offset BIGINT, _change_type STRING")
     message = rejected(context, BASE | {"metadata.columns": "offset"}, schema, SchemaError, ("offset",))
     assert "record_offset=offset" in message
 
 
-CHANGE_TYPES = {
-    "INT": IntegerType(),
-    "BIGINT": LongType(),
-    "BOOLEAN": BooleanType(),
-    "BINARY": BinaryType(),
-    "CHAR(6)": CharType(6),
-    "ARRAY<STRING>": ArrayType(StringType()),
-    "MAP<STRING,STRING>": MapType(StringType(), StringType()),
-    "STRUCT<kind:STRING>": struct(("kind", StringType())),
-}
+CHANGE_TYPES = (
+    "INT", "BIGINT", "BOOLEAN", "BINARY", "CHAR(6)", "ARRAY<STRING>", "MAP<STRING,STRING>", "STRUCT<kind:STRING>",
+)  # fmt: skip
 
 
 @pytest.mark.parametrize("context", CONTEXTS)
 @pytest.mark.parametrize("column", ["_change_type", "op"])
-@pytest.mark.parametrize("label", list(CHANGE_TYPES))
+@pytest.mark.parametrize("label", CHANGE_TYPES)
 def test_a_change_column_of_another_type_than_string_is_one_schema_error(context, column, label):
-    schema = struct(("id", IntegerType()), ("name", StringType()), (column, CHANGE_TYPES[label]))
+    schema = struct(("id", IntegerType()), ("name", StringType()), (column, ddl_type(label)))
     more = {} if column == "_change_type" else {"changelog.column": column}
     message = rejected(context, BASE | more, schema, SchemaError, (column,))
     assert f"must have type STRING, not {label}" in message
@@ -115,7 +93,7 @@ METADATA_KINDS = _metadata_kinds()
 
 
 def _metadata_cases() -> list:
-    others = [StringType(), IntegerType(), LongType(), TimestampNTZType(), MapType(StringType(), StringType())]
+    others = [ddl_type(t) for t in ("STRING", "INT", "BIGINT", "TIMESTAMP_NTZ", "MAP<STRING,STRING>")]
     cases = []
     for label, (_, _, expected) in METADATA_KINDS.items():
         wrong = [t for t in others if t.simpleString() != expected.simpleString()][:3]
@@ -200,9 +178,7 @@ def test_option_schema_adds_a_value_format_metadata_column_with_the_formats_type
 
 @pytest.mark.parametrize("context", CONTEXTS)
 def test_reserved_and_key_columns_match_in_any_case(context):
-    schema = struct(
-        ("ID", IntegerType()), ("Name", StringType()), ("Offset", LongType()), ("_Change_Type", StringType())
-    )
+    schema = parse_ddl("ID INT, Name STRING, Offset BIGINT, _Change_Type STRING")
     layout = plan(context, BASE | {"metadata.columns": "offset"}, schema).layout
     assert (layout.key_fields, layout.changelog_column, [m.column for m in layout.metadata]) == (
         ("ID",),
@@ -315,7 +291,4 @@ VALID_DDL = [
 
 @pytest.mark.parametrize("ddl", VALID_DDL)
 def test_the_schema_option_reads_ddl_as_sparks_own_parser_does(spark, ddl):
-    from pyspark.sql.types import DataType as SparkType
-    from pyspark_upsert_kafka.options.ddl import parse_ddl
-
-    assert parse_ddl(ddl) == SparkType.fromDDL(ddl)
+    assert parse_ddl(ddl) == DataType.fromDDL(ddl)

@@ -13,33 +13,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 from pyspark.sql.pandas.types import to_arrow_type
-from pyspark.sql.types import (
-    ArrayType,
-    BinaryType,
-    BooleanType,
-    ByteType,
-    CalendarIntervalType,
-    CharType,
-    DataType,
-    DateType,
-    DayTimeIntervalType,
-    DecimalType,
-    DoubleType,
-    FloatType,
-    IntegerType,
-    LongType,
-    MapType,
-    NullType,
-    ShortType,
-    StringType,
-    StructType,
-    TimestampNTZType,
-    TimestampType,
-    TimeType,
-    VarcharType,
-    VariantType,
-    YearMonthIntervalType,
-)
+from pyspark.sql.types import DataType, IntegerType, StringType, StructType
 from pyspark_upsert_kafka import SchemaError
 from pyspark_upsert_kafka.formats import ChangelogCodec, CodecContext, codec_class, make_codec
 
@@ -49,6 +23,7 @@ from tests.support.bad_inputs import (
     CONTEXTS,
     FORMATS,
     WRITE,
+    ddl_type,
     format_options,
     plan,
     rejected,
@@ -56,51 +31,57 @@ from tests.support.bad_inputs import (
 )
 
 AT = dt.datetime(2024, 5, 6, 7, 8, 9, 123456)
-# The types every format but raw holds, with a value each (for the round trip through the codec).
-HELD: dict[str, tuple[DataType, object]] = {
-    "BOOLEAN": (BooleanType(), True),
-    "TINYINT": (ByteType(), -5),
-    "SMALLINT": (ShortType(), 300),
-    "INT": (IntegerType(), -70000),
-    "BIGINT": (LongType(), 2**40),
-    "FLOAT": (FloatType(), 0.5),
-    "DOUBLE": (DoubleType(), 1e-300),
-    "DECIMAL(10,2)": (DecimalType(10, 2), Decimal("12.34")),
-    "STRING": (StringType(), 'h\u00e9 "x" y'),
-    "STRING COLLATE UTF8_LCASE": (StringType("UTF8_LCASE"), "Case"),
-    "BINARY": (BinaryType(), b"\x00\xff"),
-    "DATE": (DateType(), dt.date(1999, 12, 31)),
-    "TIMESTAMP": (TimestampType(), AT.replace(tzinfo=dt.timezone.utc)),
-    "TIMESTAMP_NTZ": (TimestampNTZType(), AT),
-    "ARRAY<INT>": (ArrayType(IntegerType()), [1, None, 3]),
-    "ARRAY<ARRAY<STRING>>": (ArrayType(ArrayType(StringType())), [["a"], None]),
-    "MAP<STRING,DOUBLE>": (MapType(StringType(), DoubleType()), [("a", 1.0), ("b", None)]),
-    "STRUCT<a:STRING,b:ARRAY<BIGINT>>": (
-        struct(("a", StringType()), ("b", ArrayType(LongType()))),
-        {"a": "x", "b": [1, 2]},
-    ),
-    "ARRAY<STRUCT<x:DATE>>": (ArrayType(struct(("x", DateType()))), [{"x": dt.date(2024, 1, 2)}]),
+# The types every format but raw holds, by their DDL names (as Spark spells them: see
+# test_every_label_names_its_type_as_spark_does), with a value each for the round trip through the codec.
+HELD: dict[str, object] = {
+    "BOOLEAN": True,
+    "TINYINT": -5,
+    "SMALLINT": 300,
+    "INT": -70000,
+    "BIGINT": 2**40,
+    "FLOAT": 0.5,
+    "DOUBLE": 1e-300,
+    "DECIMAL(10,2)": Decimal("12.34"),
+    "STRING": 'h\u00e9 "x" y',
+    "STRING COLLATE UTF8_LCASE": "Case",
+    "BINARY": b"\x00\xff",
+    "DATE": dt.date(1999, 12, 31),
+    "TIMESTAMP": AT.replace(tzinfo=dt.timezone.utc),
+    "TIMESTAMP_NTZ": AT,
+    "ARRAY<INT>": [1, None, 3],
+    "ARRAY<ARRAY<STRING>>": [["a"], None],
+    "MAP<STRING,DOUBLE>": [("a", 1.0), ("b", None)],
+    "STRUCT<a:STRING,b:ARRAY<BIGINT>>": {"a": "x", "b": [1, 2]},
+    "ARRAY<STRUCT<x:DATE>>": [{"x": dt.date(2024, 1, 2)}],
 }
 RAW_HOLDS = {"BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "BINARY", "STRING"}
 RAW_HOLDS |= {"STRING COLLATE UTF8_LCASE"}
-# Types no format holds: (type, what the error says instead of the format's types, when Spark has no Arrow
-# form for it).
-NOT_HELD: dict[str, tuple[DataType, str | None]] = {
-    "VOID": (NullType(), None),
-    "INTERVAL DAY TO SECOND": (DayTimeIntervalType(), None),
-    "INTERVAL DAY": (DayTimeIntervalType(0, 0), None),
-    "TIME": (TimeType(), None),
-    "VARIANT": (VariantType(), None),
-    "MAP<INT,STRING>": (MapType(IntegerType(), StringType()), None),
-    "MAP<DATE,STRING>": (MapType(DateType(), StringType()), None),
-    "ARRAY<INTERVAL DAY>": (ArrayType(DayTimeIntervalType(0, 0)), None),
-    "STRUCT<a:TIME>": (struct(("a", TimeType())), None),
-    "MAP<STRING,VOID>": (MapType(StringType(), NullType()), None),
-    "INTERVAL YEAR TO MONTH": (YearMonthIntervalType(), "no Arrow form"),
-    "INTERVAL": (CalendarIntervalType(), "no Arrow form"),
-    "CHAR(3)": (CharType(3), "declare it as STRING"),
-    "VARCHAR(3)": (VarcharType(3), "declare it as STRING"),
+# Types no format holds, by their DDL names: what the error says instead of the format's types, when Spark has
+# no Arrow form for it (None: the format's types).
+NOT_HELD: dict[str, str | None] = {
+    "VOID": None,
+    "INTERVAL DAY TO SECOND": None,
+    "INTERVAL DAY": None,
+    "TIME(6)": None,
+    "VARIANT": None,
+    "MAP<INT,STRING>": None,
+    "MAP<DATE,STRING>": None,
+    "ARRAY<INTERVAL DAY>": None,
+    "STRUCT<a:TIME(6)>": None,
+    "MAP<STRING,VOID>": None,
+    "INTERVAL YEAR TO MONTH": "no Arrow form",
+    "INTERVAL": "no Arrow form",
+    "CHAR(3)": "declare it as STRING",
+    "VARCHAR(3)": "declare it as STRING",
 }
+
+
+@pytest.mark.parametrize("label", [*HELD, *NOT_HELD])
+def test_every_label_names_its_type_as_spark_does(label):
+    """The labels stand for the types they name: pyspark's own name of the type read from the label."""
+    assert ddl_type(label).simpleString().upper() == label.upper()
+
+
 def _holds(fmt: str, label: str) -> bool:
     return label in HELD and (fmt != "raw" or label in RAW_HOLDS)
 
@@ -134,14 +115,13 @@ def _type_cases() -> list:
 
 @pytest.mark.parametrize(("fmt", "label", "role", "context"), _type_cases())
 def test_every_type_in_key_and_value_is_held_or_one_schema_error(fmt, label, role, context):
-    t = HELD[label][0] if label in HELD else NOT_HELD[label][0]
-    schema, more = _typed_schema(context, role, t)
+    schema, more = _typed_schema(context, role, ddl_type(label))
     options = BASE | more | format_options(fmt, role)
     if _holds(fmt, label):
         plan(context, options, schema)
         return
     message = rejected(context, options, schema, SchemaError, ("c",))
-    instead = NOT_HELD.get(label, (None, None))[1]
+    instead = NOT_HELD.get(label)
     if instead is None:  # the format's own list of the types it holds, and the option choosing it
         types = codec_class(fmt, f"{role}.format").column_types
         assert types.describe() in message and f"'{role}.format'" in message, message
@@ -155,7 +135,7 @@ def test_every_type_in_key_and_value_is_held_or_one_schema_error(fmt, label, rol
 )  # avro-confluent shares avro's declaration and needs a registry
 def test_a_type_the_format_declares_is_written_and_read_back_by_it(fmt, label):
     """The declarations are true: each type a format says it holds survives its codec, null included."""
-    t, value = HELD[label]
+    t, value = ddl_type(label), HELD[label]
     schema = pa.schema([pa.field("c", to_arrow_type(t, timezone="UTC"))])
     codec = make_codec(fmt, "value.format", {}, CodecContext(role="value"))
     rows = [value] if fmt == "raw" else [value, None]  # a raw null is a tombstone, not a value

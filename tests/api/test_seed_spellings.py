@@ -7,17 +7,9 @@ Pure logic: the spec parser on the driver, no broker.
 from __future__ import annotations
 
 import pytest
-from pyspark.sql.types import (
-    BinaryType,
-    IntegerType,
-    LongType,
-    MapType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
+from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType, TimestampType
 from pyspark_upsert_kafka import OptionError
+from pyspark_upsert_kafka.options.ddl import parse_ddl
 from pyspark_upsert_kafka.options.flink_only import JAVA_ONLY_PROPERTIES, NOT_IN_SPARK
 
 from tests.support.bad_inputs import BASE, READ, READ_STREAM, REGISTRY, WRITE, plan
@@ -25,14 +17,13 @@ from tests.support.bad_inputs import BASE, READ, READ_STREAM, REGISTRY, WRITE, p
 ALL = (READ, READ_STREAM, WRITE)
 READS = (READ, READ_STREAM)
 OK = None  # the spelling works
+# The metadata columns of the seeds' DDL, in Spark's types, as a user copying them writes them in option 'schema'.
 DDL_METADATA = {
-    "topic": StringType(),
-    "partition": IntegerType(),
-    "headers": MapType(StringType(), BinaryType()),
-    "leader-epoch": IntegerType(),
-    "offset": LongType(),
-    "timestamp": TimestampType(),
-    "timestamp-type": StringType(),
+    f.name: f.dataType
+    for f in parse_ddl(
+        "topic STRING, partition INT, headers MAP<STRING, BINARY>, `leader-epoch` INT, offset BIGINT, "
+        "timestamp TIMESTAMP_LTZ, `timestamp-type` STRING"
+    )
 }
 
 

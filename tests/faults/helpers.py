@@ -30,6 +30,30 @@ def guarantee_options(guarantee: str, prefix: str) -> dict[str, str]:
     return {"sink.delivery-guarantee": guarantee}
 
 
+def copy_stream(
+    spark, servers: str, source: str, target: str, guarantee: str, checkpoint: Path, per_batch: int, column=None
+):
+    """The broker scenarios' query, started: `source` copied to `target` under `guarantee`, about `per_batch`
+    records a micro-batch, AvailableNow (it ends by itself once everything produced before it started is
+    copied); `column`, a UDF of the id, makes the name column (e.g. a hook that holds a task)."""
+    common = {"properties.bootstrap.servers": servers, "key.fields": "id"}
+    df = (
+        spark.readStream.format("upsert-kafka")
+        .options(**common, topic=source, **{"scan.max-records-per-batch": str(per_batch)})
+        .schema(CHANGES)
+        .load()
+    )
+    if column is not None:
+        df = df.withColumn("name", column("id"))
+    return (
+        df.writeStream.format("upsert-kafka")
+        .options(**common, topic=target, **guarantee_options(guarantee, target))
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+
+
 def produce_ids(bootstrap: str, topic: str, ids: Iterable[int], partition: int | None = None) -> None:
     """Records of key {"id": i} and a small value, one per id."""
     produce(

@@ -18,11 +18,10 @@ import pytest
 from pyspark.errors import StreamingQueryException
 
 from tests.faults.helpers import (
-    CHANGES,
     arrow_batch_rows,
     cause,
     committed_source_offsets,
-    guarantee_options,
+    copy_stream,
     produce_two_partitions,
     report,
     tally,
@@ -54,21 +53,9 @@ def test_broker_restarted_mid_stream_loses_nothing_and_exactly_once_duplicates_n
     source, target = create_topic(servers, f"{name}-in", 2), create_topic(servers, f"{name}-out", 2)
     produce_two_partitions(servers, source, range(N // 2))
     checkpoint = tmp_path / "checkpoint"
-    common = {"properties.bootstrap.servers": servers, "key.fields": "id"}
 
     def start(column):
-        return (
-            spark.readStream.format("upsert-kafka")
-            .options(**common, topic=source, **{"scan.max-records-per-batch": str(2 * ROWS_PER_TASK)})
-            .schema(CHANGES)
-            .load()
-            .withColumn("name", column("id"))
-            .writeStream.format("upsert-kafka")
-            .options(**common, topic=target, **guarantee_options(guarantee, target))
-            .option("checkpointLocation", str(checkpoint))
-            .trigger(availableNow=True)
-            .start()
-        )
+        return copy_stream(spark, servers, source, target, guarantee, checkpoint, 2 * ROWS_PER_TASK, column)
 
     batch, partition, row = HOLD
     with arrow_batch_rows(spark, ARROW_ROWS):

@@ -20,7 +20,7 @@ from tests.faults.helpers import (
     arrow_batch_rows,
     cause,
     committed_source_offsets,
-    guarantee_options,
+    copy_stream,
     next_batch,
     produce_ids,
     produce_two_partitions,
@@ -46,18 +46,7 @@ def test_stream_rides_out_repeated_broker_kills_without_failing_or_losing_record
     produce_two_partitions(servers, source, range(N))
     ends = log_ends(servers, source)
     checkpoint = tmp_path / "checkpoint"
-    common = {"properties.bootstrap.servers": servers, "key.fields": "id"}
-    query = (
-        spark.readStream.format("upsert-kafka")
-        .options(**common, topic=source, **{"scan.max-records-per-batch": str(PER_BATCH)})
-        .schema(CHANGES)
-        .load()
-        .writeStream.format("upsert-kafka")
-        .options(**common, topic=target, **guarantee_options(guarantee, target))
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)  # ends by itself once everything produced before the start is copied
-        .start()
-    )
+    query = copy_stream(spark, servers, source, target, guarantee, checkpoint, PER_BATCH)
     outages = []
     try:
         progressed = 0

@@ -23,28 +23,10 @@ from decimal import Decimal
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pyspark.sql.types import (
-    ArrayType,
-    BinaryType,
-    BooleanType,
-    ByteType,
-    DataType,
-    DateType,
-    DecimalType,
-    DoubleType,
-    FloatType,
-    IntegerType,
-    LongType,
-    MapType,
-    ShortType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampNTZType,
-    TimestampType,
-)
+from pyspark.sql.types import StructField, StructType
 from pyspark_upsert_kafka.errors import RecordError
 from pyspark_upsert_kafka.formats.codec import batch_from_records
+from pyspark_upsert_kafka.options.ddl import parse_ddl
 from pyspark_upsert_kafka.read.decode import RangeDecoder
 from pyspark_upsert_kafka.read.fetch import Records
 from pyspark_upsert_kafka.read.offsets import PartitionRange
@@ -59,33 +41,18 @@ UTC = timezone.utc
 # -- the formats and their tables ---------------------------------------------------------------------
 
 
-def field(name: str, t: DataType) -> StructField:
-    return StructField(name, t, True)
+def columns(ddl: str) -> list[StructField]:
+    """Nullable columns, declared as a user declares them (option 'schema')."""
+    return parse_ddl(ddl).fields
 
 
-NESTED = [
-    field("tags", ArrayType(StringType())),
-    field("scores", MapType(StringType(), DoubleType())),
-    field("ship", StructType([field("city", StringType()), field("zip", IntegerType())])),
-]
-FLAT = [
-    field("flag", BooleanType()),
-    field("tiny", ByteType()),
-    field("small", ShortType()),
-    field("n", IntegerType()),
-    field("big", LongType()),
-    field("ratio", FloatType()),
-    field("score", DoubleType()),
-    field("price", DecimalType(5, 2)),
-    field("wide", DecimalType(38, 10)),
-    field("name", StringType()),
-    field("blob", BinaryType()),
-    field("day", DateType()),
-    field("at", TimestampType()),
-    field("local", TimestampNTZType()),
-]
+NESTED = columns("tags ARRAY<STRING>, scores MAP<STRING, DOUBLE>, ship STRUCT<city: STRING, zip: INT>")
+FLAT = columns(
+    "flag BOOLEAN, tiny TINYINT, small SMALLINT, n INT, big BIGINT, ratio FLOAT, score DOUBLE, price DECIMAL(5,2), "
+    "wide DECIMAL(38,10), name STRING, blob BINARY, day DATE, at TIMESTAMP, local TIMESTAMP_NTZ"
+)
 RICH = FLAT + NESTED
-KEY = [field("id", LongType()), field("region", StringType())]
+KEY = columns("id BIGINT, region STRING")
 
 
 AT = datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
@@ -137,13 +104,7 @@ class Case:
         return opts
 
     def table(self) -> StructType:
-        return StructType(
-            [*self.key_columns, *self.value_columns, field("_change_type", StringType()), field("offset", LongType())]
-        )
-
-
-def one(name: str, t: DataType) -> list[StructField]:
-    return [field(name, t)]
+        return StructType([*self.key_columns, *self.value_columns, *columns("_change_type STRING, offset BIGINT")])
 
 
 CASES = [
@@ -151,18 +112,18 @@ CASES = [
     Case("csv", "csv", KEY, KEY_ROWS, "csv", RICH, RICH_ROWS),
     Case("avro", "avro", KEY, KEY_ROWS, "avro", RICH, RICH_ROWS),
     Case("avro-confluent", "avro-confluent", KEY, KEY_ROWS, "avro-confluent", RICH, RICH_ROWS),
-    Case("raw-long", "raw", one("id", LongType()), [{"id": 1}, {"id": -1}], "raw", one("v", LongType()), [{"v": 7}]),
+    Case("raw-long", "raw", columns("id BIGINT"), [{"id": 1}, {"id": -1}], "raw", columns("v BIGINT"), [{"v": 7}]),
     Case(
-        "raw-string", "raw", one("id", StringType()), [{"id": "k"}, {"id": ""}],
-        "raw", one("v", StringType()), [{"v": "raw ✓"}, {"v": ""}],
+        "raw-string", "raw", columns("id STRING"), [{"id": "k"}, {"id": ""}],
+        "raw", columns("v STRING"), [{"v": "raw ✓"}, {"v": ""}],
     ),
     Case(
-        "raw-double-and-bytes", "raw", one("id", DoubleType()), [{"id": 1.5}, {"id": math.nan}],
-        "raw", one("v", BinaryType()), [{"v": b"\x00\x01"}, {"v": b""}],
+        "raw-double-and-bytes", "raw", columns("id DOUBLE"), [{"id": 1.5}, {"id": math.nan}],
+        "raw", columns("v BINARY"), [{"v": b"\x00\x01"}, {"v": b""}],
     ),
     Case(
-        "raw-key-json-value", "raw", one("id", ShortType()), [{"id": 3}],
-        "json", [field("v", BooleanType()), field("w", FloatType())], [{"v": True, "w": 1e-45}, {"v": None, "w": None}],
+        "raw-key-json-value", "raw", columns("id SMALLINT"), [{"id": 3}],
+        "json", columns("v BOOLEAN, w FLOAT"), [{"v": True, "w": 1e-45}, {"v": None, "w": None}],
     ),
     # Every column in the key: the value has no columns (`{}`, an empty csv line, an empty Avro record).
     Case("key-only-json", "json", KEY, KEY_ROWS, "json", [], [{}]),

@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 import uuid
 
+import pytest
+
 from tests.security.acls import exactly_once_grants, read_grants
 from tests.security.failures import TIMEOUT_OPTIONS, assert_no_secret, failure_of
 from tests.support.read_helpers import Collector, wait_for
@@ -121,35 +123,27 @@ def test_streaming_read_keeps_reading_when_it_may_not_commit_to_its_group(
         query.stop()
 
 
-def test_exactly_once_write_without_write_on_the_transactional_ids_names_them_and_the_grant(
-    spark, secure_kafka, secure_topic, kafka_user, spark_logs, caplog
+# The ACL an exactly-once write lacks: (its resource type, the permission to grant, what the error says besides).
+@pytest.mark.parametrize(
+    ("resource", "permission", "says"),
+    [
+        ("TRANSACTIONAL_ID", "WRITE", ("transactional id", r"sink\.transactional-id-prefix")),
+        ("GROUP", "READ", ("group",)),  # the marker groups
+    ],
+    ids=["write-on-the-transactional-ids", "read-on-the-marker-groups"],
+)
+def test_exactly_once_write_without_an_acl_names_the_resources_and_the_grant(
+    spark, secure_kafka, secure_topic, kafka_user, spark_logs, caplog, resource, permission, says
 ):
     topic, prefix = secure_topic(), f"eos-{uuid.uuid4().hex[:8]}"
-    grants = [g for g in exactly_once_grants(topic, prefix) if g.resource != "TRANSACTIONAL_ID"]
+    grants = [g for g in exactly_once_grants(topic, prefix) if g.resource != resource]
     user = kafka_user(*grants)
     eos = {"sink.delivery-guarantee": "exactly-once", "sink.transactional-id-prefix": prefix}
 
     failure = failure_of(write(spark, secure_kafka.options(user, topic, SASL_SSL, **TIMEOUT_OPTIONS, **eos)))
 
-    failure.assert_asks_to_grant("WRITE", prefix)
-    failure.assert_says("transactional id", r"sink\.transactional-id-prefix")
-    failure.assert_within_client_timeout()
-    assert secure_kafka.consume_all(topic) == []
-    assert_no_secret(user.password, failure.message, spark_logs.text(), caplog.text)
-
-
-def test_exactly_once_write_without_read_on_the_marker_groups_names_them_and_the_grant(
-    spark, secure_kafka, secure_topic, kafka_user, spark_logs, caplog
-):
-    topic, prefix = secure_topic(), f"eos-{uuid.uuid4().hex[:8]}"
-    grants = [g for g in exactly_once_grants(topic, prefix) if g.resource != "GROUP"]
-    user = kafka_user(*grants)
-    eos = {"sink.delivery-guarantee": "exactly-once", "sink.transactional-id-prefix": prefix}
-
-    failure = failure_of(write(spark, secure_kafka.options(user, topic, SASL_SSL, **TIMEOUT_OPTIONS, **eos)))
-
-    failure.assert_asks_to_grant("READ", prefix)
-    failure.assert_says("group")
+    failure.assert_asks_to_grant(permission, prefix)
+    failure.assert_says(*says)
     failure.assert_within_client_timeout()
     assert secure_kafka.consume_all(topic) == []  # the transaction never committed
     assert_no_secret(user.password, failure.message, spark_logs.text(), caplog.text)

@@ -41,35 +41,21 @@ def streaming_read(spark, opts: dict, checkpoint: str):
     return run
 
 
-def test_wrong_password_on_a_read_says_authentication_failed(
-    spark, secure_kafka, secure_topic, kafka_user, spark_logs, caplog
+@pytest.mark.parametrize("action", ["read", "write"])
+def test_wrong_password_says_authentication_failed(
+    spark, secure_kafka, secure_topic, kafka_user, spark_logs, caplog, action
 ):
     topic = secure_topic()
-    user = kafka_user(*read_grants(topic))
+    user = kafka_user(*(read_grants(topic) if action == "read" else write_grants(topic)))
     wrong = dataclasses.replace(user, password="wr0ng-" + user.password)
     opts = secure_kafka.options(wrong, topic, SASL_SSL, **TIMEOUT_OPTIONS)
 
-    failure = failure_of(batch_read(spark, opts))
+    failure = failure_of(batch_read(spark, opts) if action == "read" else batch_write(spark, opts))
 
     failure.assert_says("authentication", secure_kafka.ssl_servers, SCRAM, r"properties\.sasl\.username",
                         r"properties\.sasl\.password")  # fmt: skip
-    assert "brokers are up" not in failure.message
-    failure.assert_within_client_timeout()
-    assert_no_secret(wrong.password, failure.message, spark_logs.text(), caplog.text)
-
-
-def test_wrong_password_on_a_write_says_authentication_failed(
-    spark, secure_kafka, secure_topic, kafka_user, spark_logs, caplog
-):
-    topic = secure_topic()
-    user = kafka_user(*write_grants(topic))
-    wrong = dataclasses.replace(user, password="wr0ng-" + user.password)
-    opts = secure_kafka.options(wrong, topic, SASL_SSL, **TIMEOUT_OPTIONS)
-
-    failure = failure_of(batch_write(spark, opts))
-
-    failure.assert_says("authentication", secure_kafka.ssl_servers, SCRAM, r"properties\.sasl\.username",
-                        r"properties\.sasl\.password")  # fmt: skip
+    if action == "read":
+        assert "brokers are up" not in failure.message
     failure.assert_within_client_timeout()
     assert_no_secret(wrong.password, failure.message, spark_logs.text(), caplog.text)
 

@@ -14,6 +14,7 @@ from pyspark.sql.types import (
 )
 from pyspark_upsert_kafka import UpsertKafkaError
 from pyspark_upsert_kafka.formats import ChangelogCodec, available_formats, codec_class
+from pyspark_upsert_kafka.options.ddl import parse_ddl
 from pyspark_upsert_kafka.options.layout import check_codecs, table_schema
 from pyspark_upsert_kafka.read.spec import parse_read_spec
 from pyspark_upsert_kafka.write.spec import parse_write_spec
@@ -30,6 +31,12 @@ CHANGELOG_FORMATS = tuple(f for f in FORMATS if issubclass(codec_class(f, "value
 
 def struct(*fields: tuple[str, DataType]) -> StructType:
     return StructType([StructField(name, t) for name, t in fields])
+
+
+def ddl_type(text: str) -> DataType:
+    """The type a DDL type name stands for (`MAP<STRING,DOUBLE>`), read by the connector's own DDL parser
+    (which test_bad_schemas.py checks against Spark's): the tables of types here are their names only."""
+    return parse_ddl(f"c {text}").fields[0].dataType
 
 
 DATA = struct(("id", IntegerType()), ("name", StringType()))

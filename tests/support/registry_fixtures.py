@@ -16,30 +16,20 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-_server = None
+from tests.support.servers import started
 
 
 @pytest.fixture(scope="session")
 def registry_url() -> Iterator[str]:
     """The Confluent-compatible API of a real schema registry (what the avro-confluent 'url' takes)."""
-    global _server
     given = os.environ.get("SCHEMA_REGISTRY_URL")
     if given:
         yield given
         return
     from integration.registry import SchemaRegistryServer
 
-    _server = SchemaRegistryServer()
-    _server.start()
-    try:
-        yield _server.url
-    finally:
-        _server.stop()
-
-
-def pytest_terminal_summary(terminalreporter, exitstatus: int) -> None:
-    if exitstatus != 0 and _server is not None:
-        terminalreporter.write_line(f"Schema registry log: {_server.log_path}")
+    with started("Schema registry", SchemaRegistryServer()) as server:
+        yield server.url
 
 
 # -- a gate in front of the real registry: checks credentials, serves TLS, counts requests ----------

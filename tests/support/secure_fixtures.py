@@ -36,8 +36,7 @@ from confluent_kafka.admin import (
 )
 
 from tests.support.kafka_io import consume_all, create_topic, produce
-
-_broker = None
+from tests.support.servers import started
 
 SASL_SSL, SASL_PLAINTEXT = "SASL_SSL", "SASL_PLAINTEXT"
 SCRAM, PLAIN = "SCRAM-SHA-512", "PLAIN"
@@ -202,20 +201,10 @@ _quiet.propagate = False
 @pytest.fixture(scope="session")
 def secure_kafka() -> Iterator[SecureKafka]:
     """A secured broker for this session, started the first time a test asks for it."""
-    global _broker
     from integration.kafka import KafkaBroker
 
-    _broker = KafkaBroker(secured=True)
-    _broker.start()
-    try:
-        yield SecureKafka(_broker)
-    finally:
-        _broker.stop()
-
-
-def pytest_terminal_summary(terminalreporter, exitstatus: int) -> None:
-    if exitstatus != 0 and _broker is not None:
-        terminalreporter.write_line(f"Secured Kafka broker log: {_broker.log_path}")
+    with started("Secured Kafka broker", KafkaBroker(secured=True)) as broker:
+        yield SecureKafka(broker)
 
 
 @pytest.fixture
