@@ -18,7 +18,7 @@ import uuid
 from contextlib import ExitStack
 
 from integration import bench_kafka as kb
-from integration.benchmark import RESULTS, Bench, _infrastructure, ensure_spark_kafka_jars
+from integration.benchmark import RESULTS, Bench, _infrastructure, bench_session
 
 PARTITIONS = 8
 PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
@@ -30,21 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
 
-    from pyspark.sql import SparkSession
-    from pyspark_upsert_kafka import UpsertKafkaDataSource
-
     with ExitStack() as stack:
         bootstrap, registry_url = _infrastructure(stack)
-        spark = (
-            SparkSession.builder.master("local[2]")
-            .appName("upsert-kafka-lookup-benchmark")
-            .config("spark.jars", ",".join(ensure_spark_kafka_jars()))
-            .config("spark.ui.enabled", "false")
-            .config("spark.driver.memory", "4g")
-            .getOrCreate()
-        )
-        spark.sparkContext.setLogLevel("ERROR")
-        spark.dataSource.register(UpsertKafkaDataSource)
+        spark = bench_session("upsert-kafka-lookup-benchmark", **{"spark.driver.memory": "4g"})
         bench = Bench(spark, bootstrap, registry_url, args.records, args.repeat)
         topic = kb.create_topic(bootstrap, f"bench-lookup-{uuid.uuid4().hex[:8]}", PARTITIONS)
         kb.produce_parallel(bootstrap, topic, args.records)

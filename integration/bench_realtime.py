@@ -25,7 +25,7 @@ import uuid
 from contextlib import ExitStack
 
 from integration import bench_kafka as kb
-from integration.benchmark import _infrastructure, ensure_spark_kafka_jars
+from integration.benchmark import _infrastructure, bench_session
 
 
 class ProduceEachRow:
@@ -55,18 +55,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epoch", default="5 seconds", help="the real-time trigger's epoch (Spark's minimum: 5 s)")
     args = parser.parse_args(argv)
 
-    from pyspark.sql import SparkSession
-
     os.environ.setdefault("SCHEMA_REGISTRY_URL", "unused")  # no registry needed
     with ExitStack() as stack:
         bootstrap, _ = _infrastructure(stack)
         # Real-time mode runs every source partition's task at once: one core each.
-        spark = (
-            SparkSession.builder.master(f"local[{kb.PARTITIONS}]")
-            .config("spark.jars", ",".join(ensure_spark_kafka_jars()))
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .getOrCreate()
+        spark = bench_session(
+            "upsert-kafka-realtime", f"local[{kb.PARTITIONS}]", **{"spark.ui.showConsoleProgress": "false"}
         )
         spark.sparkContext.setLogLevel("OFF")  # stopping a real-time query kills its running tasks: logged
         tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="upsert-kafka-rtm-"))

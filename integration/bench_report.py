@@ -63,7 +63,7 @@ def report(results: dict, args: Namespace, out: Path) -> None:
             )
     for name, found in results.items():
         if name.startswith("latency floor: "):
-            print(f"{name[len('latency floor: '):]}: micro-batch floor {found.get('triggerExecution', 0):,.0f} ms")
+            print(f"{name[len('latency floor: ') :]}: micro-batch floor {found.get('triggerExecution', 0):,.0f} ms")
     mem = results.get("memory: ours table mode")
     if mem:
         print(f"table mode, {mem['distinct_keys']:,} keys: peak Python worker {mem['peak_worker_mb']:,.0f} MB")

@@ -23,7 +23,7 @@ import orjson
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from integration import bench_kafka as kb
-from integration.benchmark import ensure_spark_kafka_jars
+from integration.benchmark import bench_session
 from integration.kafka import KafkaBroker
 
 PARTITIONS = 2
@@ -123,19 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kills", type=int, default=4)
     args = parser.parse_args(argv)
 
-    from pyspark.sql import SparkSession
-    from pyspark_upsert_kafka import UpsertKafkaDataSource
-
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("upsert-kafka-bench-restarts")
-        .config("spark.jars", ",".join(ensure_spark_kafka_jars()))
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    spark.dataSource.register(UpsertKafkaDataSource)
+    spark = bench_session("upsert-kafka-bench-restarts", **{"spark.sql.shuffle.partitions": "2"})
     results = {}
     with KafkaBroker() as broker, tempfile.TemporaryDirectory(prefix="upsert-kafka-restarts-") as tmp:
         scenario = Scenario(spark, broker, args.records, args.batch, args.kills, Path(tmp))

@@ -343,24 +343,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    from pyspark.sql import SparkSession
-    from pyspark_upsert_kafka import UpsertKafkaDataSource
-
     from integration.bench_report import report
 
     with ExitStack() as stack:
         bootstrap, registry_url = _infrastructure(stack)
-        spark = (
-            SparkSession.builder.master("local[2]")
-            .appName("upsert-kafka-benchmark")
-            .config("spark.jars", ",".join(ensure_spark_kafka_jars()))
-            .config("spark.ui.enabled", "false")
-            .config("spark.driver.memory", "4g")
-            .config("spark.sql.shuffle.partitions", "4")
-            .getOrCreate()
+        spark = bench_session(
+            "upsert-kafka-benchmark", **{"spark.driver.memory": "4g", "spark.sql.shuffle.partitions": "4"}
         )
-        spark.sparkContext.setLogLevel("ERROR")
-        spark.dataSource.register(UpsertKafkaDataSource)
         tmp = Path(stack.enter_context(_tempdir()))
         bench = Bench(spark, bootstrap, registry_url, args.records, args.repeat)
         print(f"{args.records:,} records, {kb.PARTITIONS} partitions, {args.repeat} runs each, local[2]")
@@ -384,6 +373,20 @@ def main(argv: list[str] | None = None) -> int:
         spark.stop()
     report(bench.results, args, args.out)
     return 0
+
+
+def bench_session(app: str, master: str = "local[2]", **config: str):
+    """The benchmarks' SparkSession: the JVM Kafka connector's jars, this connector registered, quiet logs."""
+    from pyspark.sql import SparkSession
+    from pyspark_upsert_kafka import UpsertKafkaDataSource
+
+    builder = SparkSession.builder.master(master).appName(app).config("spark.jars", ",".join(ensure_spark_kafka_jars()))
+    for key, value in {"spark.ui.enabled": "false", **config}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.dataSource.register(UpsertKafkaDataSource)
+    return spark
 
 
 def _infrastructure(stack: ExitStack) -> tuple[str, str]:

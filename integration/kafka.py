@@ -44,9 +44,7 @@ _HERE = Path(__file__).resolve().parent
 POM = _HERE / "pom.xml"
 JAVA_PARTITIONS_SRC = _HERE / "java" / "JavaPartitions.java"
 # Outside the tracked tree: the jars (~45 MB) are fetched once per machine.
-CACHE_DIR = Path(
-    os.environ.get("PYSPARK_UPSERT_KAFKA_CACHE") or Path.home() / ".cache" / "pyspark-upsert-kafka"
-)
+CACHE_DIR = Path(os.environ.get("PYSPARK_UPSERT_KAFKA_CACHE") or Path.home() / ".cache" / "pyspark-upsert-kafka")
 STATE_FILE = CACHE_DIR / "broker.json"
 _SLF4J = "-Dorg.slf4j.simpleLogger."
 # Wall-clock timestamps in broker.log, to line it up with test output.
