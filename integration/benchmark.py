@@ -381,7 +381,7 @@ def bench_session(app: str, master: str = "local[2]", **config: str):
     from pyspark_upsert_kafka import UpsertKafkaDataSource
 
     builder = SparkSession.builder.master(master).appName(app).config("spark.jars", ",".join(ensure_spark_kafka_jars()))
-    for key, value in {"spark.ui.enabled": "false", **config}.items():
+    for key, value in {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", **config}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
