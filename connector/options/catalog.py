@@ -61,8 +61,10 @@ COMMON_OPTIONS: tuple[OptionDoc, ...] = (
         None,
         BOTH,
         "Record metadata as columns: any of `topic`, `partition`, `offset`, `timestamp`, `timestamp-type`, "
-        "`headers`, `leader-epoch`, `watermark` (the merged watermark when the batch was planned), comma-separated, "
-        "each optionally renamed (`event_time=timestamp`). Written: `timestamp`, `headers`; `topic` picks each "
+        "`headers` (`MAP<STRING, BINARY>`), `header-list` (`ARRAY<STRUCT<key: STRING NOT NULL, value: BINARY>>`: "
+        "the headers in the record's order, a repeated key kept each time), `leader-epoch`, `watermark` (the merged "
+        "watermark when the batch was planned), comma-separated, each optionally renamed (`event_time=timestamp`). "
+        "Written: `timestamp`, `headers` or `header-list` (one of them); `topic` picks each "
         "row's topic when a write names several. A change-data-capture value format adds its own, read only, as "
         "`value.<key>` (e.g. `value.source.timestamp`: see Formats).",
     ),
