@@ -26,7 +26,7 @@ COMMON_OPTIONS: tuple[OptionDoc, ...] = (
         "required",
         BOTH,
         "The topic; a `;`-separated list for reads (Spark's `subscribe` takes a comma list), and for writes that "
-        "take each row's topic from the `topic` metadata column.",
+        "take each row's topic from the `topic` metadata column. A read may give `topic-pattern` or `assign` instead.",
         ("subscribe",),
     ),
     OptionDoc(
@@ -153,6 +153,15 @@ READ_OPTIONS: tuple[OptionDoc, ...] = (
         "Read every topic whose whole name matches this regular expression (instead of `topic`); a write "
         "takes each row's topic from its `topic` metadata column and refuses names that do not match.",
         ("subscribePattern",),
+    ),
+    OptionDoc(
+        "assign",
+        None,
+        READ,
+        'Read only these partitions, as JSON `{"orders":[0,1],"payments":[2]}` (Spark\'s `assign`; instead of '
+        "`topic` / `topic-pattern`); a stream never adds partitions to them. A table read of some partitions is exact "
+        "for the keys they hold, since every record of a key is in the partition its key picks (as the Java client "
+        "and this connector's writes partition).",
     ),
     OptionDoc(
         "read.mode",

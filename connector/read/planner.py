@@ -61,14 +61,28 @@ class Planner:
             for topic in self.brokers.hidden(missing):
                 raise KafkaAuthorizationError(
                     f"not authorized to read topic '{topic}' at {kafka.describe()}: grant this client's user "
-                    "DESCRIBE and READ on it (option 'topic')"
+                    f"DESCRIBE and READ on it (option '{topics.option}')"
                 )
             if missing:
                 names = ", ".join(f"'{t}'" for t in missing)
                 verb = "topic {} does not exist" if len(missing) == 1 else "topics {} do not exist"
-                raise TopicError(f"{verb.format(names)} at {kafka.describe()} (option 'topic')")
+                raise TopicError(f"{verb.format(names)} at {kafka.describe()} (option '{topics.option}')")
             names = list(topics.names)
-        return {t: sorted(metadata.topics[t].partitions) for t in sorted(names)}
+        found = {t: sorted(metadata.topics[t].partitions) for t in sorted(names)}
+        return found if topics.assigned is None else self._assigned(found)
+
+    def _assigned(self, found: Partitions) -> Partitions:
+        """Option 'assign': its partitions only, each of which must exist; a partition added to the topic later is
+        never read (as in Spark's kafka source)."""
+        for topic, wanted in self.spec.topics.assigned or ():
+            absent = [p for p in wanted if p not in found[topic]]
+            if absent:
+                raise OptionError(
+                    f"option 'assign' names partition(s) {', '.join(map(str, absent))} of topic '{topic}', which has "
+                    f"partitions {', '.join(map(str, found[topic]))} at {self.spec.kafka.describe()}: assign "
+                    "partitions the topic has"
+                )
+        return {t: list(ps) for t, ps in self.spec.topics.assigned or ()}
 
     # -- offsets ---------------------------------------------------------------------------------
 
@@ -131,6 +145,8 @@ class Planner:
             absent = [p for p, _ in pairs if p not in known]
             if absent and (topic is None or topic in partitions):
                 where = f"topic '{topic}', which has" if topic else f"the topics read ({', '.join(partitions)}), with"
+                if self.spec.topics.assigned is not None:
+                    where = f"topic '{topic}', of which option 'assign' reads" if topic else "the assigned topics, with"
                 raise OptionError(
                     f"option '{bound.option}' names partition {absent[0]} of {where} partitions "
                     f"{', '.join(map(str, sorted(known)))}"

@@ -205,7 +205,7 @@ def _check_named_topics(bound: Bound, topics: TopicSelection, option: str) -> No
 
 def _parse_topics(options: Mapping[str, str]) -> TopicSelection:
     selection = parse_topic_selection(options)
-    return TopicSelection(tuple(sorted(selection.names)), selection.pattern)
+    return replace(selection, names=tuple(sorted(selection.names)))
 
 
 # Spark hands options over lower-cased; errors name them as users write them.

@@ -62,6 +62,11 @@ def parse_write_spec(raw: Mapping[str, str], schema: StructType) -> WriteSpec:
     options = canonical_options(raw)
     kafka = parse_kafka_spec(options)
     topics = parse_topic_selection(options)
+    if topics.assigned is not None:
+        raise OptionError(
+            "option 'assign' picks partitions to read; a write partitions each row by its key: name the topic with "
+            "option 'topic' instead"
+        )
     names, pattern = topics.names, topics.pattern
     layout = parse_layout(options, schema, names)
     _check_one_headers_column(layout)
