@@ -21,6 +21,7 @@ from .errors import (
 )
 from .foreach_batch import upsert_writer
 from .formats import Codec, CodecContext, ColumnTypes, Decoded, Decoder, Encoder, FormatOptionError, register_codec
+from .lag import lag
 from .secrets import SPARK_REDACTION_REGEX, redact_secret_options
 
 DefaultSource = UpsertKafkaDataSource
@@ -47,6 +48,7 @@ __all__ = [
     "UpsertKafkaDataSource",
     "UpsertKafkaError",
     "WriteTaskError",
+    "lag",
     "redact_secret_options",
     "register_codec",
     "upsert_writer",

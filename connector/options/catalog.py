@@ -37,7 +37,7 @@ COMMON_OPTIONS: tuple[OptionDoc, ...] = (
         "required",
         BOTH,
         "The topic; a `;`-separated list for reads (Spark's `subscribe` takes a comma list), and for writes that "
-        "take each row's topic from the `topic` metadata column.",
+        "take each row's topic from the `topic` metadata column. A read may give `topic-pattern` or `assign` instead.",
         ("subscribe",),
     ),
     OptionDoc(
@@ -72,8 +72,10 @@ COMMON_OPTIONS: tuple[OptionDoc, ...] = (
         None,
         BOTH,
         "Record metadata as columns: any of `topic`, `partition`, `offset`, `timestamp`, `timestamp-type`, "
-        "`headers`, `leader-epoch`, `watermark` (the merged watermark when the batch was planned), comma-separated, "
-        "each optionally renamed (`event_time=timestamp`). Written: `timestamp`, `headers`; `topic` picks each "
+        "`headers` (`MAP<STRING, BINARY>`), `header-list` (`ARRAY<STRUCT<key: STRING NOT NULL, value: BINARY>>`: "
+        "the headers in the record's order, a repeated key kept each time), `leader-epoch`, `watermark` (the merged "
+        "watermark when the batch was planned), comma-separated, each optionally renamed (`event_time=timestamp`). "
+        "Written: `timestamp`, `headers` or `header-list` (one of them); `topic` picks each "
         "row's topic when a write names several. A change-data-capture value format adds its own, read only, as "
         "`value.<key>` (e.g. `value.source.timestamp`: see Formats).",
     ),
@@ -162,6 +164,15 @@ READ_OPTIONS: tuple[OptionDoc, ...] = (
         "Read every topic whose whole name matches this regular expression (instead of `topic`); a write "
         "takes each row's topic from its `topic` metadata column and refuses names that do not match.",
         ("subscribePattern",),
+    ),
+    OptionDoc(
+        "assign",
+        None,
+        READ,
+        'Read only these partitions, as JSON `{"orders":[0,1],"payments":[2]}` (Spark\'s `assign`; instead of '
+        "`topic` / `topic-pattern`); a stream never adds partitions to them. A table read of some partitions is exact "
+        "for the keys they hold, since every record of a key is in the partition its key picks (as the Java client "
+        "and this connector's writes partition).",
     ),
     OptionDoc(
         "read.mode",

@@ -42,10 +42,15 @@ METADATA_TYPES: dict[str, DataType] = {
     "timestamp": TimestampType(),
     "timestamp-type": StringType(),
     "headers": MapType(StringType(), BinaryType()),
+    # The headers as the record holds them: in order, a key that repeats kept each time, a value may be null
+    # (a map keeps one value per key, so a record's duplicate keys need this form).
+    "header-list": ArrayType(
+        StructType([StructField("key", StringType(), nullable=False), StructField("value", BinaryType())])
+    ),
     "leader-epoch": IntegerType(),
     "watermark": TimestampType(),  # not the record's: the merged watermark when the batch was planned
 }
-WRITABLE_METADATA = frozenset({"timestamp", "headers"})
+WRITABLE_METADATA = frozenset({"timestamp", "headers", "header-list"})
 VALUE_METADATA = "value."  # `value.<key>`: a changelog value format's own metadata (read only)
 _CASE = "column names compare case-insensitively, as in Spark"
 

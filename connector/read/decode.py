@@ -23,6 +23,7 @@ from .spec import ReadSpec
 log = logging.getLogger("upsert_kafka")
 
 UPSERT, DELETE = "upsert", "delete"
+HEADER_LIST = pa.list_(pa.struct([pa.field("key", pa.string(), nullable=False), pa.field("value", pa.binary())]))
 
 
 class RangeDecoder:
@@ -201,6 +202,8 @@ class RangeDecoder:
             return pc.if_else(pc.less(millis, 0), None, millis).cast(pa.timestamp("ms", tz="UTC"))
         if kind == "headers":
             return pa.array(values, pa.map_(pa.string(), pa.binary()))
+        if kind == "header-list":
+            return pa.array(values, HEADER_LIST)
         if kind == "leader-epoch":
             return pa.array(values, pa.int32())
         return pa.array(values, pa.string())  # timestamp-type

@@ -56,6 +56,7 @@ _META_READERS = {
     "timestamp": lambda m: m.timestamp()[1],
     "timestamp-type": lambda m: _TIMESTAMP_TYPES.get(m.timestamp()[0], "NoTimestampType"),
     "headers": lambda m: m.headers() or [],
+    "header-list": lambda m: m.headers() or [],  # librdkafka's list: the record's order, repeated keys kept
     "leader-epoch": lambda m: m.leader_epoch(),
 }
 

@@ -17,6 +17,7 @@ from confluent_kafka.admin import OffsetSpec
 
 from ..errors import DataLossError, KafkaAuthorizationError, OptionError, TopicError
 from ..kafka import Brokers
+from ..options.common import KafkaSpec, TopicSelection
 from .offsets import Offsets, data_loss, lost
 from .spec import EARLIEST, LATEST, Bound, ReadSpec
 
@@ -52,24 +53,12 @@ class Planner:
         return self._partitions
 
     def _lookup_partitions(self) -> Partitions:
-        kafka, topics = self.spec.kafka, self.spec.topics
+        return lookup_partitions(self.brokers, self.spec.topics)
+
+    def partition_counts(self, topics: list[str]) -> dict[str, int]:
+        """How many partitions each topic has now, whichever of them the read covers (option 'assign')."""
         metadata = self.brokers.metadata()
-        if topics.pattern:
-            pattern = re.compile(topics.pattern)
-            names = [t for t in metadata.topics if pattern.fullmatch(t) and not t.startswith("__")]
-        else:
-            missing = [t for t in topics.names if t not in metadata.topics]
-            for topic in self.brokers.hidden(missing):
-                raise KafkaAuthorizationError(
-                    f"not authorized to read topic '{topic}' at {kafka.describe()}: grant this client's user "
-                    "DESCRIBE and READ on it (option 'topic')"
-                )
-            if missing:
-                names = ", ".join(f"'{t}'" for t in missing)
-                verb = "topic {} does not exist" if len(missing) == 1 else "topics {} do not exist"
-                raise TopicError(f"{verb.format(names)} at {kafka.describe()} (option 'topic')")
-            names = list(topics.names)
-        return {t: sorted(metadata.topics[t].partitions) for t in sorted(names)}
+        return {t: len(metadata.topics[t].partitions) for t in topics}
 
     # -- offsets ---------------------------------------------------------------------------------
 
@@ -132,6 +121,8 @@ class Planner:
             absent = [p for p, _ in pairs if p not in known]
             if absent and (topic is None or topic in partitions):
                 where = f"topic '{topic}', which has" if topic else f"the topics read ({', '.join(partitions)}), with"
+                if self.spec.topics.assigned is not None:
+                    where = f"topic '{topic}', of which option 'assign' reads" if topic else "the assigned topics, with"
                 raise OptionError(
                     f"option '{bound.option}' names partition {absent[0]} of {where} partitions "
                     f"{', '.join(map(str, sorted(known)))}"
@@ -215,6 +206,44 @@ class Planner:
                     lost(t, p, offset, first, self.spec.fail_on_data_loss)
                     out[t][p] = first
         return out
+
+
+def lookup_partitions(brokers: Brokers, topics: TopicSelection) -> Partitions:
+    """The partitions a read covers now: of the listed topics (each must exist), of every topic matching the
+    pattern, or the assigned ones (each must exist)."""
+    kafka = brokers.kafka
+    metadata = brokers.metadata()
+    if topics.pattern:
+        pattern = re.compile(topics.pattern)
+        names = [t for t in metadata.topics if pattern.fullmatch(t) and not t.startswith("__")]
+    else:
+        missing = [t for t in topics.names if t not in metadata.topics]
+        for topic in brokers.hidden(missing):
+            raise KafkaAuthorizationError(
+                f"not authorized to read topic '{topic}' at {kafka.describe()}: grant this client's user "
+                f"DESCRIBE and READ on it (option '{topics.option}')"
+            )
+        if missing:
+            names = ", ".join(f"'{t}'" for t in missing)
+            verb = "topic {} does not exist" if len(missing) == 1 else "topics {} do not exist"
+            raise TopicError(f"{verb.format(names)} at {kafka.describe()} (option '{topics.option}')")
+        names = list(topics.names)
+    found = {t: sorted(metadata.topics[t].partitions) for t in sorted(names)}
+    return found if topics.assigned is None else _assigned(kafka, topics, found)
+
+
+def _assigned(kafka: KafkaSpec, topics: TopicSelection, found: Partitions) -> Partitions:
+    """Option 'assign': its partitions only, each of which must exist; a partition added to the topic later is
+    never read (as in Spark's kafka source)."""
+    for topic, wanted in topics.assigned or ():
+        absent = [p for p in wanted if p not in found[topic]]
+        if absent:
+            raise OptionError(
+                f"option 'assign' names partition(s) {', '.join(map(str, absent))} of topic '{topic}', which has "
+                f"partitions {', '.join(map(str, found[topic]))} at {kafka.describe()}: assign "
+                "partitions the topic has"
+            )
+    return {t: list(ps) for t, ps in topics.assigned or ()}
 
 
 def limit_by_backlog(start: Offsets, end: Offsets, max_records: int) -> dict:

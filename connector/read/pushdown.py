@@ -155,7 +155,8 @@ def narrow_plan(
 ) -> tuple[dict, dict]:
     """(start, end) of a planned batch read narrowed by the pushed filters; a partition left out ends where it
     starts."""
-    by_key = key_partitions(spec, narrow, {t: len(ps) for t, ps in parts.items()})
+    # A key's partition depends on the topic's whole partition count, not on the partitions read (`assign`).
+    by_key = key_partitions(spec, narrow, planner.partition_counts(sorted(parts))) if narrow.key_values else None
     from_timestamp = None
     if narrow.min_timestamp_ms is not None:
         planned = {t: sorted(ps) for t, ps in end.items()}

@@ -91,7 +91,7 @@ class ReadSpec:
 def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool) -> ReadSpec:
     options = canonical_options(raw)
     kafka = _with_group_prefix(parse_kafka_spec(options), options)
-    topics = _parse_topics(options)
+    topics = parse_read_topics(options)
     mode = options.get("read.mode", default_of("read.mode", streaming=streaming)).strip().lower()
     if mode not in ("table", "changelog"):
         raise OptionError(f"option 'read.mode' must be 'table' or 'changelog', got '{raw.get('read.mode')}'")
@@ -206,9 +206,9 @@ def _check_named_topics(bound: Bound, topics: TopicSelection, option: str) -> No
             )
 
 
-def _parse_topics(options: Mapping[str, str]) -> TopicSelection:
+def parse_read_topics(options: Mapping[str, str]) -> TopicSelection:
     selection = parse_topic_selection(options)
-    return TopicSelection(tuple(sorted(selection.names)), selection.pattern)
+    return replace(selection, names=tuple(sorted(selection.names)))
 
 
 # Spark hands options over lower-cased; errors name them as users write them.

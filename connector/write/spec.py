@@ -63,8 +63,14 @@ def parse_write_spec(raw: Mapping[str, str], schema: StructType) -> WriteSpec:
     options = canonical_options(raw)
     kafka = parse_kafka_spec(options)
     topics = parse_topic_selection(options)
+    if topics.assigned is not None:
+        raise OptionError(
+            "option 'assign' picks partitions to read; a write partitions each row by its key: name the topic with "
+            "option 'topic' instead"
+        )
     names, pattern = topics.names, topics.pattern
     layout = parse_layout(options, schema, names)
+    _check_one_headers_column(layout)
     if SINK_PARALLELISM in options:
         raise OptionError(sink_parallelism_message(options[SINK_PARALLELISM], layout.key_fields))
     guarantee = _parse_guarantee(options)
@@ -91,6 +97,16 @@ def parse_write_spec(raw: Mapping[str, str], schema: StructType) -> WriteSpec:
         transaction_timeout_ms=_transaction_timeout(options),
         write_id=_write_id(options, guarantee),
     )
+
+
+def _check_one_headers_column(layout: Layout) -> None:
+    """A record has one set of headers: `headers` (a map) and `header-list` cannot both give it."""
+    given = [c.column for c in layout.metadata if c.kind in ("headers", "header-list")]
+    if len(given) > 1:
+        raise OptionError(
+            f"option 'metadata.columns': columns '{given[0]}' and '{given[1]}' both give the record headers of a "
+            "write; keep one (header-list keeps the order and repeated keys, headers is a map)"
+        )
 
 
 def _topic_column(layout: Layout, names: tuple[str, ...], pattern: str | None) -> str | None:

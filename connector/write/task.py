@@ -296,7 +296,7 @@ class RecordWriter:
             pending.keys,
             values,
             self._timestamps(rows),
-            rows.column(self.meta["headers"]).to_pylist() if "headers" in self.meta else None,
+            self._headers(rows),
         )
         self.records += len(values)
         self.tombstones += values.count(None)
@@ -311,6 +311,29 @@ class RecordWriter:
         upserts = rows.filter(pc.invert(deletes))
         encoded = iter(self._encode(self.value_encoder, upserts.select(columns), upserts, "value"))
         return [None if d else next(encoded) for d in deletes.to_pylist()]
+
+    def _headers(self, rows: pa.RecordBatch) -> list[list[tuple[str, bytes | None]] | None] | None:
+        """Each row's record headers, as the producer takes them: from the `headers` map, or from the
+        `header-list` column in its order, a key that repeats sent each time (null: no headers)."""
+        if "headers" in self.meta:
+            return rows.column(self.meta["headers"]).to_pylist()  # a map: (key, value) pairs already
+        column = self.meta.get("header-list")
+        if column is None:
+            return None
+        lists = rows.column(column)
+        entries = lists.flatten()  # the entries of the rows that have a list, in row order
+        keys = entries.field("key")
+        if entries.null_count or keys.null_count:
+            for i, row in enumerate(lists.to_pylist()):
+                if any(e is None or e["key"] is None for e in row or ()):
+                    raise RecordError(
+                        f"column '{column}' (header-list) has a header without a key in the row with key "
+                        f"{self._key_text(rows, i)}: every header needs a key; its value may be null"
+                    )
+        pairs = iter(zip(keys.to_pylist(), entries.field("value").to_pylist()))
+        lengths = pc.fill_null(pc.list_value_length(lists), 0).to_pylist()
+        nulls = lists.is_null().to_pylist()
+        return [None if null else list(itertools.islice(pairs, n)) for n, null in zip(lengths, nulls)]
 
     def _timestamps(self, rows: pa.RecordBatch) -> list[int] | None:
         """The `timestamp` metadata column as epoch ms; a null one is 0, which Kafka's client reads as now."""

@@ -99,6 +99,7 @@ OPTION_KINDS: dict[str, str] = {
     "client.pool.idle-timeout": "duration-or-zero",
     "properties.*": "properties",
     "topic-pattern": "topic-pattern",
+    "assign": "assign",
     "read.mode": "read-mode",
     "changelog.compact": "flag",
     "scan.startup.mode": "startup-mode",
@@ -344,6 +345,35 @@ PARTICULAR: dict[str, list[OptionCase]] = {
     "topic-pattern": [
         (label, {"topic": "", "topic-pattern": value}, OptionError, None)
         for label, value in (("unbalanced-parenthesis", "orders-("), ("open-class", "[a-"), ("nothing-to-repeat", "*"))
+    ],
+    "assign": [
+        (label, {"topic": "", "assign": value}, OptionError, None)
+        for label, value in (
+            ("empty", ""),
+            ("not-json", "{orders:[0]}"),
+            ("a-list", "[0, 1]"),
+            ("empty-object", "{}"),
+            ("partitions-not-a-list", '{"t": 0}'),
+            ("no-partitions", '{"t": []}'),
+            ("negative-partition", '{"t": [-1]}'),
+            ("fraction", '{"t": [1.5]}'),
+            ("boolean", '{"t": [true]}'),
+            ("partition-as-text", '{"t": ["0"]}'),
+            ("partition-twice", '{"t": [0, 0]}'),
+            ("bad-topic-name", '{"a/b": [0]}'),
+        )
+    ]
+    + [
+        ("with-topic", {"assign": '{"t": [0]}'}, OptionError, None),
+        ("with-subscribe", {"topic": "", "subscribe": "t", "assign": '{"t": [0]}'}, OptionError, None),
+        ("with-topic-pattern", {"topic": "", "topic-pattern": "t.*", "assign": '{"t": [0]}'}, OptionError, None),
+        ("on-a-write", {"topic": "", "assign": '{"t": [0]}'}, OptionError, (WRITE,)),
+        (
+            "offsets-of-another-topic",
+            {"topic": "", "assign": '{"t": [0]}', "startingOffsets": '{"u": {"0": 1}}'},
+            OptionError,
+            None,
+        ),
     ],
     "read-mode": [
         ("empty", {"read.mode": ""}, OptionError, None),

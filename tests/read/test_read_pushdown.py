@@ -5,6 +5,7 @@ rows are the same as without pushdown, and a read works whichever way the settin
 from __future__ import annotations
 
 import datetime
+import json
 
 import orjson
 import pytest
@@ -143,6 +144,17 @@ def test_a_composite_key_narrows_only_when_every_key_column_is_looked_up(new_top
     whole = _planned(opts, schema, [EqualTo(("id",), 5), EqualTo(("region",), "eu")])
     assert [r.partition for r in whole] == [java_partition(key(5), PARTITIONS)]
     assert len(_planned(opts, schema, [EqualTo(("id",), 5)])) == PARTITIONS
+
+
+def test_a_key_lookup_of_assigned_partitions_hashes_over_the_whole_topic(options, keyed_topic):
+    """With `assign`, a key still hashes over every partition of its topic, not over those read."""
+    home = java_partition(orjson.dumps({"id": 42}), PARTITIONS)
+    other = (home + 1) % PARTITIONS
+    unnamed = {k: v for k, v in options(keyed_topic).items() if k != "topic"}  # `assign` names it instead
+    assigned = lambda *ps: unnamed | {"assign": json.dumps({keyed_topic: list(ps)})}  # noqa: E731
+    planned = _planned(assigned(other, home), TABLE, [EqualTo(("id",), 42)])
+    assert [r.partition for r in planned] == [home]
+    assert _planned(assigned(other), TABLE, [EqualTo(("id",), 42)]) == []
 
 
 def test_a_key_lookup_works_with_pushdown_off_and_on(spark, options, keyed_topic, pushdown):

@@ -143,6 +143,40 @@ def test_metadata_columns_carry_each_records_envelope(spark, new_topic, options,
     assert all(isinstance(r[8], int) and r[8] >= 0 for r in rows)
 
 
+HEADER_LIST = "ARRAY<STRUCT<key: STRING NOT NULL, value: BINARY>>"
+
+
+def _header_pairs(entries) -> list[tuple[str, bytes | None]]:
+    return [(e.key, None if e.value is None else bytes(e.value)) for e in entries]
+
+
+def test_header_list_keeps_the_records_order_repeated_keys_and_null_values(
+    spark, new_topic, options, bootstrap, tmp_path
+):
+    topic = new_topic()
+    headers = [("trace", b"t-1"), ("dup", b"a"), ("dup", None), ("trace", b"t-2"), ("empty", b""), ("dup", b"c")]
+    send(bootstrap, topic, [rec(1, "a"), rec(2, "b")], headers=headers)
+    send(bootstrap, topic, [rec(3, "c")])  # no headers: an empty list
+    opts = options(
+        topic, {"schema": "id INT, name STRING", "read.mode": "changelog", "metadata.columns": "header-list"}
+    )
+
+    df = spark.read.format("upsert-kafka").options(**opts).load()
+    assert df.schema["header-list"].dataType.simpleString() == "array<struct<key:string,value:binary>>"
+    assert not df.schema["header-list"].dataType.elementType["key"].nullable
+    rows = sorted((r.id, _header_pairs(r["header-list"])) for r in df.collect())
+    assert rows == [(1, headers), (2, headers), (3, [])]
+
+    # The same in a stream, with the column declared by .schema(...) and renamed.
+    streamed = stream(
+        spark,
+        options(topic, {"metadata.columns": "hl=header-list"}),
+        f"id INT, name STRING, hl {HEADER_LIST}, _change_type STRING",
+    )
+    sink = run_available_now(streamed, str(tmp_path / "cp"))
+    assert sorted((r[0], _header_pairs(r[2])) for r in sink.rows) == [(1, headers), (2, headers), (3, [])]
+
+
 def test_metadata_column_clashing_with_a_data_column_is_rejected(spark, new_topic, options):
     opts = options(new_topic(), {"schema": "id INT, offset BIGINT", "metadata.columns": "offset"})
     clash = r"option 'metadata\.columns': column 'offset' clashes with the data column.*'record_offset=offset'"

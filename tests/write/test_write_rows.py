@@ -137,3 +137,42 @@ def test_timestamp_and_headers_columns_go_to_the_record_envelope_not_the_value(s
         .collect()
     )
     assert {r.id: r.event_time.timestamp() for r in back}[1] == when.timestamp()
+
+
+HEADER_LIST = "ARRAY<STRUCT<key: STRING NOT NULL, value: BINARY>>"
+
+
+def test_header_list_is_written_in_order_with_repeated_keys_and_read_back_the_same(
+    spark, new_topic, options, bootstrap
+):
+    topic = new_topic()
+    opts = options(topic, {"metadata.columns": "hl=header-list"})
+    headers = [("x", b"1"), ("a", b""), ("x", None), ("x", b"3")]
+    schema = f"id INT, name STRING, hl {HEADER_LIST}"
+    write(spark, opts, [(1, "a", headers), (2, "b", None), (3, "c", [])], schema)
+
+    first, second, third = envelopes(bootstrap, topic)
+    assert first.value() == b'{"id":1,"name":"a"}', "the headers are not in the value"
+    assert first.headers() == headers
+    assert second.headers() is None and third.headers() is None
+    back = spark.read.format("upsert-kafka").options(**opts).schema(schema).load().collect()
+    pairs = {r.id: [(e.key, None if e.value is None else bytes(e.value)) for e in r.hl] for r in back}
+    assert pairs == {1: headers, 2: [], 3: []}, "a record without headers reads as an empty list"
+
+
+def test_header_list_entry_without_a_key_fails_the_write_naming_the_row(spark, new_topic, options):
+    opts = options(new_topic(), {"metadata.columns": "hl=header-list"})
+    schema = "id INT, name STRING, hl ARRAY<STRUCT<key: STRING, value: BINARY>>"
+    with pytest.raises(
+        Exception,
+        match=r"column 'hl' \(header-list\) has a header without a key in the row with key "
+        r"\{'id': 2\}",
+    ):
+        write(spark, opts, [(1, "a", [("k", b"v")]), (2, "b", [(None, b"v")])], schema)
+
+
+def test_headers_and_header_list_together_in_a_write_are_one_option_error(spark, new_topic, options):
+    opts = options(new_topic(), {"metadata.columns": "headers, hl=header-list"})
+    schema = f"id INT, name STRING, headers MAP<STRING, BINARY>, hl {HEADER_LIST}"
+    with pytest.raises(Exception, match=r"columns 'headers' and 'hl' both give the record headers of a write"):
+        write(spark, opts, [(1, "a", None, None)], schema)
