@@ -5,13 +5,12 @@ naming the option."""
 from __future__ import annotations
 
 import json
-import time
 from datetime import UTC
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewPartitions
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
+from tests.support.kafka_io import add_partition
 from tests.support.read_helpers import (
     Collector,
     rec,
@@ -32,16 +31,6 @@ ROWS = "id INT, name STRING, part INT"
 def _opts(bootstrap: str, assign: dict, more: dict | None = None) -> dict:
     base = {"properties.bootstrap.servers": bootstrap, "key.fields": "id", "metadata.columns": "part=partition"}
     return base | {"assign": json.dumps(assign)} | (more or {})
-
-
-def _add_partition(bootstrap: str, topic: str) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    count = len(admin.list_topics(topic, timeout=10).topics[topic].partitions)
-    admin.create_partitions([NewPartitions(topic, count + 1)])[topic].result(30)
-    deadline = time.monotonic() + 30
-    while len(admin.list_topics(topic, timeout=10).topics[topic].partitions) <= count:
-        assert time.monotonic() < deadline, "the new partition did not appear"
-        time.sleep(0.1)
 
 
 def test_batch_read_takes_only_the_assigned_partitions_of_each_topic(spark, new_topic, bootstrap):
@@ -94,7 +83,7 @@ def test_stream_reads_only_the_assigned_partitions_and_never_a_new_one(spark, ne
     query = start_collecting(stream(spark, opts, ROWS + ", _change_type STRING"), str(checkpoint), sink)
     try:
         wait_for(lambda: len(sink.rows) >= 2, "the records of partition 1")
-        _add_partition(bootstrap, topic)
+        add_partition(bootstrap, topic)
         send(bootstrap, topic, [rec(4, partition=2), rec(5, partition=0)])
         send(bootstrap, topic, [rec(6, partition=1)])  # after the others: once it is read, they were seen
         wait_for(lambda: any(r[0] == 6 for r in sink.rows), "the last record of partition 1")

@@ -11,9 +11,10 @@ import uuid
 import pyarrow as pa
 import pytest
 from confluent_kafka import KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
+from tests.support.kafka_io import add_partition
 from tests.support.read_helpers import (
     as_checkpointed,
     delete_before,
@@ -40,17 +41,6 @@ def _transactions(bootstrap: str, topic: str, batches: list[tuple[list[int], boo
             producer.produce(topic, value, key, partition=0)
         producer.flush(30)
         (producer.commit_transaction if commit else producer.abort_transaction)(30)
-
-
-def _add_partition(bootstrap: str, topic: str) -> None:
-    """Grow the topic by one partition and wait until its metadata shows it."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    count = len(admin.list_topics(topic, timeout=10).topics[topic].partitions)
-    admin.create_partitions([NewPartitions(topic, count + 1)])[topic].result(30)
-    deadline = time.monotonic() + 30
-    while len(admin.list_topics(topic, timeout=10).topics[topic].partitions) <= count:
-        assert time.monotonic() < deadline, "the new partition did not appear"
-        time.sleep(0.1)
 
 
 def _opts(options, topic: str, more: dict | None = None) -> dict:
@@ -129,7 +119,7 @@ def test_a_new_partition_whose_first_records_were_deleted_is_data_loss(spark, ne
     send(bootstrap, topic, [rec(i) for i in range(2)])
     checkpoint = str(tmp_path / "cp")
     assert len(run_available_now(stream(spark, _opts(options, topic), ROWS), checkpoint).rows) == 2
-    _add_partition(bootstrap, topic)
+    add_partition(bootstrap, topic)
     send(bootstrap, topic, [rec(i, partition=1) for i in range(10, 15)])
     delete_before(bootstrap, topic, 3, partition=1)
 
@@ -144,7 +134,7 @@ def test_a_new_partition_is_read_from_offset_0(spark, new_topic, options, bootst
     send(bootstrap, topic, [rec(1)])
     checkpoint = str(tmp_path / "cp")
     assert len(run_available_now(stream(spark, _opts(options, topic), ROWS), checkpoint).rows) == 1
-    _add_partition(bootstrap, topic)
+    add_partition(bootstrap, topic)
     send(bootstrap, topic, [rec(i, partition=1) for i in range(10, 13)] + [rec(2, partition=0)])
     resumed = run_available_now(stream(spark, _opts(options, topic), ROWS), checkpoint)
     assert sorted((r[0], r[2]) for r in resumed.rows) == [(2, 1), (10, 0), (11, 1), (12, 2)]

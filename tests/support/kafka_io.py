@@ -9,7 +9,7 @@ import time
 from collections.abc import Mapping
 
 from confluent_kafka import Consumer, IsolationLevel, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
 
 Servers = str | Mapping[str, str]
 
@@ -28,6 +28,17 @@ def create_topic(bootstrap: Servers, name: str, partitions: int = 1, config: dic
             raise TimeoutError(f"topic {name} did not appear")
         time.sleep(0.1)
     return name
+
+
+def add_partition(bootstrap: Servers, topic: str) -> None:
+    """Grow the topic by one partition and wait until its metadata shows it."""
+    admin = AdminClient(client_config(bootstrap))
+    count = len(admin.list_topics(topic, timeout=10).topics[topic].partitions)
+    admin.create_partitions([NewPartitions(topic, count + 1)])[topic].result(30)
+    deadline = time.monotonic() + 30
+    while len(admin.list_topics(topic, timeout=10).topics[topic].partitions) <= count:
+        assert time.monotonic() < deadline, "the new partition did not appear"
+        time.sleep(0.1)
 
 
 def produce(
