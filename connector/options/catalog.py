@@ -166,6 +166,16 @@ READ_OPTIONS: tuple[OptionDoc, ...] = (
         "splitting).",
     ),
     OptionDoc(
+        "scan.table.memory-budget",
+        "256 mb",
+        BOTH,
+        "Table mode and `changelog.compact` (and save mode overwrite's scan of the live keys): about the most "
+        "memory a task's latest records per key take in its Python worker (a fetched chunk of records and Python "
+        "itself come on top). Beyond half of it they are sorted and spilled to local disk as Arrow files (Spark's "
+        "local dir, else the system's temp dir), which are merged at the end. A size: `256 mb`, `1 gb`, `64m`, "
+        "`512 kb` (bytes without a unit).",
+    ),
+    OptionDoc(
         "scan.startup.mode",
         "earliest-offset",
         READ,
@@ -419,5 +429,11 @@ WRITE_OPTIONS: tuple[OptionDoc, ...] = (
 )
 
 OPTIONS = COMMON_OPTIONS + READ_OPTIONS + WRITE_OPTIONS
+
+
+def default_of(name: str) -> str:
+    """The catalog's default of option `name` (its one place)."""
+    return next(doc.default for doc in OPTIONS if doc.name == name)  # type: ignore[return-value]
+
 
 PASS_THROUGH_PREFIXES = ("properties.", "kafka.")

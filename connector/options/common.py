@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import OptionError, did_you_mean
 from ..secrets import redact, redact_options, secret_values, strip_url_credentials
-from .catalog import OPTIONS, PASS_THROUGH_PREFIXES
+from .catalog import OPTIONS, PASS_THROUGH_PREFIXES, default_of
 from .flink_only import JAVA_ONLY_PROPERTIES, not_in_spark
 
 DEFAULT_CHANGELOG_COLUMN = "_change_type"
@@ -152,6 +152,33 @@ def parse_duration(options: Mapping[str, str], name: str, default: str, allow_ze
     if seconds < 0 or (seconds == 0 and not allow_zero):
         raise OptionError(f"option '{name}' must be {'zero or ' if allow_zero else ''}positive, got '{raw}'")
     return seconds
+
+
+# Flink's MemorySize grammar: a number and an optional unit; binary multiples; a bare number is bytes.
+_UNIT_BYTES = {
+    **dict.fromkeys(("b", "bytes"), 1),
+    **dict.fromkeys(("k", "kb", "kibibytes"), 1 << 10),
+    **dict.fromkeys(("m", "mb", "mebibytes"), 1 << 20),
+    **dict.fromkeys(("g", "gb", "gibibytes"), 1 << 30),
+    **dict.fromkeys(("t", "tb", "tebibytes"), 1 << 40),
+}
+_SIZE = re.compile(r"^\s*(\d+)\s*([a-z]*)\s*$")
+
+
+def parse_memory_size(options: Mapping[str, str], name: str, default: str) -> int:
+    """A Flink-style memory size ('256 mb', '1 gb', '64m', '512 kb'; a bare number is bytes), in bytes."""
+    raw = options.get(name, default)
+    match = _SIZE.match(raw.lower())
+    if not match or (match.group(2) and match.group(2) not in _UNIT_BYTES) or int(match.group(1)) < 1:
+        raise OptionError(
+            f"option '{name}' must be a positive memory size such as '256 mb', '1 gb' or '64m', got '{raw}'"
+        )
+    return int(match.group(1)) * _UNIT_BYTES[match.group(2) or "b"]
+
+
+def parse_table_memory_budget(options: Mapping[str, str]) -> int:
+    """scan.table.memory-budget in bytes: what a task's latest-record-per-key reduction may hold (read/table.py)."""
+    return parse_memory_size(options, "scan.table.memory-budget", default_of("scan.table.memory-budget"))
 
 
 def parse_flag(options: Mapping[str, str], name: str, default: bool) -> bool:
