@@ -77,7 +77,9 @@ class PythonWorkerMemory:
 # its key + value bytes), read in table mode with each budget in a fresh Spark session with one Python
 # worker per task (spark.python.worker.reuse=false: no worker carries memory from an earlier read). A tiny
 # table read first gives a worker's baseline (interpreter, pyarrow, Kafka client); the growth over it is what
-# the read itself held. `default` reads without the option; `none` marks a run of code that has no option.
+# the read itself held. `default` reads without the option (also on code that has none); `changelog` is a
+# changelog read of the same topic: no state, so its growth is the floor of streaming the records through a
+# worker (the consumer's fetch queue, a chunk of records as Python objects, the output batches).
 
 
 def _produce_slice(args: tuple[str, str, int, int, int]) -> float:
@@ -122,10 +124,13 @@ def partition_bytes(bootstrap: str, topic: str, partitions: int) -> dict[int, tu
 
 
 def _table_read(spark, bootstrap: str, topic: str, budget: str | None):
+    """A table read with the budget (None: the default), or with budget 'changelog' a plain changelog read."""
     from integration import bench_kafka as kb
 
     reader = spark.read.format("upsert-kafka").option("topic", topic)
     reader = reader.option("properties.bootstrap.servers", bootstrap).option("key.fields", "id")
+    if budget == "changelog":
+        return reader.option("read.mode", "changelog").schema(kb.VALUE_DDL + ", _change_type STRING").load()
     if budget is not None:
         reader = reader.option("scan.table.memory-budget", budget)
     return reader.schema(kb.VALUE_DDL).load()
@@ -157,7 +162,12 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description="Peak Python worker memory of a table-mode read")
     parser.add_argument("--keys", type=int, default=1_000_000)
-    parser.add_argument("--budgets", nargs="+", default=["default", "16mb"], help="'default': no option given")
+    parser.add_argument(
+        "--budgets",
+        nargs="+",
+        default=["changelog", "default", "16mb"],
+        help="'default': no option given; 'changelog': a changelog read (no state: the floor of streaming the records)",
+    )
     parser.add_argument("--label", default="", help="a name for this run in the output (e.g. before)")
     parser.add_argument("--out", type=Path, help="write the figures here as JSON")
     args = parser.parse_args(argv)

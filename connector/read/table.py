@@ -49,16 +49,28 @@ _MIN_FOLD_BYTES = 1 << 20
 _MIN_BATCH_BYTES = 64 << 10  # a run batch at least: a tiny budget must not make the merge go row by row
 
 
+def _state_pool() -> pa.MemoryPool:
+    """The allocator of the state: jemalloc (else the system's), not pyarrow's default mimalloc, which was measured
+    to keep tens of MB of the folds' and spills' freed buffers in a worker's resident memory."""
+    try:
+        return pa.jemalloc_memory_pool()
+    except NotImplementedError:
+        return pa.system_memory_pool()
+
+
+POOL = _state_pool()
+
+
 def records_table(records: Records) -> pa.Table:
     """Fetched records (non-null keys) as the reducer's columns."""
     arrays = [
-        pa.array(records.keys, pa.binary()),
-        pa.array(records.values, pa.binary()),
-        pa.array(records.offsets, pa.int64()),
+        pa.array(records.keys, pa.binary(), memory_pool=POOL),
+        pa.array(records.values, pa.binary(), memory_pool=POOL),
+        pa.array(records.offsets, pa.int64(), memory_pool=POOL),
     ]
     names = [KEY, VALUE, OFFSET]
     for kind, values in records.meta.items():
-        arrays.append(pa.array(values, _META_TYPES[kind]))
+        arrays.append(pa.array(values, _META_TYPES[kind], memory_pool=POOL))
         names.append(META_PREFIX + kind)
     return pa.Table.from_arrays(arrays, names=names)
 
@@ -96,13 +108,21 @@ def _as_binary(column: pa.Array) -> pa.Array:
 
 
 def latest(table: pa.Table, by: str) -> pa.Table:
-    """The row with the highest offset of each distinct `by` (offsets are unique within a partition)."""
+    """The row with the highest offset of each distinct `by` (offsets are unique within a partition), in `by`
+    order. By sorting, not Acero's group_by: its hash tables come from pyarrow's default allocator, whose freed
+    memory was measured to stay resident."""
     if table.num_rows < 2:
         return table
-    last = table.group_by(by, use_threads=False).aggregate([(OFFSET, "max")])
-    if last.num_rows == table.num_rows:
+    order = pc.sort_indices(table, [(by, "ascending"), (OFFSET, "descending")], memory_pool=POOL)
+    values = pc.take(table[by], order, memory_pool=POOL)
+    values = values.combine_chunks(memory_pool=POOL) if isinstance(values, pa.ChunkedArray) else values
+    n = len(values)
+    # The first row of each run of equal values (nulls never occur: keys and identities are not null).
+    first = pc.not_equal(values.slice(1), values.slice(0, n - 1), memory_pool=POOL)
+    if pc.all(first).as_py():
         return table
-    return table.filter(pc.is_in(table[OFFSET], value_set=last[f"{OFFSET}_max"]))
+    keep = pc.filter(order, pa.concat_arrays([pa.array([True]), first]), memory_pool=POOL)
+    return pc.take(table, keep, memory_pool=POOL)
 
 
 def spill_root() -> str | None:
@@ -183,13 +203,14 @@ class LatestPerKey:
         one base chunk at a time (so a fold copies at most one chunk besides the pending rows)."""
         if not self._pending:
             return
-        newer = latest(pa.concat_tables(self._pending), KEY).combine_chunks()
+        newer = latest(pa.concat_tables(self._pending), KEY).combine_chunks(memory_pool=POOL)
         self._pending, self._pending_bytes = [], 0
         keys = newer[KEY]
         kept = []
         for chunk in self._base:
-            overwritten = pc.is_in(chunk[KEY], value_set=keys)
-            kept.append(chunk.filter(pc.invert(overwritten)) if pc.any(overwritten).as_py() else chunk)
+            overwritten = pc.is_in(chunk[KEY], value_set=keys, memory_pool=POOL)
+            stays = pc.invert(overwritten)
+            kept.append(pc.filter(chunk, stays, memory_pool=POOL) if pc.any(overwritten).as_py() else chunk)
         kept.append(newer)
         self._base = _coalesced([c for c in kept if c.num_rows])
         self._base_bytes = sum(c.nbytes for c in self._base)
@@ -209,9 +230,10 @@ class LatestPerKey:
 
     def _write_run(self, table: pa.Table, by: str) -> Path:
         """Write `table` sorted by `by` as a run file."""
-        order = pc.sort_indices(table, [(by, "ascending")])
+        order = pc.sort_indices(table, [(by, "ascending")], memory_pool=POOL)
         step = self._batch_rows(table)
-        return self._write_sorted((table.take(order.slice(s, step)) for s in range(0, table.num_rows, step)), by)
+        parts = (pc.take(table, order.slice(s, step), memory_pool=POOL) for s in range(0, table.num_rows, step))
+        return self._write_sorted(parts, by)
 
     def _batch_rows(self, table: pa.Table) -> int:
         """Rows per run batch: about 1/(4 FAN_IN) of the budget, so that a merge of FAN_IN runs holds a
@@ -247,7 +269,7 @@ class LatestPerKey:
 
     def _merge_open(self, runs: list[Path], by: str, dedupe: bool, ordered: bool) -> Iterator[pa.Table]:
         readers: list[pa.ipc.RecordBatchStreamReader | None] = [
-            pa.ipc.open_stream(pa.OSFile(str(p), "rb")) for p in runs
+            pa.ipc.open_stream(pa.OSFile(str(p), "rb"), memory_pool=POOL) for p in runs
         ]
         try:
             current: list[pa.Table | None] = [None] * len(readers)
@@ -310,24 +332,32 @@ def _coalesced(chunks: list[pa.Table]) -> list[pa.Table]:
         group.append(chunk)
         size += chunk.nbytes
         if size >= target:
-            out.append(pa.concat_tables(group).combine_chunks() if len(group) > 1 else group[0])
+            out.append(pa.concat_tables(group).combine_chunks(memory_pool=POOL) if len(group) > 1 else group[0])
             group, size = [], 0
     if group:
-        out.append(pa.concat_tables(group).combine_chunks())
+        out.append(pa.concat_tables(group).combine_chunks(memory_pool=POOL))
     return out
 
 
 def _sorted(table: pa.Table, by: str) -> pa.Table:
-    return table.take(pc.sort_indices(table, [(by, "ascending")])) if table.num_rows > 1 else table
+    return (
+        pc.take(table, pc.sort_indices(table, [(by, "ascending")], memory_pool=POOL), memory_pool=POOL)
+        if table.num_rows > 1
+        else table
+    )
 
 
 def _slices(table: pa.Table, rows: int, order: str | None = None, live: bool = False) -> Iterator[pa.Table]:
     """`table` in tables of at most `rows` rows, sorted by `order`, only rows with a value if `live`: a slice
     at a time, so that no second copy of the whole table is made."""
-    indices = pc.sort_indices(table, [(order, "ascending")]) if order is not None else None
+    indices = pc.sort_indices(table, [(order, "ascending")], memory_pool=POOL) if order is not None else None
     for start in range(0, table.num_rows, rows):
-        part = table.slice(start, rows) if indices is None else table.take(indices.slice(start, rows))
+        part = (
+            table.slice(start, rows)
+            if indices is None
+            else pc.take(table, indices.slice(start, rows), memory_pool=POOL)
+        )
         if live and part[VALUE].null_count:
-            part = part.filter(pc.is_valid(part[VALUE]))
+            part = pc.filter(part, pc.is_valid(part[VALUE]), memory_pool=POOL)
         if part.num_rows:
-            yield part.combine_chunks()
+            yield part.combine_chunks(memory_pool=POOL)
