@@ -76,7 +76,7 @@ class RangeDecoder:
             reducer.close()
         if reducer.spilled:
             log.info(
-                "%s: the latest records per key outgrew half of scan.table.memory-budget (%d bytes): %d run(s), "
+                "%s: the latest records per key outgrew a quarter of scan.table.memory-budget (%d bytes): %d run(s), "
                 "%d bytes, spilled to local disk",
                 self.rng,
                 self.spec.table_memory_budget,

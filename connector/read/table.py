@@ -6,11 +6,15 @@ other columns the caller carries (record metadata). Each fetched chunk is reduce
 bytes, then folded into the state, whose chunks drop the keys the newer rows overwrite; so memory follows the
 distinct keys, not the records, and an overwritten value is held only until the next fold.
 
-When the state outgrows half the budget it is spilled: its keys are identified (below), it is sorted by
-identity and written as an Arrow IPC run file under Spark's local dir (SPARK_LOCAL_DIRS) or the system temp
-dir. At the end the key-sorted runs are merged k ways (latest offset wins per identity), at most FAN_IN at a
-time, with a bounded batch of each in memory. A compacted changelog must come out in offset order: its
-survivors are sorted by offset externally the same way (runs sorted by offset, merged).
+When the state outgrows a quarter of the budget (the rest is working room for folds, spills and merges) it is
+spilled: its keys are identified (below), it is sorted by identity and written as an Arrow IPC run file under
+Spark's local dir (SPARK_LOCAL_DIRS) or the system temp dir. At the end the key-sorted runs are merged k ways
+(latest offset wins per identity), at most FAN_IN at a time, with a bounded batch of each in memory. A
+compacted changelog must come out in offset order: its survivors are sorted by offset externally the same way
+(runs sorted by offset, merged).
+
+Allocations go to jemalloc (else the system allocator) where pyarrow takes a pool: pyarrow's default, mimalloc,
+was measured to keep tens of MB of freed buffers resident in a worker.
 
 Identity: `identify(table)` (decode.py: decode the keys, Arrow-encode the decoded columns canonically with
 `key_identity`) adds the column `ident`, so that two encodings of one logical key (JSON with other spacing) are
@@ -159,12 +163,14 @@ class LatestPerKey:
         chunk = latest(table, KEY)
         self._pending.append(chunk)
         self._pending_bytes += chunk.nbytes
-        if self._pending_bytes > max(self._base_bytes // 4, min(self.budget // 16, _MIN_FOLD_BYTES)) or (
-            self._base_bytes + self._pending_bytes > self.budget // 2
-        ):
+        # The state (base and pending chunks) stays under a third of the budget: a fold copies the pending rows
+        # twice (at most a twelfth of the budget), a spill sorts and identifies the base, a merge holds FAN_IN
+        # batches and a block; each of these peaks is within the budget with the state.
+        fold_at = min(max(self._base_bytes // 4, min(self.budget // 16, _MIN_FOLD_BYTES)), self.budget // 12)
+        if self._pending_bytes > fold_at or self._base_bytes + self._pending_bytes > self.budget // 3:
             self._fold()
-            if self._base_bytes > self.budget // 2:
-                self._runs.append(self._write_run(self._identified(self._take_base()), self.by))
+            if self._base_bytes > self.budget // 4:
+                self._spill(self._take_base())
 
     def results(self, keep_deletes: bool, rows: int) -> Iterator[pa.Table]:
         """The latest row per identity, in tables of at most `rows` rows: tombstones dropped, or (keep_deletes,
@@ -175,11 +181,12 @@ class LatestPerKey:
             if state is None and not self._runs:
                 return
             if not self._runs:
+                assert state is not None
                 state = self._identified(state)
                 yield from _slices(state, rows, order=OFFSET if keep_deletes else None, live=not keep_deletes)
                 return
             if state is not None:
-                self._runs.append(self._write_run(self._identified(state), self.by))
+                self._spill(state)
             runs, self._runs = self._runs, []
             survivors = self._merge(runs, self.by, dedupe=True, ordered=False)
             if keep_deletes:
@@ -215,6 +222,11 @@ class LatestPerKey:
         self._base = _coalesced([c for c in kept if c.num_rows])
         self._base_bytes = sum(c.nbytes for c in self._base)
 
+    def _spill(self, state: pa.Table) -> None:
+        identified = self._identified(state)
+        if identified.num_rows:  # none when no key decoded (ignore-parse-errors)
+            self._runs.append(self._write_run(identified, self.by))
+
     def _take_base(self) -> pa.Table | None:
         base = pa.concat_tables(self._base) if self._base else None
         self._base, self._base_bytes = [], 0
@@ -236,9 +248,9 @@ class LatestPerKey:
         return self._write_sorted(parts, by)
 
     def _batch_rows(self, table: pa.Table) -> int:
-        """Rows per run batch: about 1/(4 FAN_IN) of the budget, so that a merge of FAN_IN runs holds a
-        quarter of the budget in batches."""
-        return max(1, table.num_rows * max(_MIN_BATCH_BYTES, self.budget // (4 * FAN_IN)) // max(1, table.nbytes))
+        """Rows per run batch: about 1/(8 FAN_IN) of the budget, so that a merge of FAN_IN runs holds an eighth
+        of the budget in batches (and as much again in the block it reduces)."""
+        return max(1, table.num_rows * max(_MIN_BATCH_BYTES, self.budget // (8 * FAN_IN)) // max(1, table.nbytes))
 
     def _write_sorted(self, tables: Iterable[pa.Table], by: str) -> Path:
         if self._dir is None:
@@ -301,14 +313,14 @@ class LatestPerKey:
                 p.unlink(missing_ok=True)
 
     def _offset_order(self, survivors: Iterator[pa.Table], rows: int) -> Iterator[pa.Table]:
-        """An external sort of the survivors by offset: up to half the budget sorted in memory per run."""
+        """An external sort of the survivors by offset: up to a third of the budget sorted in memory per run."""
         held: list[pa.Table] = []
         held_bytes = 0
         runs: list[Path] = []
         for block in survivors:
             held.append(block)
             held_bytes += block.nbytes
-            if held_bytes > self.budget // 2:
+            if held_bytes > self.budget // 3:
                 runs.append(self._write_run(pa.concat_tables(held), OFFSET))
                 held, held_bytes = [], 0
         if not runs:

@@ -93,7 +93,7 @@ def missing_keys(kafka: KafkaSpec, topic: str, written: pa.Array | None, budget:
             yield from _unwritten(block, written)
             if reducer.spilled:
                 log.info(
-                    "upsert-kafka: overwrite: the live keys of topic '%s' partition %d outgrew half of "
+                    "upsert-kafka: overwrite: the live keys of topic '%s' partition %d outgrew a quarter of "
                     "scan.table.memory-budget: spilled %d run(s) to local disk",
                     topic,
                     p,

@@ -209,6 +209,15 @@ def test_the_reducer_takes_the_later_of_two_encodings_by_identity_across_runs():
     assert rows[b"ab"] == b"new" and b"c" not in rows and len(rows) == 10_001
 
 
+def test_the_reducer_gives_nothing_when_no_key_decodes():
+    def identify(t: pa.Table) -> pa.Table:  # every key failed to decode and was skipped (ignore-parse-errors)
+        return t.slice(0, 0).append_column("ident", pa.array([], pa.binary()))
+
+    reducer = LatestPerKey(16 << 10, identify)
+    _feed(reducer, [b"k%d" % i for i in range(3000)], [b"v"] * 3000, 1000)
+    assert list(reducer.results(False, 4096)) == []
+
+
 def test_key_identity_is_equal_exactly_when_the_decoded_keys_are():
     batch = pa.RecordBatch.from_pydict(
         {"a": ["x", "xy", "x", None, "N", "x"], "b": ["yz", "z", "yz", "q", "q", None]},
