@@ -18,6 +18,8 @@ import hashlib
 import json
 import os
 import statistics
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -25,7 +27,6 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from integration import bench_kafka as kb
-from integration.bench_memory import PythonWorkerMemory
 from integration.kafka import CACHE_DIR, _run
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -290,22 +291,23 @@ class Bench:
             writer = writer.option("topic", sink)
         return writer.option("checkpointLocation", checkpoint).start()
 
-    def table_memory(self, topic: str, keys: int) -> None:
-        """Peak RSS of the Python workers while reading `keys` distinct keys in table mode."""
-        per_partition = min(keys, self.records) // kb.PARTITIONS
-        ending = json.dumps({topic: {str(p): per_partition for p in range(kb.PARTITIONS)}})
-        df = self.ours(topic, endingOffsets=ending).schema(kb.VALUE_DDL).load()
-        with PythonWorkerMemory() as memory:
-            self.noop(df)
-        self.results["memory: ours table mode"] = {
-            "distinct_keys": per_partition * kb.PARTITIONS,
-            "peak_worker_mb": memory.peak_worker_mb,
-            "peak_total_mb": memory.peak_total_mb,
-        }
-        print(
-            f"  table mode, {per_partition * kb.PARTITIONS:,} keys: peak Python worker {memory.peak_worker_mb:,.0f} MB,"
-            f" all workers {memory.peak_total_mb:,.0f} MB"
-        )
+    def table_memory(self, keys: int, tmp: Path) -> None:
+        """Peak Python worker memory of table-mode reads of `keys` distinct keys, with the default budget and a
+        16 MB one, next to the live bytes of the largest partition: integration/bench_memory.py, in a Spark
+        session of its own (a fresh Python worker per task, so that no read inherits another's memory)."""
+        out = tmp / "memory.json"
+        env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": self.bootstrap}
+        command = [sys.executable, "-m", "integration.bench_memory", "--keys", str(keys), "--out", str(out)]
+        subprocess.run(command, check=True, env=env)
+        figures = json.loads(out.read_text())
+        for name, value in figures.items():
+            if isinstance(value, dict):
+                self.results[f"memory: ours table mode, {name}"] = {
+                    "distinct_keys": figures["keys"],
+                    "largest_partition_live_mb": figures["largest_partition_live_mb"],
+                    "baseline_worker_mb": figures["baseline_worker_mb"],
+                    **value,
+                }
 
 
 def _batch_durations(progress: list) -> dict:
@@ -359,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
             bench.avro_reads()
         if "writes" in steps:
             bench.writes()
-        if {"streaming", "memory"} & set(steps) and topic is None:
+        if "streaming" in steps and topic is None:
             topic = bench.fresh_topic("json")
             kb.produce_parallel(bootstrap, topic, args.records)
         if "streaming" in steps:
@@ -369,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
                 bench.latency(tmp, rate, args.latency_seconds)
             bench.python_floor(args.latency_seconds)
         if "memory" in steps:
-            bench.table_memory(topic, args.memory_keys)
+            bench.table_memory(args.memory_keys, tmp)
         spark.stop()
     report(bench.results, args, args.out)
     return 0

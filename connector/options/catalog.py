@@ -189,6 +189,16 @@ READ_OPTIONS: tuple[OptionDoc, ...] = (
         "splitting).",
     ),
     OptionDoc(
+        "scan.table.memory-budget",
+        "256 mb",
+        BOTH,
+        "Table mode and `changelog.compact` (and save mode overwrite's scan of the live keys): about the most "
+        "memory a task's latest records per key take in its Python worker (Python, the Kafka client's fetch queue "
+        "and a chunk of records in flight come on top). Beyond a quarter of it (the rest is working room) they are "
+        "sorted by key and spilled to local disk as Arrow files (Spark's local dir, else the system's temp dir), "
+        "which are merged at the end. A size: `256 mb`, `1 gb`, `64m`, `512 kb` (bytes without a unit).",
+    ),
+    OptionDoc(
         "scan.startup.mode",
         "earliest-offset",
         READ,

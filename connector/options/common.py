@@ -160,6 +160,34 @@ def parse_duration(options: Mapping[str, str], name: str, allow_zero: bool = Fal
     return seconds
 
 
+# Flink's MemorySize grammar: a number and an optional unit; binary multiples; a bare number is bytes.
+_UNIT_BYTES = {
+    **dict.fromkeys(("b", "bytes"), 1),
+    **dict.fromkeys(("k", "kb", "kibibytes"), 1 << 10),
+    **dict.fromkeys(("m", "mb", "mebibytes"), 1 << 20),
+    **dict.fromkeys(("g", "gb", "gibibytes"), 1 << 30),
+    **dict.fromkeys(("t", "tb", "tebibytes"), 1 << 40),
+}
+_SIZE = re.compile(r"^\s*(\d+)\s*([a-z]*)\s*$")
+
+
+def parse_memory_size(options: Mapping[str, str], name: str) -> int:
+    """A Flink-style memory size ('256 mb', '1 gb', '64m', '512 kb'; a bare number is bytes), in bytes; the
+    catalog's default when not given."""
+    raw = _given_or_default(options, name)
+    match = _SIZE.match(raw.lower())
+    if not match or (match.group(2) and match.group(2) not in _UNIT_BYTES) or int(match.group(1)) < 1:
+        raise OptionError(
+            f"option '{name}' must be a positive memory size such as '256 mb', '1 gb' or '64m', got '{raw}'"
+        )
+    return int(match.group(1)) * _UNIT_BYTES[match.group(2) or "b"]
+
+
+def parse_table_memory_budget(options: Mapping[str, str]) -> int:
+    """scan.table.memory-budget in bytes: what a task's latest-record-per-key reduction may hold (read/table.py)."""
+    return parse_memory_size(options, "scan.table.memory-budget")
+
+
 def parse_flag(options: Mapping[str, str], name: str) -> bool:
     """true or false; the catalog's default when not given."""
     raw = _given_or_default(options, name)

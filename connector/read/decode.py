@@ -1,9 +1,9 @@
 """Executor side: Kafka records -> key/value codecs -> Arrow record batches in the table's schema.
 
 Changelog mode turns each chunk into one batch (a tombstone is a `delete` row: key columns set, value
-columns null). Table mode (and a compacted changelog) first keeps the latest record per key bytes with
-one C-speed dict update per chunk, so memory follows distinct keys, not records; then decodes only what
-survives, so values that were overwritten or deleted are never decoded at all.
+columns null). Table mode (and a compacted changelog) first keeps the latest record per key in Arrow, within
+scan.table.memory-budget and spilling beyond it (table.py): keys are decoded once per surviving record, values
+only of what survives to the end, so values that were overwritten or deleted are never decoded at all.
 """
 
 from __future__ import annotations
@@ -19,11 +19,13 @@ from ..formats import ChangelogCodec, Codec, Decoder
 from .fetch import CHUNK_RECORDS, Records
 from .offsets import PartitionRange
 from .spec import ReadSpec
+from .table import IDENT, KEY, OFFSET, LatestPerKey, key_identity, records_table, table_records
 
 log = logging.getLogger("upsert_kafka")
 
 UPSERT, DELETE = "upsert", "delete"
 HEADER_LIST = pa.list_(pa.struct([pa.field("key", pa.string(), nullable=False), pa.field("value", pa.binary())]))
+KEY_COLUMN = "k:"  # the reducer's columns of decoded key fields are named KEY_COLUMN + field
 
 
 class RangeDecoder:
@@ -56,31 +58,49 @@ class RangeDecoder:
         yield from self._latest_per_key(chunks, keep_deletes=False)
 
     def _latest_per_key(self, chunks: Iterable[Records], keep_deletes: bool) -> Iterator[pa.RecordBatch]:
-        latest: dict[bytes, tuple] = {}
-        fetched: tuple[str, ...] = ()  # the per-record metadata kinds the fetch collected, in its order
-        for chunk in chunks:
-            records = self._drop_null_keys(chunk)
-            fetched = tuple(records.meta)
-            latest.update(zip(records.keys, zip(records.values, records.offsets, *records.meta.values())))
-        if latest:
-            columns = list(zip(*latest.values()))
-            records = Records(
-                list(latest),
-                list(columns[0]),
-                list(columns[1]),
-                {kind: list(c) for kind, c in zip(fetched, columns[2:])},
-            )
-            key_batch, records = self._latest_per_decoded_key(records)
-            if keep_deletes:  # a compacted changelog keeps offset order
-                rows = sorted(range(len(records)), key=records.offsets.__getitem__)
-            else:
-                rows = [i for i, v in enumerate(records.values) if v is not None]
-            for start in range(0, len(rows), CHUNK_RECORDS):
-                part = rows[start : start + CHUNK_RECORDS]
-                batch = self._with_values(key_batch.take(pa.array(part, pa.int64())), records.take(part))
+        reducer = LatestPerKey(self.spec.table_memory_budget, self._identify)
+        try:
+            for chunk in chunks:
+                records = self._drop_null_keys(chunk)
+                if len(records):
+                    reducer.add(records_table(records))
+            # A compacted changelog keeps its deletes, in offset order; a table, the live keys.
+            for table in reducer.results(keep_deletes, CHUNK_RECORDS):
+                key_batch = pa.RecordBatch.from_arrays(
+                    [table[KEY_COLUMN + f].combine_chunks() for f in self.layout.key_fields],
+                    names=list(self.layout.key_fields),
+                )
+                batch = self._with_values(key_batch, table_records(table))
                 if batch.num_rows:
                     yield batch
+        finally:
+            reducer.close()
+        if reducer.spilled:
+            log.info(
+                "%s: the latest records per key outgrew a quarter of scan.table.memory-budget (%d bytes): %d run(s), "
+                "%d bytes, spilled to local disk",
+                self.rng,
+                self.spec.table_memory_budget,
+                reducer.runs,
+                reducer.spilled_bytes,
+            )
         self._log_skips()
+
+    def _identify(self, table: pa.Table) -> pa.Table:
+        """Decode the keys of byte-reduced rows: their columns (as KEY_COLUMN + name) and identity, which two
+        encodings of one logical key (e.g. JSON with other spacing) share. Rows whose key fails to decode are
+        dropped (ignore-parse-errors, counted) or fail the read."""
+        batches = []
+        for batch in table.to_batches(max_chunksize=CHUNK_RECORDS):
+            offsets = batch.column(OFFSET).to_pylist()
+            payloads = batch.column(KEY).to_pylist()
+            key_batch, bad = self._decode("key", self.key_decoder, self.layout.key_codec, payloads, offsets)
+            if bad:
+                batch = batch.filter(pa.array([i not in bad for i in range(batch.num_rows)]))
+            columns = [*batch.columns, *key_batch.columns, key_identity(key_batch)]
+            names = [*batch.schema.names, *(KEY_COLUMN + f for f in self.layout.key_fields), IDENT]
+            batches.append(pa.RecordBatch.from_arrays(columns, names=names))
+        return pa.Table.from_batches(batches)
 
     # -- steps -----------------------------------------------------------------------------------
 
@@ -90,20 +110,6 @@ class RangeDecoder:
         kept = [i for i, k in enumerate(records.keys) if k is not None]
         self.null_keys += len(records) - len(kept)
         return records.take(kept)
-
-    def _latest_per_decoded_key(self, records: Records) -> tuple[pa.RecordBatch, Records]:
-        """Decode the keys; two encodings of one logical key (e.g. JSON with other spacing) are one key,
-        of which the record with the highest offset wins. Exact for every format."""
-        key_batch, records = self._decode_keys(records)
-        table = pa.Table.from_batches([key_batch]).append_column("__offset", pa.array(records.offsets, pa.int64()))
-        try:
-            latest = table.group_by(list(self.layout.key_fields)).aggregate([("__offset", "max")])
-        except (pa.ArrowNotImplementedError, pa.ArrowTypeError):
-            return key_batch, records  # key types Arrow cannot group: key bytes are the identity
-        if latest.num_rows == table.num_rows:
-            return key_batch, records
-        keep = pc.is_in(table["__offset"], value_set=latest["__offset_max"])
-        return key_batch.filter(keep.combine_chunks()), records.take(pc.indices_nonzero(keep).to_pylist())
 
     def _decode_keys(self, records: Records) -> tuple[pa.RecordBatch, Records]:
         key_batch, bad = self._decode("key", self.key_decoder, self.layout.key_codec, records.keys, records.offsets)
@@ -226,4 +232,3 @@ def range_decoder(spec: ReadSpec, rng: PartitionRange) -> RangeDecoder:
 
         return ChangeRangeDecoder(spec, rng)
     return RangeDecoder(spec, rng)
-

@@ -26,6 +26,7 @@ from ..options.common import (
     parse_flag,
     parse_kafka_spec,
     parse_positive_int,
+    parse_table_memory_budget,
     parse_topic_selection,
 )
 from ..options.layout import Layout, check_codecs, parse_layout
@@ -69,6 +70,7 @@ class ReadSpec:
     topics: TopicSelection
     layout: Layout
     changelog: bool  # False: table mode (latest value per key)
+    table_memory_budget: int  # bytes: scan.table.memory-budget (table mode, changelog.compact)
     compact: bool = False  # changelog: only the last change per key of each read / micro-batch
     start: Bound = Bound("earliest")
     end: Bound = Bound("none")
@@ -155,6 +157,7 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
         layout=layout,
         changelog=mode == "changelog",
         compact=compact,
+        table_memory_budget=parse_table_memory_budget(options),
         start=start,
         end=end,
         max_records_per_batch=parse_positive_int(options, "scan.max-records-per-batch"),

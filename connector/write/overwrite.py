@@ -5,39 +5,44 @@ Runs on the driver in the writer's commit, once every task has reported the enco
 compared as bytes, as Kafka's compaction compares them: a key written by another producer with a different
 encoding of the same fields is a different key. The tombstones go out at-least-once (writing one twice is
 harmless: the key is absent either way).
+
+Memory: the live keys are found one partition at a time by the table reader's reducer (read/table.py: the
+latest record per key in Arrow, spilled to local disk beyond scan.table.memory-budget), so the driver never
+holds every key of the topic. What it does hold: the keys the tasks wrote, which reach the commit in the tasks'
+messages all at once (kept as Arrow arrays, deduplicated per topic, not as a Python set), and while a block of
+live keys is compared with them, Arrow's hash set of them.
 """
 
 from __future__ import annotations
 
-import itertools
+import logging
+from collections.abc import Iterator
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from confluent_kafka.admin import OffsetSpec
 
 from ..kafka import Brokers
 from ..options.common import KafkaSpec
-from ..read.fetch import fetch_range
+from ..read.fetch import CHUNK_RECORDS, Records, fetch_range
 from ..read.offsets import PartitionRange
+from ..read.table import KEY, OFFSET, VALUE, LatestPerKey
 from .producer import Sender
 from .task import WritePlan, WriteResult
+
+log = logging.getLogger("upsert_kafka")
 
 
 def tombstone_missing_keys(plan: WritePlan, results: list[WriteResult]) -> int:
     """Tombstone the live keys of the target topics that no task wrote; returns how many."""
     spec = plan.spec
-    written: dict[str, set[bytes]] = {}
-    for result in results:
-        if result.keys is None:
-            continue
-        topics = itertools.repeat(spec.topics.single) if result.key_topics is None else result.key_topics.to_pylist()
-        for topic, key in zip(topics, result.keys.to_pylist()):
-            written.setdefault(topic, set()).add(key)
+    written = written_keys(spec.topics.single, results)
     targets = sorted(set(spec.topics.names or plan.target.topics) | set(written))
     sender = Sender(spec, plan.target)
     count = 0
     try:
         for topic in targets:
-            missing = sorted(live_keys(spec.kafka, topic) - written.get(topic, set()))
-            if missing:
+            for missing in missing_keys(spec.kafka, topic, written.get(topic), spec.table_memory_budget):
                 sender.produce(topic, missing, [None] * len(missing))
                 count += len(missing)
         sender.finish()
@@ -47,14 +52,76 @@ def tombstone_missing_keys(plan: WritePlan, results: list[WriteResult]) -> int:
     return count
 
 
-def live_keys(kafka: KafkaSpec, topic: str) -> set[bytes]:
-    """The keys of `topic` whose latest record carries a value, as read_committed sees it now."""
+def written_keys(single_topic: str | None, results: list[WriteResult]) -> dict[str, pa.Array]:
+    """The distinct encoded keys the tasks wrote, per topic."""
+    per_topic: dict[str, list[pa.Array]] = {}
+    for result in results:
+        if result.keys is None:
+            continue
+        if result.key_topics is None:
+            assert single_topic is not None, "a write to several topics reports each key's topic"
+            per_topic.setdefault(single_topic, []).append(result.keys)
+            continue
+        for topic in pc.unique(result.key_topics).to_pylist():
+            per_topic.setdefault(topic, []).append(result.keys.filter(pc.equal(result.key_topics, topic)))
+    return {t: pc.unique(pa.concat_arrays(arrays)) for t, arrays in per_topic.items()}
+
+
+def missing_keys(kafka: KafkaSpec, topic: str, written: pa.Array | None, budget: int) -> Iterator[list[bytes]]:
+    """The keys of `topic` whose latest record carries a value, as read_committed sees it now, less `written`:
+    in blocks, partition by partition."""
     brokers = Brokers(kafka)
     partitions = brokers.topic_partitions(topic)
     start = brokers.list_offsets({topic: partitions}, OffsetSpec.earliest)[topic]
     end = brokers.list_offsets({topic: partitions}, OffsetSpec.latest)[topic]
-    has_value: dict[bytes | None, bool] = {}
+    # Live keys are compared with the written ones in blocks at least as long as those: each comparison builds
+    # a hash set of the written keys, so the work stays linear.
+    block_rows = max(CHUNK_RECORDS, 0 if written is None else len(written))
     for p in partitions:
-        for chunk in fetch_range(kafka, PartitionRange(topic, p, start[p], end[p])):
-            has_value.update(zip(chunk.keys, (v is not None for v in chunk.values)))
-    return {k for k, live in has_value.items() if live and k is not None}
+        reducer = LatestPerKey(budget)  # no identify: keys are their bytes
+        try:
+            for chunk in fetch_range(kafka, PartitionRange(topic, p, start[p], end[p])):
+                reducer.add(_key_table(chunk))
+            block: list[pa.Array] = []
+            rows = 0
+            for live in reducer.results(keep_deletes=False, rows=CHUNK_RECORDS):
+                block.append(live[KEY].combine_chunks())
+                rows += live.num_rows
+                if rows >= block_rows:
+                    yield from _unwritten(block, written)
+                    block, rows = [], 0
+            yield from _unwritten(block, written)
+            if reducer.spilled:
+                log.info(
+                    "upsert-kafka: overwrite: the live keys of topic '%s' partition %d outgrew a quarter of "
+                    "scan.table.memory-budget: spilled %d run(s) to local disk",
+                    topic,
+                    p,
+                    reducer.runs,
+                )
+        finally:
+            reducer.close()
+
+
+def _key_table(chunk: Records) -> pa.Table:
+    """Keys, offsets and whether each record has a value (the values themselves are not needed)."""
+    keys = pa.array(chunk.keys, pa.binary())
+    present = pc.is_valid(pa.array(chunk.values, pa.binary()))
+    table = pa.table(
+        {
+            KEY: keys,
+            VALUE: pc.if_else(present, pa.scalar(True), pa.scalar(None, pa.bool_())),
+            OFFSET: pa.array(chunk.offsets, pa.int64()),
+        }
+    )
+    return table.filter(pc.is_valid(keys)) if keys.null_count else table
+
+
+def _unwritten(block: list[pa.Array], written: pa.Array | None) -> Iterator[list[bytes]]:
+    if not block:
+        return
+    keys = pa.concat_arrays(block)
+    if written is not None and len(written):
+        keys = keys.filter(pc.invert(pc.is_in(keys, value_set=written)))
+    if len(keys):
+        yield keys.to_pylist()

@@ -22,6 +22,7 @@ from ..options.common import (
     check_reserved,
     parse_duration,
     parse_kafka_spec,
+    parse_table_memory_budget,
     parse_topic_selection,
 )
 from ..options.flink_only import SINK_PARALLELISM, sink_parallelism_message
@@ -47,6 +48,7 @@ class WriteSpec:
     topics: TopicSelection
     topic_column: str | None  # the `topic` metadata column naming each row's topic; None with one topic
     layout: Layout
+    table_memory_budget: int  # bytes: scan.table.memory-budget (save mode overwrite's scan of the live keys)
     partitioner: str | None = None  # 'module:function'; None: the Java client's default (murmur2)
     buffer: BufferSpec | None = None
     guarantee: str = AT_LEAST_ONCE
@@ -90,6 +92,7 @@ def parse_write_spec(raw: Mapping[str, str], schema: StructType) -> WriteSpec:
         topics=topics,
         topic_column=_topic_column(layout, names, pattern),
         layout=layout,
+        table_memory_budget=parse_table_memory_budget(options),
         partitioner=parse_partitioner(options.get("sink.partitioner")),
         buffer=_parse_buffer(options),
         guarantee=guarantee,

@@ -38,6 +38,7 @@ def test_the_base_options_are_valid_so_each_case_fails_for_its_own_mistake(conte
 KIND_VALUES: dict[str, list[str]] = {
     "flag": ["", "yes", "1", "maybe", "true false"],
     "duration": ["", "soon", "-1 s", "0", "1 fortnight", "s", "1.5.2 s"],
+    "memory-size": ["", "big", "0", "0 mb", "-1 mb", "1.5 gb", "1 pb", "mb"],
     "positive-int": ["", "0", "-1", "1.5", "many", "1e3", " "],
     "count": ["", "-1", "1.5", "many", "1e3", " "],  # zero or more
     "duration-or-zero": ["", "soon", "-1 s", "1 fortnight", "s", "1.5.2 s"],
@@ -124,6 +125,7 @@ OPTION_KINDS: dict[str, str] = {
     "groupIdPrefix": "group-prefix",
     "scan.fail-on-data-loss": "flag",
     "scan.filter.key-partitions": "flag",
+    "scan.table.memory-budget": "memory-size",
     "scan.topic-partition-discovery.interval": "duration",
     "scan.watermark.idle-timeout": "duration",
     "scan.watermark.alignment.max-drift": "duration",
