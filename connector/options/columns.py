@@ -32,7 +32,8 @@ from pyspark.sql.types import (
 from ..errors import OptionError, SchemaError, did_you_mean
 from ..formats import ChangelogCodec, Codec, FormatOptionError, codec_class
 from .catalog import default_of
-from .common import changelog_column_name, require
+from .common import changelog_column_name
+from .values import require
 
 # Flink's kafka connector metadata keys and their types in Spark.
 METADATA_TYPES: dict[str, DataType] = {

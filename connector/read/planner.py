@@ -18,8 +18,9 @@ from confluent_kafka.admin import OffsetSpec
 from ..errors import DataLossError, KafkaAuthorizationError, OptionError, TopicError
 from ..kafka import Brokers
 from ..options.common import KafkaSpec, TopicSelection
+from .bounds import EARLIEST, LATEST, Bound
 from .offsets import Offsets, data_loss, lost
-from .spec import EARLIEST, LATEST, Bound, ReadSpec
+from .spec import ReadSpec
 
 log = logging.getLogger("upsert_kafka")
 

@@ -20,13 +20,12 @@ from ..options.common import (
     TopicSelection,
     canonical_options,
     check_reserved,
-    parse_duration,
     parse_kafka_spec,
-    parse_table_memory_budget,
     parse_topic_selection,
 )
 from ..options.flink_only import SINK_PARALLELISM, sink_parallelism_message
 from ..options.layout import Layout, parse_layout
+from ..options.values import parse_duration, parse_table_memory_budget
 from .partitioners import parse_partitioner
 from .tables import TablesSpec, route_tables
 

@@ -26,12 +26,8 @@ from pyspark.sql.types import BinaryType, MapType, StringType, StructField, Stru
 
 from ..errors import OptionError, RecordError
 from ..formats import Codec, FormatOptionError, make_codec
-from ..options.common import (
-    FORMAT_OPTION,
-    canonical_options,
-    changelog_column_name,
-    parse_flag,
-)
+from ..options.common import FORMAT_OPTION, canonical_options, changelog_column_name
+from ..options.values import parse_flag
 
 TABLE_COLUMN = "sink.table-id.column"
 KEY_FIELDS = "sink.table-id.key-fields"

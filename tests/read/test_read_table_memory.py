@@ -15,7 +15,7 @@ import pytest
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 from pyspark_upsert_kafka import UpsertKafkaDataSource
 from pyspark_upsert_kafka.errors import OptionError
-from pyspark_upsert_kafka.options.common import parse_table_memory_budget
+from pyspark_upsert_kafka.options.values import parse_table_memory_budget
 from pyspark_upsert_kafka.read.fetch import Records
 from pyspark_upsert_kafka.read.spec import parse_read_spec
 from pyspark_upsert_kafka.read.table import FAN_IN, KEY, OFFSET, VALUE, LatestPerKey, key_identity, records_table

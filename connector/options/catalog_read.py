@@ -1,0 +1,213 @@
+"""The catalog's read options (catalog.py assembles them with the common ones)."""
+
+from __future__ import annotations
+
+from .option_doc import BOTH, READ, OptionDoc
+
+READ_OPTIONS: tuple[OptionDoc, ...] = (
+    OptionDoc(
+        "topic-pattern",
+        None,
+        BOTH,
+        "Read every topic whose whole name matches this regular expression (instead of `topic`); a write "
+        "takes each row's topic from its `topic` metadata column and refuses names that do not match.",
+        ("subscribePattern",),
+    ),
+    OptionDoc(
+        "assign",
+        None,
+        READ,
+        'Read only these partitions, as JSON `{"orders":[0,1],"payments":[2]}` (Spark\'s `assign`; instead of '
+        "`topic` / `topic-pattern`); a stream never adds partitions to them. A table read of some partitions is exact "
+        "for the keys they hold, since every record of a key is in the partition its key picks (as the Java client "
+        "and this connector's writes partition).",
+    ),
+    OptionDoc(
+        "read.mode",
+        "table",
+        READ,
+        "`table`: the latest value per key, deleted keys removed. `changelog`: one row per record.",
+        streaming_default="changelog",
+    ),
+    OptionDoc(
+        "changelog.compact",
+        "false",
+        READ,
+        "In changelog mode, keep only the last change per key of each read or micro-batch (not combined with "
+        "splitting).",
+    ),
+    OptionDoc(
+        "scan.table.memory-budget",
+        "256 mb",
+        BOTH,
+        "Table mode and `changelog.compact` (and save mode overwrite's scan of the live keys): about the most "
+        "memory a task's latest records per key take in its Python worker (Python, the Kafka client's fetch queue "
+        "and a chunk of records in flight come on top). Beyond a quarter of it (the rest is working room) they are "
+        "sorted by key and spilled to local disk as Arrow files (Spark's local dir, else the system's temp dir), "
+        "which are merged at the end. A size: `256 mb`, `1 gb`, `64m`, `512 kb` (bytes without a unit).",
+    ),
+    OptionDoc(
+        "scan.startup.mode",
+        "earliest-offset",
+        READ,
+        "Where to start: `earliest-offset`, `latest-offset`, `group-offsets` (committed offsets of "
+        "`properties.group.id`; a partition without one falls back to `properties.auto.offset.reset`), "
+        "`timestamp`, `specific-offsets`.",
+    ),
+    OptionDoc("scan.startup.timestamp-millis", None, READ, "Start of the `timestamp` mode, epoch milliseconds."),
+    OptionDoc(
+        "scan.startup.specific-offsets",
+        None,
+        READ,
+        "Start of the `specific-offsets` mode: `partition:0,offset:42;partition:1,offset:300`; unlisted "
+        "partitions start at the earliest offset.",
+    ),
+    OptionDoc(
+        "startingOffsets",
+        None,
+        READ,
+        'Spark\'s form of the start: `earliest`, `latest` or JSON `{"t":{"0":23,"1":-2}}` (-2 earliest, -1 latest).',
+    ),
+    OptionDoc(
+        "startingTimestamp",
+        None,
+        READ,
+        "Spark's form of `scan.startup.mode=timestamp`, epoch ms; a partition with no record at or after it follows "
+        "`startingOffsetsByTimestampStrategy`.",
+    ),
+    OptionDoc(
+        "startingOffsetsByTimestamp",
+        None,
+        READ,
+        'Spark\'s start by timestamp per partition, JSON `{"t":{"0":1700000000000}}` (epoch ms); unlisted '
+        "partitions start at the earliest offset (Spark requires every partition listed); a partition with no "
+        "record at or after its timestamp follows `startingOffsetsByTimestampStrategy`.",
+    ),
+    OptionDoc(
+        "startingOffsetsByTimestampStrategy",
+        "error",
+        READ,
+        "Spark's: what `startingTimestamp` / `startingOffsetsByTimestamp` do where a partition has no record at or "
+        "after the timestamp: `error` fails naming the partitions, `latest` starts them at their latest offset "
+        "(Flink's `scan.startup.mode=timestamp` always does the latter).",
+    ),
+    OptionDoc(
+        "scan.bounded.mode",
+        "latest-offset",
+        READ,
+        "Where to stop: `latest-offset` (the end when the query starts), `group-offsets`, `timestamp`, "
+        "`specific-offsets`.",
+        streaming_default="none",
+    ),
+    OptionDoc("scan.bounded.timestamp-millis", None, READ, "End of the `timestamp` mode, epoch milliseconds."),
+    OptionDoc(
+        "scan.bounded.specific-offsets",
+        None,
+        READ,
+        "End of the `specific-offsets` mode, as for the start; as in Flink, nothing is read of an unlisted "
+        "partition (Spark's `endingOffsets` JSON ends unlisted partitions at the latest offset instead).",
+    ),
+    OptionDoc("endingOffsets", None, READ, "Spark's form of the end: `latest` or JSON as for `startingOffsets`."),
+    OptionDoc("endingTimestamp", None, READ, "Spark's form of `scan.bounded.mode=timestamp`, epoch ms."),
+    OptionDoc(
+        "endingOffsetsByTimestamp",
+        None,
+        READ,
+        "Spark's end by timestamp per partition, JSON as for `startingOffsetsByTimestamp`; unlisted partitions, "
+        "and those with no record at or after their timestamp, end at the latest offset.",
+    ),
+    OptionDoc(
+        "scan.max-records-per-batch",
+        None,
+        READ,
+        "Streaming: about this many offsets per micro-batch, shared across partitions in proportion to their "
+        "backlog (each partition with a backlog gets at least one, as Spark's `maxOffsetsPerTrigger`).",
+        ("maxOffsetsPerTrigger",),
+    ),
+    OptionDoc(
+        "minOffsetsPerTrigger",
+        None,
+        READ,
+        "Streaming, as Spark's: no new micro-batch while fewer than this many offsets are available (over all "
+        "partitions), until `maxTriggerDelay` has passed since the last batch; the first trigger of a run always "
+        "goes. Ignored under `Trigger.AvailableNow`. With `maxOffsetsPerTrigger` too, Spark is handed the "
+        "maximum and the reader keeps the minimum (PySpark has no composite read limit).",
+    ),
+    OptionDoc(
+        "maxTriggerDelay",
+        "15m",
+        READ,
+        "Streaming, with `minOffsetsPerTrigger` only: the longest a micro-batch is held back for want of "
+        "records, a Spark time string (`15m`, `30s`, `500ms`).",
+    ),
+    OptionDoc(
+        "scan.split.max-records",
+        None,
+        READ,
+        "Changelog mode: split a partition's range into slices of at most this many offsets, one task each.",
+        ("maxRecordsPerPartition",),
+    ),
+    OptionDoc(
+        "minPartitions",
+        None,
+        READ,
+        "Changelog mode: split ranges (in proportion to their size) until there are at least this many tasks.",
+    ),
+    OptionDoc(
+        "scan.coalesce.max-records",
+        "20000",
+        READ,
+        "Streaming: a micro-batch's partition ranges are read by one Spark task together while their offsets add "
+        "up to at most this many, so that a micro-batch of a few records does not pay a task per partition (a "
+        "task's fixed cost dominates a small micro-batch's latency); a larger range is a task of its own. `0`: a "
+        "task per partition range, as Spark's `kafka` source. Not applied with `scan.split.max-records` or "
+        "`minPartitions`, nor under `Trigger.AvailableNow` (a bounded backlog, read with a task per range as a "
+        "batch read is).",
+    ),
+    OptionDoc(
+        "scan.filter.key-partitions",
+        "true",
+        READ,
+        "Batch reads with `spark.sql.python.filterPushdown.enabled=true`: a filter giving every key column with "
+        "`=` or `IN` reads only the partitions those keys hash to (murmur2 of this key format's bytes, as the "
+        "writer, Flink and the Java client partition). `false` for a topic whose keys were partitioned otherwise "
+        "(another partitioner or key encoding, or partitions added since). Filters on the `topic`, `partition`, "
+        "`offset` and `timestamp` metadata columns narrow the read too; every filter is still applied by Spark.",
+    ),
+    OptionDoc(
+        "groupIdPrefix",
+        "pyspark-upsert-kafka",
+        READ,
+        "Spark's: the group id the range consumers give librdkafka (which requires one); they never join the group "
+        "nor commit to it, so it need not be unique. `properties.group.id` (`kafka.group.id`), which names the "
+        "group of `group-offsets` and of the streaming commits, replaces it.",
+    ),
+    OptionDoc(
+        "scan.fail-on-data-loss",
+        "true",
+        READ,
+        "Fail when offsets to read were deleted (retention, topic recreated); false skips them with a warning.",
+        ("failOnDataLoss",),
+    ),
+    OptionDoc(
+        "scan.topic-partition-discovery.interval",
+        "5 min",
+        READ,
+        "Streaming: how often new partitions and topics matching `topic-pattern` are looked for.",
+    ),
+    OptionDoc(
+        "scan.watermark.idle-timeout",
+        None,
+        READ,
+        "A partition with no new record for this long stops holding back the merged watermark.",
+    ),
+    OptionDoc(
+        "scan.watermark.alignment.max-drift",
+        None,
+        READ,
+        "Streaming: hold each partition at the merged watermark plus this drift, so that none runs ahead of "
+        "the slowest active one in record time. Whole milliseconds, at least `1 ms`.",
+    ),
+)
+
+# Options of writes only (issue: the complete writer).
