@@ -19,12 +19,11 @@ from ..formats import ChangelogCodec, Codec, Decoder
 from .fetch import CHUNK_RECORDS, Records
 from .offsets import PartitionRange
 from .spec import ReadSpec
-from .table import IDENT, KEY, OFFSET, LatestPerKey, key_identity, records_table, table_records
+from .table import HEADER_LIST, IDENT, KEY, OFFSET, LatestPerKey, key_identity, records_table, table_records
 
 log = logging.getLogger("upsert_kafka")
 
 UPSERT, DELETE = "upsert", "delete"
-HEADER_LIST = pa.list_(pa.struct([pa.field("key", pa.string(), nullable=False), pa.field("value", pa.binary())]))
 KEY_COLUMN = "k:"  # the reducer's columns of decoded key fields are named KEY_COLUMN + field
 
 

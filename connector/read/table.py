@@ -41,10 +41,13 @@ log = logging.getLogger("upsert_kafka")
 KEY, VALUE, OFFSET, IDENT = "key", "value", "offset", "ident"
 META_PREFIX = "meta:"
 # The Arrow type of each per-record metadata kind the fetch collects (fetch._META_READERS).
+# The `header-list` metadata: the record's headers in order, a repeated key kept each time.
+HEADER_LIST = pa.list_(pa.struct([pa.field("key", pa.string(), nullable=False), pa.field("value", pa.binary())]))
 _META_TYPES = {
     "timestamp": pa.int64(),
     "timestamp-type": pa.string(),
     "headers": pa.map_(pa.string(), pa.binary()),
+    "header-list": HEADER_LIST,
     "leader-epoch": pa.int32(),
 }
 FAN_IN = 16  # runs merged at once; more are merged in rounds

@@ -245,3 +245,11 @@ def test_the_memory_budget_default_is_the_catalogs():
 def test_a_bad_memory_budget_names_the_expected_form(given):
     with pytest.raises(OptionError, match=r"option 'scan.table.memory-budget' must be a positive memory size"):
         parse_table_memory_budget({"scan.table.memory-budget": given})
+
+
+def test_every_metadata_kind_a_fetch_collects_has_a_type_in_the_table_state():
+    """A table read keeps each record's metadata in its Arrow state: a kind the fetch reads but the state has
+    no type for fails every table read that asks for it (seen: header-list)."""
+    from pyspark_upsert_kafka.read import fetch, table
+
+    assert set(fetch._META_READERS) == set(table._META_TYPES)

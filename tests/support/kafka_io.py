@@ -6,7 +6,7 @@ super user: `SecureKafka.admin_config`)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from confluent_kafka import Consumer, IsolationLevel, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
@@ -42,38 +42,47 @@ def add_partition(bootstrap: Servers, topic: str) -> None:
 
 
 def produce(
-    bootstrap: Servers, topic: str, records: list[tuple[bytes | None, bytes | None]], partition: int | None = None
+    bootstrap: Servers,
+    topic: str,
+    records: Iterable[tuple],
+    partition: int | None = None,
+    headers: list | None = None,
 ) -> None:
-    """Produce (key, value) records with the Java-compatible partitioner, synchronously."""
+    """Produce records synchronously, in order, with the Java-compatible partitioner: each (key, value) or
+    (key, value, partition, timestamp_ms), None leaving either to the client; `partition` for all of them."""
     producer = Producer(client_config(bootstrap, partitioner="murmur2_random", **{"linger.ms": 5}))
     errors: list = []
-    for key, value in records:
-        kwargs = {} if partition is None else {"partition": partition}
-        producer.produce(topic, value, key, on_delivery=lambda e, m: e and errors.append(e), **kwargs)
+    for key, value, *where in records:
+        own, timestamp = [*where, None, None][:2]
+        target = own if own is not None else partition
+        kwargs: dict = {"on_delivery": lambda e, m: e and errors.append(e)}
+        if target is not None:
+            kwargs["partition"] = target
+        if timestamp is not None:
+            kwargs["timestamp"] = timestamp
+        if headers is not None:
+            kwargs["headers"] = headers
+        producer.produce(topic, value, key, **kwargs)
     assert producer.flush(30) == 0 and not errors, errors
 
 
 def consume_all(bootstrap: Servers, topic: str) -> list[tuple[int, int, bytes | None, bytes | None]]:
-    """Every record of the topic as (partition, offset, key, value), in partition/offset order."""
+    """Every committed record of the topic as (partition, offset, key, value), in partition/offset order."""
+    return [(m.partition(), m.offset(), m.key(), m.value()) for m in consume_messages(bootstrap, topic)]
+
+
+def consume_messages(bootstrap: Servers, topic: str) -> list:
+    """Every committed record of the topic as confluent-kafka Messages (timestamps, headers), read_committed,
+    in partition/offset order."""
     admin = AdminClient(client_config(bootstrap))
     partitions = sorted(admin.list_topics(timeout=10).topics[topic].partitions)
-    consumer = Consumer(
-        client_config(
-            bootstrap,
-            **{
-                "group.id": "tests",
-                "enable.partition.eof": True,
-                "enable.auto.commit": False,
-                "isolation.level": "read_committed",
-            },
-        )
-    )
+    isolation = {"enable.partition.eof": True, "enable.auto.commit": False, "isolation.level": "read_committed"}
+    consumer = Consumer(client_config(bootstrap, **{"group.id": "tests"}, **isolation))
     out = []
     try:
         starts, highs = _offsets(admin, topic, OffsetSpec.earliest), _offsets(admin, topic, OffsetSpec.latest)
-        ends = {p: (starts[p], highs[p]) for p in partitions}
-        pending = {p: high for p, (low, high) in ends.items() if high > low}
-        consumer.assign([TopicPartition(topic, p, ends[p][0]) for p in pending])
+        pending = {p: highs[p] for p in partitions if highs[p] > starts[p]}
+        consumer.assign([TopicPartition(topic, p, starts[p]) for p in pending])
         # Until each partition reaches its log end offset, or EOF there (trailing transaction markers). An EOF
         # before it is the last stable offset: a transaction's commit markers are written after its commit
         # returned, so a read right after a commit waits for them (bounded: an open transaction may stay open).
@@ -86,12 +95,12 @@ def consume_all(bootstrap: Servers, topic: str) -> list[tuple[int, int, bytes | 
                     if m.offset() >= pending.get(m.partition(), 0) or time.monotonic() > deadline:
                         pending.pop(m.partition(), None)
                     continue
-                out.append((m.partition(), m.offset(), m.key(), m.value()))
+                out.append(m)
                 if m.offset() + 1 >= pending.get(m.partition(), 0):
                     pending.pop(m.partition(), None)
     finally:
         consumer.close()
-    return sorted(out, key=lambda r: (r[0], r[1]))
+    return sorted(out, key=lambda m: (m.partition(), m.offset()))
 
 
 def log_ends(bootstrap: Servers, topic: str, *, stable: bool = False) -> dict[int, int]:

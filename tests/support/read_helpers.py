@@ -9,9 +9,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import orjson
-from confluent_kafka import Producer, TopicPartition
+from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from tests.support.kafka_io import produce as send  # the read tests' name for the one producer
 from tests.support.write_helpers import task_marker
 
 __all__ = [
@@ -65,22 +66,6 @@ def rec(i: int, name: str | None = "v", partition: int | None = None, ts: int | 
     """A JSON record of key {"id": i}; name=None makes it a tombstone."""
     value = None if name is None else orjson.dumps({"id": i, "name": name})
     return (orjson.dumps({"id": i}), value, partition, ts)
-
-
-def send(bootstrap: str, topic: str, records: Iterable[tuple], headers: list | None = None) -> None:
-    """Produce (key, value, partition, timestamp_ms) records synchronously, in order."""
-    producer = Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random", "linger.ms": 5})
-    errors: list = []
-    for key, value, partition, ts in records:
-        kwargs: dict = {"on_delivery": lambda e, m: e and errors.append(e)}
-        if partition is not None:
-            kwargs["partition"] = partition
-        if ts is not None:
-            kwargs["timestamp"] = ts
-        if headers is not None:
-            kwargs["headers"] = headers
-        producer.produce(topic, value, key, **kwargs)
-    assert producer.flush(30) == 0 and not errors, errors
 
 
 def load(spark, opts: dict, schema: str = CHANGES):

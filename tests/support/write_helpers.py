@@ -35,27 +35,6 @@ def table(spark, opts: dict, schema: str) -> list[tuple]:
     return sorted(tuple(r) for r in rows)
 
 
-def envelopes(bootstrap: str, topic: str) -> list:
-    """Every record with its envelope (timestamp, headers), read_committed, as confluent-kafka Messages."""
-    partitions = sorted(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics[topic].partitions)
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "tests", "enable.partition.eof": True, "enable.auto.commit": False}
-    )
-    out, pending = [], set(partitions)
-    try:
-        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
-        while pending:
-            for m in consumer.consume(1000, timeout=0.5):
-                if m.error():
-                    assert m.error().code() == KafkaError._PARTITION_EOF, m.error().str()
-                    pending.discard(m.partition())
-                else:
-                    out.append(m)
-    finally:
-        consumer.close()
-    return out
-
-
 # A group coordinator not ready yet (a fresh broker creates __consumer_offsets on first use).
 _COORDINATOR_NOT_READY = (
     KafkaError.NOT_COORDINATOR,

@@ -6,7 +6,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from tests.support.write_helpers import envelopes, records, table, write
+from tests.support.kafka_io import consume_messages
+from tests.support.write_helpers import records, table, write
 
 SCHEMA = "id INT, name STRING, price DOUBLE"
 CHANGES = SCHEMA + ", _change_type STRING"
@@ -123,7 +124,7 @@ def test_timestamp_and_headers_columns_go_to_the_record_envelope_not_the_value(s
     )
     df.coalesce(1).write.format("upsert-kafka").options(**opts).mode("append").save()
 
-    first, second = envelopes(bootstrap, topic)
+    first, second = consume_messages(bootstrap, topic)
     assert first.value() == b'{"id":1,"name":"a"}' and second.value() == b'{"id":2,"name":"b"}'
     assert first.timestamp()[1] == int(when.timestamp() * 1000)
     assert sorted(first.headers()) == [("source", b"test"), ("trace", b"\x01\x02")]
@@ -151,7 +152,7 @@ def test_header_list_is_written_in_order_with_repeated_keys_and_read_back_the_sa
     schema = f"id INT, name STRING, hl {HEADER_LIST}"
     write(spark, opts, [(1, "a", headers), (2, "b", None), (3, "c", [])], schema)
 
-    first, second, third = envelopes(bootstrap, topic)
+    first, second, third = consume_messages(bootstrap, topic)
     assert first.value() == b'{"id":1,"name":"a"}', "the headers are not in the value"
     assert first.headers() == headers
     assert second.headers() is None and third.headers() is None

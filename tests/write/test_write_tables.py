@@ -7,8 +7,8 @@ import orjson
 import pytest
 
 from integration.kafka import java_partitions
-from tests.support.kafka_io import create_topic
-from tests.support.write_helpers import envelopes, table
+from tests.support.kafka_io import consume_messages, create_topic
+from tests.support.write_helpers import table
 
 # One DataFrame holding the rows of two tables (unionByName(..., allowMissingColumns=True) makes one like it).
 SCHEMA = "table_id STRING, order_id INT, amount BIGINT, status STRING, line_no INT, sku STRING, _change_type STRING"
@@ -46,7 +46,7 @@ def _write(spark, opts: dict) -> None:
 
 def _check_records(bootstrap: str, topic: str, table_name: str, key_fields: list[str], key_of) -> list[dict]:
     """Every record: keyed by the table's key, in the partition the Java client picks for it, with the headers."""
-    messages = envelopes(bootstrap, topic)
+    messages = consume_messages(bootstrap, topic)
     keys = [m.key() for m in messages]
     assert [m.partition() for m in messages] == java_partitions(bootstrap, topic + "-java", keys)
     expected_headers = [
@@ -166,4 +166,4 @@ def test_a_row_of_a_table_the_options_do_not_list_fails_the_write_naming_it(spar
         spark.createDataFrame(rows, SCHEMA).coalesce(1).write.format("upsert-kafka").options(
             **_options(bootstrap, orders, lines)
         ).mode("append").save()
-    assert envelopes(bootstrap, orders) == []  # the batch holding the bad row is not written
+    assert consume_messages(bootstrap, orders) == []  # the batch holding the bad row is not written
