@@ -22,6 +22,7 @@ from .errors import (
 from .foreach_batch import upsert_writer
 from .formats import Codec, CodecContext, ColumnTypes, Decoded, Decoder, Encoder, FormatOptionError, register_codec
 from .lag import lag
+from .mirror import delta_mirror, mirror_to_delta
 from .secrets import SPARK_REDACTION_REGEX, redact_secret_options
 
 DefaultSource = UpsertKafkaDataSource
@@ -48,7 +49,9 @@ __all__ = [
     "UpsertKafkaDataSource",
     "UpsertKafkaError",
     "WriteTaskError",
+    "delta_mirror",
     "lag",
+    "mirror_to_delta",
     "redact_secret_options",
     "register_codec",
     "upsert_writer",

@@ -28,6 +28,7 @@ from ..errors import OptionError, RecordError
 from ..formats import Codec, FormatOptionError, make_codec
 from ..options.common import FORMAT_OPTION, canonical_options, changelog_column_name
 from ..options.values import parse_flag
+from .change_kinds import classify
 
 TABLE_COLUMN = "sink.table-id.column"
 KEY_FIELDS = "sink.table-id.key-fields"
@@ -325,9 +326,7 @@ class _Router:
                 yield routed
 
     def _batch(self, batch: pa.RecordBatch) -> pa.RecordBatch | None:
-        from .task import DELETE_KINDS, SKIP_KINDS, VALUE_KINDS  # task imports spec, which imports this module
-
-        batch, deletes = self._classify(batch, VALUE_KINDS, DELETE_KINDS, SKIP_KINDS)
+        batch, deletes = self._classify(batch)
         if batch.num_rows == 0:
             return None
         ids = batch.column(self.spec.column)
@@ -355,22 +354,12 @@ class _Router:
             names=[KEY, VALUE, TOPIC, HEADERS],
         )
 
-    def _classify(self, batch: pa.RecordBatch, values: tuple, deletes: tuple, skips: tuple):
+    def _classify(self, batch: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.BooleanArray]:
         """Pre-images dropped (the post-image follows), deletes marked; the kinds as the ordinary write reads them."""
-        column = self.spec.changelog
-        if column is None:
+        if self.spec.changelog is None:
             return batch, pa.array([False] * batch.num_rows)
-        kinds = pc.utf8_lower(batch.column(column))
-        unknown = pc.and_(pc.invert(pc.is_in(kinds, value_set=pa.array(values + deletes + skips))), pc.is_valid(kinds))
-        if pc.any(unknown).as_py():
-            bad = batch.column(column)[pc.index(unknown, True).as_py()].as_py()
-            raise RecordError(
-                f"column '{column}' has the unknown change kind '{bad}'; use upsert, insert, update_preimage, "
-                "update_postimage or delete"
-            )
-        keep = pc.invert(pc.fill_null(pc.is_in(kinds, value_set=pa.array(skips)), False))
-        batch, kinds = batch.filter(keep), kinds.filter(keep)
-        return batch, pc.fill_null(pc.is_in(kinds, value_set=pa.array(deletes)), False)
+        batch, deletes, _ = classify(batch, self.spec.changelog)
+        return batch, deletes
 
     def _check_ids(self, batch: pa.RecordBatch, ids: pa.Array) -> None:
         known = pc.is_in(ids, value_set=pa.array(list(self.by_id), pa.string()))

@@ -21,6 +21,7 @@ from pyspark.sql.datasource import WriterCommitMessage
 from ..errors import RecordError, WriteTaskError
 from ..formats import ChangelogEncoder, Encoder
 from .buffer import FlushTimer, Pending, ReducingBuffer
+from .change_kinds import classify
 from .producer import Sender
 from .spec import EXACTLY_ONCE, WriteSpec
 from .target import WriteTarget
@@ -28,11 +29,6 @@ from .task_input import input_complete
 from .transactions import Fingerprint, identify, rows_of, transactional_id
 
 log = logging.getLogger("upsert_kafka")
-
-# Change kinds a row may carry (case-insensitive): ours, Delta CDF's and Flink's RowKind short strings.
-VALUE_KINDS = ("upsert", "insert", "update_postimage", "+i", "+u")
-DELETE_KINDS = ("delete", "-d")
-SKIP_KINDS = ("update_preimage", "-u")  # the row before an update: its after-image follows
 
 
 @dataclass(frozen=True)
@@ -183,22 +179,9 @@ class RecordWriter:
         column = self.layout.changelog_column
         if column is None:
             return batch, pa.nulls(batch.num_rows, pa.bool_()).fill_null(False)
-        kinds = pc.utf8_lower(batch.column(column))
-        known = pc.is_in(kinds, value_set=pa.array(VALUE_KINDS + DELETE_KINDS + SKIP_KINDS))
-        unknown = pc.and_(pc.invert(known), pc.is_valid(kinds))
-        if pc.any(unknown).as_py():
-            row = pc.index(unknown, True).as_py()
-            raise RecordError(
-                f"column '{column}' has the unknown change kind '{batch.column(column)[row].as_py()}' in "
-                f"the row with key {self._key_text(batch, row)}; use upsert, delete, insert, update_preimage "
-                "or update_postimage (or Flink's +I, -U, +U, -D)"
-            )
-        skip = pc.fill_null(pc.is_in(kinds, value_set=pa.array(SKIP_KINDS)), False)
-        n_skipped = pc.sum(skip).as_py() or 0
-        if n_skipped:
-            self.skipped += n_skipped
-            batch, kinds = batch.filter(pc.invert(skip)), kinds.filter(pc.invert(skip))
-        return batch, pc.fill_null(pc.is_in(kinds, value_set=pa.array(DELETE_KINDS)), False)
+        rows, deletes, skipped = classify(batch, column, lambda b, row: f"the row with key {self._key_text(b, row)}")
+        self.skipped += skipped
+        return rows, deletes
 
     def _check_keys(self, rows: pa.RecordBatch) -> None:
         for name in self.layout.key_fields:
