@@ -65,19 +65,27 @@ def delta_mirror(
         raise OptionError(f"the Delta mirror needs the key columns, got {keys!r}")
 
     def merge_batch(batch: DataFrame, batch_id: int) -> None:
-        app_id = batch.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
-        if app_id is None:  # fail closed: without the query id a replayed batch cannot be recognised
-            raise OptionError("delta_mirror runs only as a streaming query's foreachBatch function")
-        merge_changes(
-            table,
-            last_changes(batch.toArrow(), key_columns, change_column),
-            key_columns,
-            app_id,
-            batch_id,
-            storage_options,
-        )
+        app_id = _query_id(batch)
+        changes = last_changes(batch.toArrow(), key_columns, change_column)
+        merge_changes(table, changes, key_columns, app_id, batch_id, storage_options)
 
     return merge_batch
+
+
+def _query_id(batch: DataFrame) -> str:
+    """The id of the query running this foreachBatch function: the Delta application transaction's id. Spark
+    keeps it across restarts from the same checkpoint, so a replayed batch id is recognised, and a new
+    checkpoint (batch ids from 0 again) is a new application."""
+    try:
+        query = batch.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
+    except Exception:  # Spark Connect has no SparkContext
+        query = None
+    if query is None:  # fail closed: without it a replayed batch cannot be told from a new one
+        raise OptionError(
+            "the Delta mirror runs as a streaming query's foreachBatch function in a classic Spark session: "
+            "Spark gives it no query id otherwise (not over Spark Connect)"
+        )
+    return query
 
 
 def last_changes(batch: pa.Table, keys: list[str], change_column: str) -> pa.Table:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, QueryBuilder
-from pyspark_upsert_kafka import RecordError, mirror_to_delta
+from pyspark_upsert_kafka import OptionError, RecordError, delta_mirror, mirror_to_delta
 from pyspark_upsert_kafka.mirror import last_changes
 
 from tests.support.read_helpers import rec, send, stream, uncommit_last_batch
@@ -116,3 +116,11 @@ def test_the_mirror_keeps_each_keys_last_change_and_drops_before_images():
 def test_the_mirror_refuses_a_change_it_cannot_apply(batch, message):
     with pytest.raises(RecordError, match=message):
         last_changes(batch, ["id"], "_change_type")
+
+
+def test_the_mirror_outside_a_streaming_query_fails_before_writing(spark, tmp_path):
+    # Without the query id a replayed batch could not be recognised: nothing is written.
+    batch = spark.createDataFrame([(1, "a", "upsert")], SCHEMA)
+    with pytest.raises(OptionError, match="foreachBatch function"):
+        delta_mirror(str(tmp_path / "t"), "id")(batch, 0)
+    assert not (tmp_path / "t").exists()
