@@ -20,6 +20,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql.streaming import StreamingQuery
 
 from .errors import OptionError, RecordError
+from .secrets import strip_url_credentials
 from .write.change_kinds import classify
 
 log = logging.getLogger("upsert_kafka")
@@ -128,7 +129,12 @@ def merge_changes(
         target = DeltaTable.create(table, schema=changes.select(columns).schema, storage_options=storage_options)
     done = target.transaction_version(app_id)
     if done is not None and batch_id <= done:
-        log.info("Delta mirror: batch %d of query %s is already in %s; skipped", batch_id, app_id, target.table_uri)
+        log.info(
+            "Delta mirror: batch %d of query %s is already in %s; skipped",
+            batch_id,
+            app_id,
+            strip_url_credentials(target.table_uri),
+        )
         return
     if changes.num_rows == 0:
         return
