@@ -20,6 +20,7 @@ __all__ = [
     "as_checkpointed",
     "delete_before",
     "fail_tasks",
+    "finish_available_now",
     "load",
     "rec",
     "recent_minute",
@@ -93,16 +94,20 @@ def start_collecting(df, checkpoint: str, sink: Collector):
 def run_available_now(df, checkpoint: str) -> Collector:
     """Run a stream with Trigger.AvailableNow into a Collector; fail if the query failed."""
     sink = Collector()
-    query = (
+    finish_available_now(
         df.writeStream.foreachBatch(sink).option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
     )
+    return sink
+
+
+def finish_available_now(query) -> None:
+    """Wait for an AvailableNow query to stop by itself; fail if it failed or did not stop."""
     try:
         query.awaitTermination(120)
         assert query.exception() is None, query.exception()
         assert not query.isActive, "an availableNow query must stop by itself"
     finally:
         query.stop()
-    return sink
 
 
 def recent_minute() -> int:

@@ -12,7 +12,7 @@ from deltalake import DeltaTable, QueryBuilder
 from pyspark_upsert_kafka import OptionError, RecordError, delta_mirror, mirror_to_delta
 from pyspark_upsert_kafka.mirror import last_changes
 
-from tests.support.read_helpers import rec, send, stream, uncommit_last_batch
+from tests.support.read_helpers import finish_available_now, rec, send, stream, uncommit_last_batch
 
 SCHEMA = "id INT, name STRING, _change_type STRING"
 
@@ -30,19 +30,15 @@ def _topic_as_table(spark, options, topic: str) -> list[tuple]:
 
 
 def _mirror(spark, options, topic: str, table: Path, checkpoint: Path, more: dict | None = None) -> None:
-    query = mirror_to_delta(
-        stream(spark, options(topic, more), SCHEMA),
-        str(table),
-        "id",
-        checkpoint_location=str(checkpoint),
-        trigger={"availableNow": True},
+    finish_available_now(
+        mirror_to_delta(
+            stream(spark, options(topic, more), SCHEMA),
+            str(table),
+            "id",
+            checkpoint_location=str(checkpoint),
+            trigger={"availableNow": True},
+        )
     )
-    try:
-        query.awaitTermination(120)
-        assert query.exception() is None, query.exception()
-        assert not query.isActive, "an availableNow query must stop by itself"
-    finally:
-        query.stop()
 
 
 def _batch_ids(checkpoint: Path) -> list[int]:
