@@ -92,8 +92,9 @@ def _query_id(batch: DataFrame) -> str:
 def last_changes(batch: pa.Table, keys: list[str], change_column: str) -> pa.Table:
     """Each key's last change in the batch, in a table of the mirrored columns and a delete flag.
 
-    A key lives in one Kafka partition, read in offset order by one Spark task, and `toArrow` keeps the
-    tasks' order: the last row of a key in the collected batch is its last change."""
+    A key lives in one Kafka partition, read in offset order by one Spark task (or its slices by consecutive
+    tasks), and `toArrow` keeps the tasks' order: the last row of a key in the collected batch is its last
+    change. A shuffle between the source and the mirror would lose that order."""
     missing = [c for c in [*keys, change_column] if c not in batch.column_names]
     if missing:
         raise OptionError(
