@@ -10,7 +10,8 @@ delete, which it sends for compaction) carry no change and are skipped.
 key columns only, as every delete this connector reads. `all`: Flink's changelog, `insert`,
 `update_preimage`, `update_postimage` and `delete` (with the deleted row's values). Either way an update that
 changes the key is a delete of the old key and an insert of the new. A table read (and a compacted
-changelog) keeps the last row of each key, in record order and the envelope's row order.
+changelog) keeps the last row of each key (by record order, then the envelope's row order) with table.py's
+reducer: within scan.table.memory-budget, spilled to local disk beyond it.
 """
 
 from __future__ import annotations
@@ -20,15 +21,15 @@ from collections.abc import Iterable, Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..formats import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE, ChangelogCodec, CodecContext, DecodedChanges
-from ..formats.json_codec import JsonCodec
+from ..formats import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE, ChangelogCodec, DecodedChanges
 from ..options.layout import format_metadata
 from .decode import UPSERT, RangeDecoder
 from .fetch import CHUNK_RECORDS, Records
 from .offsets import PartitionRange
 from .spec import ReadSpec
+from .table import KEY, OFFSET, VALUE, LatestPerKey, key_identity
 
-_KIND, _SEQ, _KEY = "__kind", "__seq", "__key"
+_ROW = "row:"  # the reducer's columns of the table's row are named _ROW + column (no clash with its own)
 
 
 class ChangeRangeDecoder(RangeDecoder):
@@ -40,10 +41,6 @@ class ChangeRangeDecoder(RangeDecoder):
         self.decoder = self.codec.changelog_decoder(layout.value_schema, format_metadata(layout))
         # Flink's full changelog only where rows are not reduced to the last per key.
         self.full = self.codec.full_changelog and spec.changelog and not spec.compact
-        key_schema = layout.arrow_fields(layout.key_fields)
-        nested = any(pa.types.is_nested(f.type) for f in key_schema)
-        # Keys Arrow cannot compare or group (structs, lists, maps) are compared as their JSON text.
-        self.key_text = JsonCodec({}, CodecContext(role="key")).encoder(key_schema) if nested else None
         self.null_keys = self.bad_records = 0
 
     # -- the read modes --------------------------------------------------------------------------
@@ -62,39 +59,34 @@ class ChangeRangeDecoder(RangeDecoder):
         yield from self._latest(chunks, keep_deletes=False)
 
     def _latest(self, chunks: Iterable[Records], keep_deletes: bool) -> Iterator[pa.RecordBatch]:
-        """The last row of each key. Rows are reduced whenever the pending ones double, so memory follows the
-        distinct keys and the work stays linear in the rows."""
-        pending: list[pa.Table] = []
-        pending_rows = reduced_rows = seq = 0
-        for chunk in chunks:
-            batch, kinds = self._rows(chunk)
-            if not batch.num_rows:
-                continue
-            numbers = pa.array(range(seq, seq + batch.num_rows), pa.int64())
-            seq += batch.num_rows
-            pending.append(pa.Table.from_batches([batch]).append_column(_KIND, kinds).append_column(_SEQ, numbers))
-            pending_rows += batch.num_rows
-            if pending_rows > max(2 * reduced_rows, CHUNK_RECORDS):
-                pending = [self._reduce(pa.concat_tables(pending))]
-                pending_rows = reduced_rows = pending[0].num_rows
-        if pending:
-            table = self._reduce(pa.concat_tables(pending))
-            # A compacted changelog keeps record order (and its deletes); a table, the live keys.
-            table = table.sort_by(_SEQ) if keep_deletes else table.filter(pc.not_equal(table[_KIND], DELETE))
-            table = table.drop_columns([_KIND, _SEQ])
-            yield from table.combine_chunks().to_batches(max_chunksize=CHUNK_RECORDS)
+        """The last row of each key, by table.py's reducer: within scan.table.memory-budget, spilled to local disk
+        beyond it. Its `offset` is the row's number in record and envelope order (one record may carry several
+        rows), its `key` the key columns' identity, its `value` null for a delete; the rows ride along."""
+        reducer = LatestPerKey(self.spec.table_memory_budget)
+        names = self.layout.arrow_schema.names
+        seq = 0
+        try:
+            for chunk in chunks:
+                batch, kinds = self._rows(chunk)
+                if not batch.num_rows:
+                    continue
+                deleted = pc.equal(kinds, DELETE)
+                columns = [
+                    self._key_identity(batch),
+                    pc.if_else(deleted, pa.scalar(None, pa.binary()), pa.scalar(b"", pa.binary())),
+                    pa.array(range(seq, seq + batch.num_rows), pa.int64()),
+                    *batch.columns,
+                ]
+                reducer.add(pa.Table.from_arrays(columns, names=[KEY, VALUE, OFFSET, *(_ROW + n for n in names)]))
+                seq += batch.num_rows
+            # A compacted changelog keeps its deletes, in record order; a table, the live keys.
+            for table in reducer.results(keep_deletes, CHUNK_RECORDS):
+                rows = [table[_ROW + n].combine_chunks() for n in names]
+                yield pa.RecordBatch.from_arrays(rows, schema=self.layout.arrow_schema)
+        finally:
+            reducer.close()
+        self._log_spill(reducer)
         self._log_skips()
-
-    def _reduce(self, table: pa.Table) -> pa.Table:
-        keys = list(self.layout.key_fields)
-        if self.key_text is not None:
-            table = table.append_column(
-                _KEY, pa.chunked_array([self._key_text(table.combine_chunks().to_batches()[0])])
-            )
-            keys = [_KEY]
-        last = table.group_by(keys, use_threads=False).aggregate([(_SEQ, "max")])
-        table = table.filter(pc.is_in(table[_SEQ], value_set=last[f"{_SEQ}_max"]))
-        return table.drop_columns([_KEY]) if self.key_text is not None else table
 
     # -- one chunk ---------------------------------------------------------------------------------
 
@@ -151,13 +143,8 @@ class ChangeRangeDecoder(RangeDecoder):
 
     def _same_key_as_next(self, rows: pa.RecordBatch) -> pa.BooleanArray:
         n = rows.num_rows
-        if self.key_text is not None:
-            columns = [self._key_text(rows)]
-        else:
-            columns = [rows.column(name) for name in self.layout.key_fields]
-        same = pa.repeat(pa.scalar(True), n - 1)
-        for column in columns:
-            same = pc.and_(same, pc.fill_null(pc.equal(column.slice(0, n - 1), column.slice(1)), False))
+        identity = self._key_identity(rows)
+        same = pc.fill_null(pc.equal(identity.slice(0, n - 1), identity.slice(1)), False)
         return pa.concat_arrays([same, pa.array([True])])
 
     def _upserts(
@@ -199,8 +186,8 @@ class ChangeRangeDecoder(RangeDecoder):
                 columns.append(rows.column(f.name))
         return pa.RecordBatch.from_arrays(columns, schema=layout.arrow_schema)
 
-    def _key_text(self, rows: pa.RecordBatch) -> pa.Array:
-        return pa.array(self.key_text.encode(rows.select(list(self.layout.key_fields))), pa.binary())  # type: ignore[union-attr]
+    def _key_identity(self, rows: pa.RecordBatch) -> pa.Array:
+        return key_identity(rows.select(list(self.layout.key_fields)))
 
     def _option(self, name: str) -> str:
         return f"value.{self.codec.name}.{name}"

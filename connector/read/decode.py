@@ -74,6 +74,10 @@ class RangeDecoder:
                     yield batch
         finally:
             reducer.close()
+        self._log_spill(reducer)
+        self._log_skips()
+
+    def _log_spill(self, reducer: LatestPerKey) -> None:
         if reducer.spilled:
             log.info(
                 "%s: the latest records per key outgrew a quarter of scan.table.memory-budget (%d bytes): %d run(s), "
@@ -83,7 +87,6 @@ class RangeDecoder:
                 reducer.runs,
                 reducer.spilled_bytes,
             )
-        self._log_skips()
 
     def _identify(self, table: pa.Table) -> pa.Table:
         """Decode the keys of byte-reduced rows: their columns (as KEY_COLUMN + name) and identity, which two

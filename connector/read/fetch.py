@@ -51,12 +51,17 @@ class Records:
         )
 
 
-# How each per-record metadata kind is read off a confluent_kafka Message.
+def _headers(m: Any) -> list:
+    return m.headers() or []  # librdkafka's list: the record's order, repeated keys kept
+
+
+# How each per-record metadata kind is read off a confluent_kafka Message. Both header kinds take the list;
+# they differ in their column type (decode.py).
 _META_READERS = {
     "timestamp": lambda m: m.timestamp()[1],
     "timestamp-type": lambda m: _TIMESTAMP_TYPES.get(m.timestamp()[0], "NoTimestampType"),
-    "headers": lambda m: m.headers() or [],
-    "header-list": lambda m: m.headers() or [],  # librdkafka's list: the record's order, repeated keys kept
+    "headers": _headers,
+    "header-list": _headers,
     "leader-epoch": lambda m: m.leader_epoch(),
 }
 

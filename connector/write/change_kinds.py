@@ -20,10 +20,12 @@ Rows = TypeVar("Rows", pa.RecordBatch, pa.Table)
 
 
 def classify(
-    rows: Rows, column: str, where: Callable[[Rows, int], str] | None = None
+    rows: Rows, column: str | None, where: Callable[[Rows, int], str] | None = None
 ) -> tuple[Rows, pa.BooleanArray | pa.ChunkedArray, int]:
-    """(the rows without before-images, which of them are deletes, how many before-images were dropped). An
-    unknown kind is a RecordError; `where(rows, i)` names row i in it."""
+    """(the rows without before-images, which of them are deletes, how many before-images were dropped); with no
+    change column every row is a value. An unknown kind is a RecordError; `where(rows, i)` names row i in it."""
+    if column is None:
+        return rows, pa.repeat(pa.scalar(False), rows.num_rows), 0
     kinds = pc.utf8_lower(rows.column(column))
     unknown = pc.and_(pc.invert(pc.is_in(kinds, pa.array(VALUE_KINDS + DELETE_KINDS + SKIP_KINDS))), pc.is_valid(kinds))
     if pc.any(unknown).as_py():

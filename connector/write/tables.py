@@ -326,7 +326,7 @@ class _Router:
                 yield routed
 
     def _batch(self, batch: pa.RecordBatch) -> pa.RecordBatch | None:
-        batch, deletes = self._classify(batch)
+        batch, deletes, _ = classify(batch, self.spec.changelog)  # pre-images dropped, as the ordinary write does
         if batch.num_rows == 0:
             return None
         ids = batch.column(self.spec.column)
@@ -353,13 +353,6 @@ class _Router:
             ],
             names=[KEY, VALUE, TOPIC, HEADERS],
         )
-
-    def _classify(self, batch: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.BooleanArray]:
-        """Pre-images dropped (the post-image follows), deletes marked; the kinds as the ordinary write reads them."""
-        if self.spec.changelog is None:
-            return batch, pa.array([False] * batch.num_rows)
-        batch, deletes, _ = classify(batch, self.spec.changelog)
-        return batch, deletes
 
     def _check_ids(self, batch: pa.RecordBatch, ids: pa.Array) -> None:
         known = pc.is_in(ids, value_set=pa.array(list(self.by_id), pa.string()))

@@ -176,10 +176,8 @@ class RecordWriter:
 
     def _classify(self, batch: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.BooleanArray]:
         """Drop pre-images; return the rows to write and which of them are deletes."""
-        column = self.layout.changelog_column
-        if column is None:
-            return batch, pa.nulls(batch.num_rows, pa.bool_()).fill_null(False)
-        rows, deletes, skipped = classify(batch, column, lambda b, row: f"the row with key {self._key_text(b, row)}")
+        where = lambda b, row: f"the row with key {self._key_text(b, row)}"  # noqa: E731
+        rows, deletes, skipped = classify(batch, self.layout.changelog_column, where)
         self.skipped += skipped
         return rows, deletes
 

@@ -347,8 +347,9 @@ def test_overwrite_with_an_envelope_format_is_refused(spark, options, new_topic)
         )
 
 
-def test_a_key_arrow_cannot_group_is_compared_as_its_json_text():
-    """Table mode and key changes with a STRUCT key (decoded without Spark or Kafka)."""
+def test_a_struct_key_is_one_key_in_table_mode_and_in_key_changes():
+    """Table mode and key changes with a STRUCT key, which Arrow cannot sort or group: compared by its identity
+    (decoded without Spark or Kafka)."""
     key = StructType([StructField("region", StringType()), StructField("n", IntegerType())])
     table = StructType([StructField("k", key), StructField("v", StringType())])
     options = {"topic": "t", "properties.bootstrap.servers": "127.0.0.1:9", "key.fields": "k"}

@@ -1,6 +1,6 @@
-"""Table mode (and a compacted changelog, and overwrite's scan of the live keys) in bounded memory: the latest
-record per key is kept in Arrow within scan.table.memory-budget and spilled to local disk beyond it
-(read/table.py). A read over a tiny budget must spill, and give what the same read with the default budget
+"""Table mode (and a compacted changelog, and overwrite's scan of the live keys; change envelopes too) in bounded
+memory: the latest record per key is kept in Arrow within scan.table.memory-budget and spilled to local disk
+beyond it (read/table.py). A read over a tiny budget must spill, and give what the same read with the default budget
 and the latest-per-key computed here give."""
 
 from __future__ import annotations
@@ -134,6 +134,39 @@ def test_compact_changelog_over_its_budget_keeps_offset_order(spark, new_topic, 
     assert rows == expected
     assert rows_of(spark, small, CHANGES) == expected
     assert rows_of(spark, options(topic, {"read.mode": "changelog", "changelog.compact": "true"}), CHANGES) == expected
+
+
+def _as_maxwell(history: list[tuple[bytes, bytes | None]]) -> list[tuple[bytes, bytes]]:
+    """The history as Maxwell's change envelopes: a delete names the deleted row, any other record inserts."""
+    out = []
+    for key, value in history:
+        row = orjson.loads(value) if value is not None else {**orjson.loads(key), "name": "gone"}
+        out.append((b"shop/customers", orjson.dumps({"type": "delete" if value is None else "insert", "data": row})))
+    return out
+
+
+def test_change_envelope_table_and_compacted_reads_over_their_budget_spill_and_keep_the_latest_row_per_key(
+    spark, new_topic, options, bootstrap, caplog
+):
+    topic = new_topic()
+    history = _history(keys=2500, rounds=6, seed=5)
+    produce(bootstrap, topic, _as_maxwell(history))
+    latest = sorted((offset, k, name) for k, (offset, name) in _latest(history).items())
+    live = sorted((k, name) for _, k, name in latest if name is not None)
+    compacted = [(k, name, "delete" if name is None else "upsert") for _, k, name in latest]
+    maxwell = {"value.format": "maxwell-json", "scan.table.memory-budget": TINY}
+    table_read = options(topic, {**maxwell, "read.mode": "table"})
+    compact_read = options(topic, {**maxwell, "read.mode": "changelog", "changelog.compact": "true"})
+
+    rows, runs = _read_in_process(table_read, SCHEMA, caplog)
+    assert runs >= 2, "the reduction spilled, more than once"
+    assert sorted(rows) == live
+    assert sorted(rows_of(spark, table_read, SCHEMA)) == live
+
+    rows, runs = _read_in_process(compact_read, CHANGES, caplog)
+    assert runs >= 2
+    assert rows == compacted, "the latest row per key, deletes kept, in record order"
+    assert rows_of(spark, {**compact_read, "scan.table.memory-budget": "256 mb"}, CHANGES) == compacted
 
 
 def test_overwrite_finds_the_live_keys_partition_by_partition_over_its_budget(
