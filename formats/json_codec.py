@@ -14,7 +14,6 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
@@ -40,6 +39,7 @@ from .json_values import (
     arrow_to_json,
     datetime_out_of_range,
     has_datetime,
+    json_bytes,
     json_loads_for,
     json_reason,
     json_to_arrow,
@@ -230,7 +230,7 @@ class JsonEncoder(Encoder):
             if encoded is not None:
                 return encoded
         columns = [json_values(column, convert) for column, convert in zip(batch.columns, self.converters)]
-        names, dumps = self.names, orjson.dumps
+        names, dumps = self.names, json_bytes
         rows = zip(*columns) if columns else [()] * batch.num_rows  # no columns: `{}` per row
         if self.codec.ignore_null_fields:
             payloads = [dumps({n: v for n, v in zip(names, row) if v is not None}) for row in rows]

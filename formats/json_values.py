@@ -35,6 +35,14 @@ _INT_RANGES = {
 }
 
 
+def json_bytes(value: Any) -> bytes:
+    """orjson.dumps, copied to its own size. Since orjson 3.12 the bytes it returns keep its whole output buffer,
+    about 4 KB even for a short value: a batch held as such outputs takes 4 KB a row, and the page faults make
+    it slower to build than copying each at once (the json encoder's row path, 10,000 nested rows: 32-42 MB
+    and 3.0-3.9 us a row before, 3 MB and 1.5 us a row copied)."""
+    return bytes(memoryview(orjson.dumps(value)))
+
+
 def json_reason(e: BaseException) -> str:
     if isinstance(e, RecursionError):
         return "the JSON is nested too deeply"

@@ -23,6 +23,7 @@ from collections.abc import Callable
 import orjson
 from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType
 from pyspark_upsert_kafka.formats import make_codec
+from pyspark_upsert_kafka.formats.json_values import json_bytes
 from pyspark_upsert_kafka.read.decode import range_decoder
 from pyspark_upsert_kafka.read.fetch import Records
 from pyspark_upsert_kafka.read.offsets import PartitionRange
@@ -53,12 +54,12 @@ def debezium(i: int) -> bytes:
         "file": "mysql-bin.000003", "pos": 1000 + i, "row": 0, "thread": 8, "query": None,
     }  # fmt: skip
     op = "u" if before else "c"
-    return orjson.dumps({"before": before, "after": after, "source": source, "op": op, "ts_ms": after["ts"] + 5})
+    return json_bytes({"before": before, "after": after, "source": source, "op": op, "ts_ms": after["ts"] + 5})
 
 
 def canal(i: int) -> bytes:
     data = {k: str(v) for k, v in row(i).items()}
-    return orjson.dumps(
+    return json_bytes(
         {
             "data": [data],
             "database": "shop",
@@ -78,7 +79,7 @@ def canal(i: int) -> bytes:
 
 
 def maxwell(i: int) -> bytes:
-    return orjson.dumps(
+    return json_bytes(
         {
             "database": "shop",
             "table": "orders",
@@ -108,7 +109,7 @@ def read_step(value_format: str, values: list[bytes]) -> Callable[[], object]:
         "read.mode": "changelog",
     }
     spec = parse_read_spec(options, TABLE, streaming=False)
-    keys = [orjson.dumps({"id": i}) for i in range(len(values))]
+    keys = [json_bytes({"id": i}) for i in range(len(values))]
     parts = [
         Records(keys[i : i + CHUNK], values[i : i + CHUNK], list(range(i, min(i + CHUNK, len(values)))))
         for i in range(0, len(values), CHUNK)
@@ -130,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     n, repeat = args.records, args.repeat
 
     payloads = {
-        "json": [orjson.dumps(row(i)) for i in range(n)],
+        "json": [json_bytes(row(i)) for i in range(n)],
         "debezium-json": [debezium(i) for i in range(n)],
         "canal-json": [canal(i) for i in range(n)],
         "maxwell-json": [maxwell(i) for i in range(n)],
