@@ -58,6 +58,10 @@ def report(results: dict, args: Namespace, out: Path) -> None:
         )
     for tasks, found in _floors(results):
         print(f"python source -> python sink, {tasks}: micro-batch floor {found.get('triggerExecution', 0):,.0f} ms")
+    for what, ours, jvm in _fixed_costs(results):
+        o, j = ours["records"] / ours["median"], jvm["records"] / jvm["median"]  # seconds (median)
+        print(f"a query's fixed cost, {what} of {ours['records']:,} records: ours {o:.2f} s, JVM {j:.2f} s "
+              f"(time ours/JVM {o / j:.2f})")  # fmt: skip
     for budget, mem in _memory(results):
         print(
             f"table mode, {mem['distinct_keys']:,} keys, {budget}: peak Python worker {mem['peak_worker_mb']:,.0f} MB, "
@@ -101,6 +105,13 @@ def _latencies(results: dict) -> list[tuple[int, dict, dict]]:
     return [(r, o, j) for r, o, j in found if o and j]
 
 
+def _fixed_costs(results: dict) -> list[tuple[str, dict, dict]]:
+    """(the query, ours, the JVM's) of the fixed-cost step, when it ran."""
+    found = [(what, f"small {key}: ours json", f"small {key}: JVM kafka + from_json")
+             for what, key in (("batch read", "read"), ("AvailableNow stream", "stream AvailableNow"))]  # fmt: skip
+    return [(what, results[o], results[j]) for what, o, j in found if o in results and j in results]
+
+
 def _floors(results: dict) -> list[tuple[str, dict]]:
     prefix = "latency floor: python source -> python sink, "
     return [(k[len(prefix) :], v) for k, v in results.items() if k.startswith(prefix)]
@@ -132,10 +143,12 @@ def chart(results: dict, path: Path, records: int) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = [p for p in (_throughput_panel, _latency_panel, _memory_panel) if p(results, None, records)]
+    found = ((_throughput_panel, comparisons(results)), (_latency_panel, _latencies(results)),
+             (_memory_panel, _memory(results)))  # fmt: skip
+    panels = [(draw, data) for draw, data in found if data]  # a step not run draws no panel
     fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.8), squeeze=False)
-    for panel, ax in zip(panels, axes[0]):
-        panel(results, ax, records)
+    for (draw, data), ax in zip(panels, axes[0]):
+        draw(ax, data, results, records)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -156,10 +169,7 @@ def _bars(ax, labels: list[str], series: list[tuple[str, str, list[float]]], rat
     ax.legend(fontsize=8)
 
 
-def _throughput_panel(results: dict, ax, records: int) -> bool:
-    rows = comparisons(results)
-    if ax is None or not rows:
-        return bool(rows)
+def _throughput_panel(ax, rows: list[dict], results: dict, records: int) -> None:
     series = [
         ("upsert-kafka (ours)", OURS, [r["ours"] / 1e3 for r in rows]),
         ("Spark JVM kafka", JVM, [(r["jvm"] or 0) / 1e3 for r in rows]),
@@ -169,13 +179,9 @@ def _throughput_panel(results: dict, ax, records: int) -> bool:
     _bars(ax, [r["comparison"] for r in rows], series, ratios)
     ax.set_ylabel("thousand records/s (median)")
     ax.set_title(f"Throughput: {records:,} records, 4 partitions", fontsize=10)
-    return True
 
 
-def _latency_panel(results: dict, ax, records: int) -> bool:
-    found = _latencies(results)
-    if ax is None or not found:
-        return bool(found)
+def _latency_panel(ax, found: list[tuple[int, dict, dict]], results: dict, records: int) -> None:
     labels, ours, jvm, ratios = [], [], [], []
     for rate, o, j in found:
         for q in ("p50", "p99"):
@@ -191,13 +197,9 @@ def _latency_panel(results: dict, ax, records: int) -> bool:
                     xytext=(0, 3), textcoords="offset points")  # fmt: skip
     ax.set_ylabel("ms from produce to the copy's append (median of runs)")
     ax.set_title("Latency: topic -> topic copy, default trigger", fontsize=10)
-    return True
 
 
-def _memory_panel(results: dict, ax, records: int) -> bool:
-    found = _memory(results)
-    if ax is None or not found:
-        return bool(found)
+def _memory_panel(ax, found: list[tuple[str, dict]], results: dict, records: int) -> None:
     live = found[0][1]["largest_partition_live_mb"]
     growth = [m["growth_mb"] for _, m in found]
     ratios = [f"{g / live:.2f}x live" for g in growth]
@@ -208,7 +210,6 @@ def _memory_panel(results: dict, ax, records: int) -> bool:
                 xytext=(0, 3), textcoords="offset points")  # fmt: skip
     ax.set_ylabel("MB over a tiny read's worker")
     ax.set_title(f"Table mode memory: {found[0][1]['distinct_keys']:,} distinct keys", fontsize=10)
-    return True
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,7 +31,8 @@ from integration.kafka import CACHE_DIR, _run
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SPARK_KAFKA_POM = Path(__file__).resolve().parent / "spark-kafka-pom.xml"
-STEPS = ("reads", "avro", "writes", "streaming", "latency", "memory")
+STEPS = ("reads", "avro", "writes", "streaming", "fixed", "latency", "memory")
+SMALL = 1_000  # records of the fixed-cost step
 _PEER_JARS = ("spark-sql-kafka-0-10", "spark-token-provider-kafka-0-10", "kafka-clients", "commons-pool2", "spark-avro")
 
 
@@ -90,6 +91,15 @@ class Bench:
         )
 
     @staticmethod
+    def jvm_json(df):
+        """The JVM peer's rows, as ours: the key's id and the value's fields, each decoded with from_json."""
+        df = df.selectExpr(
+            "from_json(CAST(key AS STRING), 'id BIGINT') AS k",
+            f"from_json(CAST(value AS STRING), '{kb.VALUE_DDL}') AS v",
+        )
+        return df.selectExpr("k.id AS key_id", "v.*")
+
+    @staticmethod
     def noop(df) -> None:
         df.write.format("noop").mode("overwrite").save()
 
@@ -108,15 +118,7 @@ class Bench:
         for mode in ("changelog", "table"):
             df = self.ours(topic, **{"read.mode": mode}).schema(kb.VALUE_DDL + _change_column(mode)).load()
             self.measure(f"read: ours json {mode}", lambda df=df: self.timed(lambda: self.noop(df)))
-        jvm = (
-            self.jvm(topic)
-            .load()
-            .selectExpr(
-                "from_json(CAST(key AS STRING), 'id BIGINT') AS k",
-                f"from_json(CAST(value AS STRING), '{kb.VALUE_DDL}') AS v",
-            )
-        )
-        jvm = jvm.selectExpr("k.id AS key_id", "v.*")
+        jvm = self.jvm_json(self.jvm(topic).load())
         self.measure("read: JVM kafka + from_json", lambda: self.timed(lambda: self.noop(jvm)))
         return topic
 
@@ -181,7 +183,9 @@ class Bench:
         self.measure("write: JVM kafka + to_json", jvm)
         rows.unpersist()
 
-    def streaming(self, topic: str, tmp: Path) -> None:
+    def streaming(self, topic: str, tmp: Path, name: str = "stream AvailableNow", records: int | None = None) -> None:
+        """A Trigger.AvailableNow query reading the topic into noop; both sides decode key and value."""
+
         def ours() -> float:
             stream = self.spark.readStream.format("upsert-kafka").options(
                 topic=topic, **{"properties.bootstrap.servers": self.bootstrap, "key.fields": "id"}
@@ -191,11 +195,21 @@ class Bench:
         def jvm() -> float:
             stream = self.spark.readStream.format("kafka").option("kafka.bootstrap.servers", self.bootstrap)
             stream = stream.option("subscribe", topic).option("startingOffsets", "earliest").load()
-            parsed = stream.selectExpr(f"from_json(CAST(value AS STRING), '{kb.VALUE_DDL}') AS v").select("v.*")
-            return self._available_now(parsed, tmp)
+            return self._available_now(self.jvm_json(stream), tmp)
 
-        self.measure("stream AvailableNow: ours json", ours)
-        self.measure("stream AvailableNow: JVM kafka + from_json", jvm)
+        self.measure(f"{name}: ours json", ours, records)
+        self.measure(f"{name}: JVM kafka + from_json", jvm, records)
+
+    def fixed_costs(self, tmp: Path) -> None:
+        """A query's fixed cost: the same reads of a topic of SMALL records, where planning, starting the query
+        and its Python processes, and the first fetch are nearly all of the time."""
+        topic = self.fresh_topic("small")
+        kb.produce(self.bootstrap, topic, kb.json_records(SMALL))
+        ours = self.ours(topic, **{"read.mode": "changelog"}).schema(kb.VALUE_DDL + ", _change_type STRING").load()
+        jvm = self.jvm_json(self.jvm(topic).load())
+        self.measure("small read: ours json", lambda: self.timed(lambda: self.noop(ours)), SMALL)
+        self.measure("small read: JVM kafka + from_json", lambda: self.timed(lambda: self.noop(jvm)), SMALL)
+        self.streaming(topic, tmp, "small stream AvailableNow", SMALL)
 
     def _available_now(self, df, tmp: Path) -> float:
         checkpoint = tmp / uuid.uuid4().hex
@@ -366,6 +380,8 @@ def main(argv: list[str] | None = None) -> int:
             kb.produce_parallel(bootstrap, topic, args.records)
         if "streaming" in steps:
             bench.streaming(topic, tmp)
+        if "fixed" in steps:
+            bench.fixed_costs(tmp)
         if "latency" in steps:
             for rate in args.rate:
                 bench.latency(tmp, rate, args.latency_seconds)
