@@ -18,9 +18,7 @@ pytest_plugins = ["tests.support.servers", "tests.support.registry_fixtures", "t
 # Property tests: random exploration locally; in CI (CI=true) the same examples on every run, from a fixed
 # seed, with no example database and no timing checks (a shared CI machine is slow at random moments).
 settings.register_profile("dev", deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile(
-    "ci", parent=settings.get_profile("dev"), derandomize=True, database=None, print_blob=True
-)
+settings.register_profile("ci", parent=settings.get_profile("dev"), derandomize=True, database=None, print_blob=True)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 # Spark's Python workers must run this interpreter (the one with the project installed).

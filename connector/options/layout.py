@@ -102,8 +102,7 @@ def _check_format_types(layout: Layout, columns: ColumnOptions) -> None:
             raise SchemaError(
                 f"option '{option}' ({codec.name}): the {codec.name} {role} format holds exactly "
                 f"{'one column' if types.columns == 1 else f'{types.columns} columns'}, got {len(names)} "
-                f"({', '.join(names)}); "
-                + _column_count_hint(role, layout, columns)
+                f"({', '.join(names)}); " + _column_count_hint(role, layout, columns)
             )
         for name in names:
             arrow_type = layout.arrow_schema.field(name).type

@@ -147,8 +147,7 @@ def _parse_buffer(options: Mapping[str, str]) -> BufferSpec | None:
     if rows == 0 and interval == 0:
         return None
     raise OptionError(
-        f"'{_MAX_ROWS}' and '{_INTERVAL}' must be set to be greater than zero together to enable sink buffer "
-        "flushing."
+        f"'{_MAX_ROWS}' and '{_INTERVAL}' must be set to be greater than zero together to enable sink buffer flushing."
     )
 
 

@@ -152,9 +152,7 @@ class RecordWriter:
         keys = pa.concat_arrays(self.keys) if self.keys else None
         topics = pa.concat_arrays(self.key_topics) if self.key_topics else None
         scope = self.identity.scope if self.txn_id is not None else None
-        return WriteResult(
-            self.records, self.tombstones, self.skipped, self.reduced, replayed, scope, keys, topics
-        )
+        return WriteResult(self.records, self.tombstones, self.skipped, self.reduced, replayed, scope, keys, topics)
 
     # -- rows to pending records --------------------------------------------------------------------
 

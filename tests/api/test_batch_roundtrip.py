@@ -74,9 +74,7 @@ def test_schema_option_adds_the_change_column(spark, new_topic, options):
 
 def test_two_encodings_of_one_key_are_one_table_row(spark, new_topic, options, bootstrap):
     topic = new_topic()
-    produce(
-        bootstrap, topic, [(b'{"id":1}', b'{"name":"old","price":1}'), (b'{ "id" : 1 }', b'{"name":"new"}')]
-    )
+    produce(bootstrap, topic, [(b'{"id":1}', b'{"name":"old","price":1}'), (b'{ "id" : 1 }', b'{"name":"new"}')])
 
     assert read_table(spark, options(topic)) == [(1, "new", None)]
 
@@ -88,9 +86,7 @@ def test_records_with_a_null_key_are_skipped(spark, new_topic, options, bootstra
     assert read_table(spark, options(topic)) == [(1, "kept", None)]
 
 
-def test_undecodable_value_fails_naming_topic_partition_offset_and_bytes(
-    spark, new_topic, options, bootstrap
-):
+def test_undecodable_value_fails_naming_topic_partition_offset_and_bytes(spark, new_topic, options, bootstrap):
     topic = new_topic()
     produce(bootstrap, topic, [(b'{"id":1}', b'{"name":"ok"}'), (b'{"id":2}', b'{"name": oops}')])
 

@@ -23,9 +23,7 @@ def test_missing_key_fields_names_the_option(spark, new_topic, options):
 
 
 def test_key_field_not_in_schema_names_the_column_and_suggests_one(spark, new_topic, options):
-    with pytest.raises(
-        Exception, match=r"column 'idd' is not in the schema \(id, name\)\. Did you mean 'id'\?"
-    ):
+    with pytest.raises(Exception, match=r"column 'idd' is not in the schema \(id, name\)\. Did you mean 'id'\?"):
         read(spark, options(new_topic(), {"key.fields": "idd"}))
 
 
@@ -56,9 +54,7 @@ def test_spark_alias_alone_is_accepted(spark, new_topic, options, bootstrap):
 
 
 def test_java_only_client_setting_names_the_librdkafka_equivalent(spark, new_topic, options):
-    opts = options(
-        new_topic(), {"kafka.sasl.jaas.config": "org.apache...PlainLoginModule required password=s3cret;"}
-    )
+    opts = options(new_topic(), {"kafka.sasl.jaas.config": "org.apache...PlainLoginModule required password=s3cret;"})
     with pytest.raises(Exception, match=r"'properties\.sasl\.username' and 'properties\.sasl\.password'") as err:
         read(spark, opts)
     assert "s3cret" not in str(err.value)
@@ -93,9 +89,7 @@ def test_bad_duration_names_the_option(spark, new_topic, options):
 def test_streaming_table_mode_is_rejected(spark, new_topic, options):
     df = spark.readStream.format("upsert-kafka").options(**options(new_topic(), {"read.mode": "table"}))
     with pytest.raises(Exception, match=r"a streaming read is a changelog"):
-        df.schema(SCHEMA + ", _change_type STRING").load().writeStream.format(
-            "noop"
-        ).start().awaitTermination(30)
+        df.schema(SCHEMA + ", _change_type STRING").load().writeStream.format("noop").start().awaitTermination(30)
 
 
 def test_changelog_read_without_change_column_explains_how_to_add_it(spark, new_topic, options):
@@ -144,6 +138,6 @@ def test_save_with_a_path_explains_the_topic_option(spark, new_topic, options):
     opts = options(new_topic())
     topic = opts.pop("topic")
     with pytest.raises(Exception, match=r"not a path: .*\.option\(\"topic\", \"" + topic):
-        spark.createDataFrame([(1, "a")], SCHEMA).write.format("upsert-kafka").options(**opts).mode(
-            "append"
-        ).save(topic)
+        spark.createDataFrame([(1, "a")], SCHEMA).write.format("upsert-kafka").options(**opts).mode("append").save(
+            topic
+        )

@@ -18,9 +18,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_explicit_register_makes_the_format_usable_under_any_case(spark, new_topic, options):
     spark.dataSource.register(UpsertKafkaDataSource)
     opts = options(new_topic())
-    spark.createDataFrame([(1, "a")], "id INT, name STRING").write.format("Upsert-Kafka").options(
-        **opts
-    ).mode("append").save()
+    spark.createDataFrame([(1, "a")], "id INT, name STRING").write.format("Upsert-Kafka").options(**opts).mode(
+        "append"
+    ).save()
     rows = spark.read.format("UPSERT-KAFKA").options(**opts).schema("id INT, name STRING").load().collect()
     assert [tuple(r) for r in rows] == [(1, "a")]
 

@@ -29,9 +29,7 @@ def _total(offset: dict, topic: str) -> int:
 
 
 @pytest.mark.parametrize("more", [{}, {"maxOffsetsPerTrigger": "100"}], ids=["min-only", "with-max"])
-def test_a_micro_batch_waits_for_min_offsets_per_trigger_records(
-    spark, new_topic, options, bootstrap, tmp_path, more
-):
+def test_a_micro_batch_waits_for_min_offsets_per_trigger_records(spark, new_topic, options, bootstrap, tmp_path, more):
     topic = new_topic(partitions=2)
     send(bootstrap, topic, [rec(i, partition=i % 2) for i in range(2)])
     opts = options(topic, {"minOffsetsPerTrigger": "4", "maxTriggerDelay": "1h", **more})

@@ -89,9 +89,7 @@ def test_without_alignment_spark_drops_the_lagging_partitions_rows_as_late(
     assert lagging < 6, f"expected late rows of the lagging partition to be dropped, got {counts}"
 
 
-def test_with_alignment_no_row_is_late_and_every_window_count_is_exact(
-    spark, new_topic, options, bootstrap, tmp_path
-):
+def test_with_alignment_no_row_is_late_and_every_window_count_is_exact(spark, new_topic, options, bootstrap, tmp_path):
     topic = _lagging_pair(new_topic, bootstrap)
     more = {"scan.watermark.alignment.max-drift": "30 s"}
     counts, batches = _window_counts(spark, options, topic, more, str(tmp_path / "cp"))

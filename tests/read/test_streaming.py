@@ -68,9 +68,7 @@ def test_stream_reads_across_micro_batches_and_resumes_after_restart_exactly_onc
     assert stored == json.dumps(parsed)  # key order as we emit it; Spark compares the text
 
 
-def test_changelog_stream_written_back_unchanged_gives_the_same_table(
-    spark, new_topic, options, bootstrap, tmp_path
-):
+def test_changelog_stream_written_back_unchanged_gives_the_same_table(spark, new_topic, options, bootstrap, tmp_path):
     source, target = new_topic(partitions=2), new_topic(partitions=3)
     produce(bootstrap, source, [*records(range(6), "a"), (b'{"id":2}', None), *records(range(4, 5), "z")])
 
@@ -89,15 +87,7 @@ def test_changelog_stream_written_back_unchanged_gives_the_same_table(
     assert query.exception() is None
 
     def table(topic: str) -> list[tuple]:
-        df = (
-            spark.read.format("upsert-kafka")
-            .options(**options(topic))
-            .schema("id INT, name STRING, price DOUBLE")
-        )
+        df = spark.read.format("upsert-kafka").options(**options(topic)).schema("id INT, name STRING, price DOUBLE")
         return sorted(tuple(r) for r in df.load().collect())
 
-    assert (
-        table(target)
-        == table(source)
-        == [(0, "a", 0.0), (1, "a", 0.5), (3, "a", 1.5), (4, "z", 2.0), (5, "a", 2.5)]
-    )
+    assert table(target) == table(source) == [(0, "a", 0.0), (1, "a", 0.5), (3, "a", 1.5), (4, "z", 2.0), (5, "a", 2.5)]

@@ -354,9 +354,7 @@ def test_an_exactly_once_task_whose_input_cannot_be_checked_commits_nothing(spar
     topic = new_topic()
     schema = spark.createDataFrame([], SCHEMA).schema
     plan = plan_write(options(topic, exactly_once(topic)), schema, overwrite=False)
-    batch = pa.RecordBatch.from_pydict(
-        {"id": pa.array([1, 2], pa.int32()), "name": ["a", "b"], "price": [1.0, 2.0]}
-    )
+    batch = pa.RecordBatch.from_pydict({"id": pa.array([1, 2], pa.int32()), "name": ["a", "b"], "price": [1.0, 2.0]})
     with pytest.raises(WriteTaskError, match="cannot tell whether Spark handed this task its whole input"):
         RecordWriter(plan, 0, {}).write(iter([batch]))
 
