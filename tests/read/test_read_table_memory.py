@@ -15,6 +15,7 @@ import pytest
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 from pyspark_upsert_kafka import UpsertKafkaDataSource
 from pyspark_upsert_kafka.errors import OptionError
+from pyspark_upsert_kafka.formats.json_values import json_bytes  # right-sized: the data sets are held in memory
 from pyspark_upsert_kafka.options.values import parse_table_memory_budget
 from pyspark_upsert_kafka.read.fetch import Records
 from pyspark_upsert_kafka.read.spec import parse_read_spec
@@ -44,8 +45,8 @@ def _history(keys: int, rounds: int, seed: int) -> list[tuple[bytes, bytes | Non
     for r in range(rounds):
         for k in rng.sample(range(keys), keys):
             deleted = rng.random() < 0.15
-            value = None if deleted else orjson.dumps({"id": k, "name": f"r{r}-{'x' * rng.randrange(40)}"})
-            out.append((orjson.dumps({"id": k}), value))
+            value = None if deleted else json_bytes({"id": k, "name": f"r{r}-{'x' * rng.randrange(40)}"})
+            out.append((json_bytes({"id": k}), value))
     return out
 
 
@@ -90,8 +91,8 @@ def test_table_read_over_its_budget_spills_and_equals_the_latest_value_per_key(
 
 def test_two_encodings_of_one_key_are_one_key_across_spill_runs(spark, new_topic, options, bootstrap, caplog):
     topic = new_topic()  # one partition: the two encodings of a key hash to different partitions otherwise
-    filler = [(orjson.dumps({"id": i}), orjson.dumps({"id": i, "name": "f"})) for i in range(100, 12_100)]
-    value = lambda i, name: orjson.dumps({"id": i, "name": name})  # noqa: E731
+    filler = [(json_bytes({"id": i}), json_bytes({"id": i, "name": "f"})) for i in range(100, 12_100)]
+    value = lambda i, name: json_bytes({"id": i, "name": name})  # noqa: E731
     produce(
         bootstrap,
         topic,
@@ -141,7 +142,7 @@ def _as_maxwell(history: list[tuple[bytes, bytes | None]]) -> list[tuple[bytes, 
     out = []
     for key, value in history:
         row = orjson.loads(value) if value is not None else {**orjson.loads(key), "name": "gone"}
-        out.append((b"shop/customers", orjson.dumps({"type": "delete" if value is None else "insert", "data": row})))
+        out.append((b"shop/customers", json_bytes({"type": "delete" if value is None else "insert", "data": row})))
     return out
 
 
@@ -180,7 +181,7 @@ def test_overwrite_finds_the_live_keys_partition_by_partition_over_its_budget(
     kept = sorted(random.Random(4).sample(range(6000), 500))  # live and deleted keys alike
     opts = options(topic, {"scan.table.memory-budget": TINY})
     spec = parse_read_spec(opts, _struct(SCHEMA), streaming=False)
-    written = pa.array([orjson.dumps({"id": k}) for k in kept], pa.binary())
+    written = pa.array([json_bytes({"id": k}) for k in kept], pa.binary())
 
     with caplog.at_level(logging.INFO, logger="upsert_kafka"):
         missing = [orjson.loads(k)["id"] for block in missing_keys(spec.kafka, topic, written, 64 << 10) for k in block]
