@@ -13,9 +13,9 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from .options.layout import table_schema
-from .read import pushdown
 from .read.source import UpsertKafkaBatchReader, UpsertKafkaLookupReader, UpsertKafkaStreamReader
 from .read.spec import parse_read_spec
+from .spark_internals import pushdown_enabled
 from .write.sink import UpsertKafkaStreamWriter, UpsertKafkaWriter, plan_write
 
 
@@ -31,7 +31,7 @@ class UpsertKafkaDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         spec = parse_read_spec(self.options, schema, streaming=False)
-        return UpsertKafkaLookupReader(spec) if pushdown.enabled() else UpsertKafkaBatchReader(spec)
+        return UpsertKafkaLookupReader(spec) if pushdown_enabled() else UpsertKafkaBatchReader(spec)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return UpsertKafkaStreamReader(parse_read_spec(self.options, schema, streaming=True))

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from pathlib import Path
-from urllib.parse import urlparse
 
 from confluent_kafka.admin import OffsetSpec
 from pyspark.sql import DataFrame, SparkSession
 
+from . import spark_internals
 from .errors import OptionError
 from .kafka import Brokers
 from .options.common import canonical_options, parse_kafka_spec
@@ -73,26 +72,31 @@ def _fill(position: dict[str, dict[int, int]], parts: Partitions) -> dict[str, d
 def checkpoint_sources(location: str) -> list[dict[str, dict[int, int]]]:
     """The next offset to read per partition of each upsert-kafka source, from the latest offsets file of a
     streaming query's checkpoint (local: a path or a file: URI), as this connector's stream reader wrote them."""
-    if "://" in location and not location.startswith("file:"):
+    path = spark_internals.local_checkpoint(location)
+    if path is None:
         raise OptionError(
             f"lag(): checkpoint '{location}' is not on a local file system, which is all lag() reads; give "
             "group= instead, with option 'properties.group.id' set on the query (it commits its offsets there)"
         )
-    path = Path(urlparse(location).path if location.startswith("file:") else location)
     if not path.is_dir():
         raise OptionError(
             f"lag(): checkpoint '{location}' does not exist: give the checkpointLocation of a streaming query that "
             "reads with upsert-kafka"
         )
-    batches = [p for p in (path / "offsets").glob("[0-9]*") if p.name.isdigit()] if (path / "offsets").is_dir() else []
+    batches = spark_internals.checkpoint_offset_batches(path)
     if not batches:
         raise OptionError(
             f"lag(): checkpoint '{location}' holds no micro-batch offsets (no files in '{path / 'offsets'}'): it is "
             "not a streaming query's checkpointLocation, or the query has not planned a micro-batch yet"
         )
     latest = max(batches, key=lambda p: int(p.name))
-    # Spark's offsets file: a version line, the batch's metadata, then one line per source of the query.
-    ours = [o for o in map(_source_offset, latest.read_text().splitlines()[2:]) if o is not None]
+    lines = spark_internals.checkpoint_source_offsets(latest)
+    if lines is None:  # fail closed: a file of another form is not guessed at
+        raise OptionError(
+            f"lag(): '{latest}' is not in the offset-log form this connector reads (Spark's 'v1'): this Spark writes "
+            "checkpoints lag() does not know; give group= instead"
+        )
+    ours = [o for o in map(_source_offset, lines) if o is not None]
     if not ours:
         raise OptionError(
             f"lag(): checkpoint '{location}' was not written by an upsert-kafka stream reader (no source offset in "
@@ -124,6 +128,8 @@ def _source_offset(line: str) -> dict[str, dict[int, int]] | None:
         value = json.loads(line)
     except ValueError:
         return None  # "-": a source without an offset; another source's own form
-    if not isinstance(value, dict) or not (offsets.PLAN in value or offsets.is_initial(value)):
+    if not isinstance(value, dict) or not (
+        offsets.FORMAT_KEY in value or offsets.PLAN in value or offsets.is_initial(value)
+    ):
         return None  # Spark's JVM Kafka source writes the same topic form, without the reader's plan
     return offsets.from_json(value)[0]

@@ -21,6 +21,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from .errors import OptionError, RecordError
 from .secrets import strip_url_credentials
+from .spark_internals import session_query_id
 from .write.change_kinds import classify
 
 log = logging.getLogger("upsert_kafka")
@@ -77,10 +78,7 @@ def _query_id(batch: DataFrame) -> str:
     """The id of the query running this foreachBatch function: the Delta application transaction's id. Spark
     keeps it across restarts from the same checkpoint, so a replayed batch id is recognised, and a new
     checkpoint (batch ids from 0 again) is a new application."""
-    try:
-        query = batch.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
-    except Exception:  # Spark Connect has no SparkContext
-        query = None
+    query = session_query_id(batch.sparkSession)
     if query is None:  # fail closed: without it a replayed batch cannot be told from a new one
         raise OptionError(
             "the Delta mirror runs as a streaming query's foreachBatch function in a classic Spark session: "

@@ -43,7 +43,8 @@ def bootstrap() -> Iterator[str]:
 @pytest.fixture(scope="session")
 def spark():
     from pyspark.sql import SparkSession
-    from pyspark_upsert_kafka import UpsertKafkaDataSource
+
+    from tests.support.registration import register_source
 
     # local[2,2]: two cores, and a failed task is retried once (as on a cluster), which the exactly-once
     # tests need; plain local[N] never retries.
@@ -58,7 +59,7 @@ def spark():
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
-    session.dataSource.register(UpsertKafkaDataSource)
+    register_source(session)
     yield session
     session.stop()
 

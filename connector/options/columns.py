@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from pyspark.sql.pandas.types import from_arrow_type, to_arrow_type
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -31,6 +30,7 @@ from pyspark.sql.types import (
 
 from ..errors import OptionError, SchemaError, did_you_mean
 from ..formats import ChangelogCodec, Codec, FormatOptionError, codec_class
+from ..spark_internals import from_arrow_type, to_arrow_type
 from .catalog import default_of
 from .common import changelog_column_name
 from .values import require
@@ -264,7 +264,7 @@ def _metadata_field(c: MetadataColumn, fields: dict[str, StructField], schema: S
 def _check_arrow_form(f: StructField) -> None:
     """Spark hands a Python data source its rows as Arrow: a type without an Arrow form cannot pass."""
     try:
-        to_arrow_type(f.dataType, timezone="UTC")
+        to_arrow_type(f.dataType)
     except TypeError:  # pyspark's PySparkTypeError: no Arrow form
         hint = (
             "declare it as STRING"

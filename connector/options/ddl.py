@@ -34,13 +34,13 @@ from pyspark.sql.types import (
     StructType,
     TimestampNTZType,
     TimestampType,
-    TimeType,
     VarcharType,
     VariantType,
     YearMonthIntervalType,
 )
 
 from ..errors import SchemaError, did_you_mean
+from ..spark_internals import TimeType
 
 _SIMPLE: dict[str, type[DataType]] = {
     "boolean": BooleanType,
@@ -202,6 +202,8 @@ class _Parser:
                 self.expect(")")
             if precision > 6:
                 self.fail(f"TIME({precision}): the precision is at most 6")
+            if TimeType is None:
+                self.fail("TIME needs pyspark 4.1 or later (this pyspark has no TimeType)")
             return TimeType(precision)
         if word == "interval":
             return self.interval()

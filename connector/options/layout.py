@@ -14,11 +14,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pyarrow as pa
-from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
 from ..errors import OptionError, SchemaError
 from ..formats import ChangelogCodec, Codec, CodecContext, FormatOptionError, codec_class, make_codec, spark_type_name
+from ..spark_internals import from_arrow_type, to_arrow_schema
 from .catalog import default_of
 from .columns import (
     ColumnOptions,
@@ -45,7 +45,7 @@ class Layout:
     arrow_schema: pa.Schema = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "arrow_schema", to_arrow_schema(self.schema, timezone="UTC"))
+        object.__setattr__(self, "arrow_schema", to_arrow_schema(self.schema))
 
     def arrow_fields(self, names: tuple[str, ...]) -> pa.Schema:
         return pa.schema([self.arrow_schema.field(n) for n in names])

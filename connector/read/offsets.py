@@ -15,6 +15,10 @@ offset is marked ("@initial"), and the end offset of the batch planned from it r
 "@plan" too, as does the end offset of a batch planned from elsewhere than its stored start (past deleted
 records with failOnDataLoss=false, new partitions from offset 0): a batch's range is a function of its
 stored offsets. Records deleted after planning are skipped by clipping the planned slices (clip_starts).
+
+Every offset carries the form's version under "@format" (FORMAT). A checkpoint's offset without one was written
+before versions were recorded, in form 1; one of a later form than this code reads is refused (from_json), never
+guessed at: a newer package may have changed what a key means.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from dataclasses import dataclass, field, replace
 
 from pyspark.sql.datasource import InputPartition
 
-from ..errors import DataLossError
+from ..errors import DataLossError, OptionError
 
 log = logging.getLogger("upsert_kafka")
 
@@ -36,9 +40,11 @@ Offsets = Mapping[str, Mapping[int, int]]
 WATERMARKS = "@watermarks"
 PLAN = "@plan"
 INITIAL = "@initial"
+FORMAT_KEY = "@format"
+FORMAT = 1  # the form of the offsets this code writes and reads (unversioned ones are form 1 too)
 
 
-def _canonical(values: Offsets) -> dict[str, dict[str, int]]:
+def canonical(values: Offsets) -> dict[str, dict[str, int]]:
     return {t: {str(p): int(values[t][p]) for p in sorted(values[t])} for t in sorted(values)}
 
 
@@ -66,7 +72,7 @@ class BatchPlan:
             out["idle"] = {t: sorted(p for tt, p in self.idle if tt == t) for t in topics}
         out["split"] = {k: v for k, v in split.items() if v is not None}
         if self.start is not None:
-            out["start"] = _canonical(self.start)
+            out["start"] = canonical(self.start)
         return out
 
     @classmethod
@@ -81,12 +87,14 @@ def to_json(
     offsets: Offsets, watermarks: Offsets | None = None, plan: BatchPlan | None = None, initial: bool = False
 ) -> dict:
     """The canonical JSON-ready form: equal offsets always give equal `json.dumps` text."""
-    out: dict = {INITIAL: True} if initial else {}
+    out: dict = {FORMAT_KEY: FORMAT}
+    if initial:
+        out[INITIAL] = True
     if plan is not None:
         out[PLAN] = plan.to_json()
     if watermarks:
-        out[WATERMARKS] = _canonical(watermarks)
-    return out | _canonical(offsets)
+        out[WATERMARKS] = canonical(watermarks)
+    return out | canonical(offsets)
 
 
 def is_initial(value: Mapping) -> bool:
@@ -99,7 +107,14 @@ def _parse(part: Mapping) -> dict[str, dict[int, int]]:
 
 
 def from_json(value: Mapping) -> tuple[dict[str, dict[int, int]], dict[str, dict[int, int]]]:
-    """(offsets, watermarks) from what to_json made."""
+    """(offsets, watermarks) from what to_json made (or this connector's earlier, unversioned form)."""
+    form = value.get(FORMAT_KEY, 1)
+    if not isinstance(form, int) or form > FORMAT:
+        raise OptionError(
+            f"the streaming query's checkpoint holds upsert-kafka offsets of form {form!r}, written by a newer "
+            f"pyspark-upsert-kafka than this one (which reads form {FORMAT} and earlier): run the query with the "
+            "package version that wrote the checkpoint or a newer one, or start it from a new checkpoint location"
+        )
     topics = {t: v for t, v in value.items() if not t.startswith("@")}
     return _parse(topics), _parse(value.get(WATERMARKS, {}))
 

@@ -14,7 +14,8 @@ is fetched changes:
   every record before the offset it returns is older) narrow each partition's range, in a changelog read
   only: a table's rows are the latest record per key, which a narrower range would change.
 
-Spark hands a reader `pushFilters` only with `spark.sql.python.filterPushdown.enabled=true`; see `enabled`.
+Spark hands a reader `pushFilters` only with `spark.sql.python.filterPushdown.enabled=true` (pyspark 4.1+); see
+`spark_internals.pushdown_enabled`.
 """
 
 from __future__ import annotations
@@ -22,22 +23,12 @@ from __future__ import annotations
 import datetime
 import itertools
 import logging
-import os
-import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+import pyspark.sql.datasource as ds  # its Filter classes exist from pyspark 4.1 (spark_internals.FILTER_PUSHDOWN)
 from confluent_kafka.admin import OffsetSpec
-from pyspark.sql.datasource import (
-    EqualTo,
-    Filter,
-    GreaterThan,
-    GreaterThanOrEqual,
-    In,
-    LessThan,
-    LessThanOrEqual,
-)
 
 from ..write.partitioners import java_partition
 from .offsets import Offsets
@@ -51,27 +42,6 @@ log = logging.getLogger("upsert_kafka")
 MAX_KEYS = 10_000
 # Key formats whose bytes for a key are a function of the key alone (a registry format's carry a schema id).
 _KEYED_FORMATS = frozenset({"json", "csv", "raw", "avro"})
-
-
-def enabled() -> bool:
-    """Whether this planning call may hand Spark a reader with `pushFilters`.
-
-    Spark fails every read whose reader implements `pushFilters` while `spark.sql.python.filterPushdown.enabled`
-    is false, and the data source is not told that setting. The planning worker that calls `reader()` knows it:
-    Spark runs `data_source_pushdown_filters` only when pushdown is on, and `plan_data_source_read` holds it
-    in its local `enable_pushdown`. Read from the calling frames; anything else (another Spark version): off,
-    which costs only speed.
-    """
-    frame = sys._getframe(1)
-    while frame is not None:
-        # By file: a worker module run as `python -m` is named __main__.
-        worker = os.path.basename(frame.f_code.co_filename)
-        if worker == "data_source_pushdown_filters.py":
-            return True
-        if worker == "plan_data_source_read.py":
-            return frame.f_locals.get("enable_pushdown") is True
-        frame = frame.f_back  # type: ignore[assignment]
-    return False
 
 
 @dataclass
@@ -95,7 +65,7 @@ class Narrowing:
         )
 
 
-def narrowing(spec: ReadSpec, filters: Iterable[Filter]) -> Narrowing:
+def narrowing(spec: ReadSpec, filters: Iterable[ds.Filter]) -> Narrowing:
     """The narrowing the filters give; filters it cannot use are passed over (Spark evaluates them all)."""
     columns = {c.column: c.kind for c in spec.layout.metadata if c.value_key is None}
     keys = set(spec.layout.key_fields) if _keyed(spec) else set()
@@ -191,31 +161,31 @@ def _keyed(spec: ReadSpec) -> bool:
     return spec.key_partition_pruning and spec.layout.key_codec.name in _KEYED_FORMATS
 
 
-def _values(f: Filter) -> tuple | None:
-    if isinstance(f, EqualTo):
+def _values(f: ds.Filter) -> tuple | None:
+    if isinstance(f, ds.EqualTo):
         return (f.value,)
-    if isinstance(f, In):
+    if isinstance(f, ds.In):
         return tuple(f.value)
     return None
 
 
-def _bounds(bounds: tuple[int | None, int | None], f: Filter) -> tuple[int | None, int | None]:
+def _bounds(bounds: tuple[int | None, int | None], f: ds.Filter) -> tuple[int | None, int | None]:
     """Inclusive integer bounds narrowed by a comparison filter (others leave them)."""
     low, high = bounds
     value = getattr(f, "value", None)
-    if isinstance(f, In) and value and all(isinstance(v, int) for v in value):
+    if isinstance(f, ds.In) and value and all(isinstance(v, int) for v in value):
         return _max(low, min(value)), _min(high, max(value))
     if not isinstance(value, int) or isinstance(value, bool):
         return bounds
-    if isinstance(f, EqualTo):
+    if isinstance(f, ds.EqualTo):
         return _max(low, value), _min(high, value)
-    if isinstance(f, GreaterThan):
+    if isinstance(f, ds.GreaterThan):
         return _max(low, value + 1), high
-    if isinstance(f, GreaterThanOrEqual):
+    if isinstance(f, ds.GreaterThanOrEqual):
         return _max(low, value), high
-    if isinstance(f, LessThan):
+    if isinstance(f, ds.LessThan):
         return low, _min(high, value - 1)
-    if isinstance(f, LessThanOrEqual):
+    if isinstance(f, ds.LessThanOrEqual):
         return low, _min(high, value)
     return bounds
 
@@ -228,12 +198,12 @@ def _min(a: int | None, b: int) -> int:
     return b if a is None else min(a, b)
 
 
-def _timestamp_lower_bound(f: Filter) -> int | None:
+def _timestamp_lower_bound(f: ds.Filter) -> int | None:
     """Epoch ms at or after which every row the filter keeps was written (record timestamps are whole ms)."""
-    if isinstance(f, In):
+    if isinstance(f, ds.In):
         stamps = [_epoch_ms(v) for v in f.value]
         return min(stamps) if stamps and None not in stamps else None  # type: ignore[type-var]
-    if isinstance(f, (EqualTo, GreaterThan, GreaterThanOrEqual)):
+    if isinstance(f, (ds.EqualTo, ds.GreaterThan, ds.GreaterThanOrEqual)):
         return _epoch_ms(f.value)  # `>` a time within a ms still keeps that ms's later microseconds
     return None
 

@@ -13,16 +13,10 @@ import time
 from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, Filter, InputPartition
-from pyspark.sql.streaming.datasource import (
-    ReadAllAvailable,
-    ReadLimit,
-    ReadMaxRows,
-    ReadMinRows,
-    SupportsTriggerAvailableNow,
-)
+from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
 
 from ..errors import UpsertKafkaError
+from ..spark_internals import ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows, SupportsTriggerAvailableNow
 from . import offsets
 from .decode import range_decoder
 from .fetch import fetch_range
@@ -109,7 +103,7 @@ class UpsertKafkaLookupReader(UpsertKafkaBatchReader):
     """The batch reader with filter pushdown: handed to Spark only when pushdown is on (pushdown.enabled).
     Every filter stays with Spark; the reader uses them to read fewer partitions and offsets."""
 
-    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+    def pushFilters(self, filters: list) -> Iterable:  # pyspark.sql.datasource.Filter (4.1+)
         self.narrow = narrowing(self.spec, filters)
         return filters
 
@@ -126,6 +120,8 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self.initial: dict | None = None
         self.latest: dict | None = None  # the log ends latestOffset last looked up, for reportLatestOffset
         self.last_trigger: float | None = None  # when minOffsetsPerTrigger last let a batch go (monotonic s)
+        self.planned_end: dict | None = None  # the end of the last batch Spark planned (the next one's start)
+        self.warned_capped = False
 
     def initialOffset(self) -> dict:
         """The start of batch 0, marked as such. Spark asks again when it runs batch 0 (and when it replays it
@@ -171,7 +167,16 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
     def prepareForTriggerAvailableNow(self) -> None:
         self.available_now = self.planner.latest(self.planner.partitions(refresh=True))
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+    def latestOffset(self, start: dict | None = None, limit: ReadLimit | None = None) -> dict:
+        """The end of the next micro-batch. pyspark 4.2+ hands over the batch's start and Spark's read limit;
+        4.0/4.1 call latestOffset() with neither (spark_internals.ADMISSION_CONTROL): the start is then the end of
+        the last batch Spark planned (`partitions`; after a restart Spark shows the reader the checkpoint's
+        latest offset that way before anything else) or, before any, the initial offset, and the limit is the
+        options' own, so maxOffsetsPerTrigger and minOffsetsPerTrigger hold on every version."""
+        legacy = start is None
+        if legacy:
+            start = self.planned_end if self.planned_end is not None else self.initialOffset()
+            limit = self.getDefaultReadLimit()
         checkpointed, watermarks = offsets.from_json(start)
         initial = offsets.is_initial(start)
         parts = self.planner.partitions()
@@ -186,7 +191,16 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         if self.spec.alignment_max_drift_ms is not None:
             end = self.tracker.align(begin, end, watermarks)
         if isinstance(limit, ReadMaxRows):
-            end = limit_by_backlog(begin, end, limit.max_rows)
+            available, end = end, limit_by_backlog(begin, end, limit.max_rows)
+            if legacy and end != available and not self.warned_capped:
+                self.warned_capped = True
+                log.warning(
+                    "upsert-kafka: this micro-batch stops at maxOffsetsPerTrigger=%d with records left behind it. "
+                    "On this pyspark (before 4.2) Spark runs a Python source under Trigger.AvailableNow or Once as "
+                    "ONE micro-batch, so such a run reads only up to the limit (the next run goes on from there): "
+                    "drop maxOffsetsPerTrigger for AvailableNow runs",
+                    limit.max_rows,
+                )
         if not initial and offsets.to_json(end) == offsets.to_json(checkpointed):
             # Nothing to read: the start as it came, so that neither other options nor the wall clock (both
             # recorded in the plan) make Spark, which compares offsets as text, run an empty micro-batch.
@@ -206,12 +220,13 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
     def reportLatestOffset(self) -> dict | None:
         """The log ends the last latestOffset() looked up (Spark asks right after it): StreamingQueryProgress's
         `sources[].latestOffset`, next to `endOffset`, for the records the query is behind. No broker call."""
-        return None if self.latest is None else offsets.to_json(self.latest)
+        return None if self.latest is None else offsets.canonical(self.latest)  # Spark's Kafka form: not stored
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         """The batch's ranges, from the start and split and watermarked as its end offset's plan says (a replay
         after a restart gets the same tasks and rows even if the options changed or batch 0's initial offset
         moved); by the current options for an end offset from a checkpoint older than recorded plans."""
+        self.planned_end = end
         begin, watermarks = offsets.from_json(start)
         stop, _ = offsets.from_json(end)
         plan = offsets.recorded_plan(end)

@@ -1,24 +1,24 @@
-"""The Spark-facing writers: batch and streaming, both Arrow. The driver plans the write once (options,
-the brokers' answers); each task writes its rows through RecordWriter; the driver then commits (an
-overwrite tombstones the keys the DataFrame lacks) or, after a failure, fences open transactions."""
+"""The Spark-facing writers: batch and streaming, both Arrow (on pyspark 4.0, whose stream writers are handed
+rows, the stream writer turns them into Arrow batches first). The driver plans the write once (options, the
+brokers' answers); each task writes its rows through RecordWriter; the driver then commits (an overwrite
+tombstones the keys the DataFrame lacks) or, after a failure, fences open transactions."""
 
 from __future__ import annotations
 
-import json
+import itertools
 import logging
 import time
 import uuid
 from collections.abc import Callable, Hashable, Iterator
 from functools import partial
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 import pyarrow as pa
 from pyspark import TaskContext
-from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
-from pyspark.sql.types import StructType
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+from pyspark.sql.types import Row, StructType
 
+from .. import spark_internals
 from ..errors import OptionError
 from ..formats import ChangelogCodec
 from ..options.common import canonical_options, parse_topic_selection
@@ -31,9 +31,6 @@ from .task import RecordWriter, WritePlan, WriteResult
 from .transactions import identify
 
 log = logging.getLogger("upsert_kafka")
-
-# Spark's local properties naming the streaming query and micro-batch a task belongs to.
-_LOCAL_PROPERTIES = ("streaming.sql.batchId", "sql.streaming.queryId")
 
 
 def plan_write(
@@ -66,11 +63,11 @@ def plan_write(
     timeout = spec.transaction_timeout_ms if spec.guarantee == EXACTLY_ONCE else 0
     describe = partial(describe_write_target, spec.kafka, spec.topics.names, spec.topics.pattern, timeout)
     target = _TARGETS.get((spec.kafka, spec.topics, timeout), describe) if streaming else describe()
-    plan = WritePlan(spec, target, uuid.uuid4().hex, collect_keys=overwrite)
+    plan = WritePlan(spec, target, uuid.uuid4().hex, collect_keys=overwrite, streaming=streaming)
     if spec.guarantee == EXACTLY_ONCE and (spec.write_id is not None or query_id is not None):
         # A rerun of a named write or a restarted query: abort at once what a crashed run left open.
-        properties = {"sql.streaming.queryId": query_id, "streaming.sql.batchId": "0"}
-        scope = identify(spec, properties, plan.fresh_id).scope
+        batch = spark_internals.MicroBatch(query_id, "0") if query_id is not None else None
+        scope = identify(spec, batch, plan.fresh_id).scope
         if not streaming or (spec.transactional_id_prefix, scope) not in _FENCED:
             fence_scope(spec, target, scope)
             if streaming:
@@ -101,26 +98,24 @@ _TARGETS = _Recent(60.0)
 _FENCED: set[tuple[str | None, str]] = set()
 
 
-def checkpointed_query_id(options: dict) -> str | None:
-    """The streaming query's id from its checkpoint's metadata file, when the checkpoint is on a local file
-    system (Spark hands a stream writer the checkpoint location). Elsewhere None: nothing is fenced at start."""
-    location = options.get("checkpointlocation") or options.get("checkpointLocation")
-    if not location:
-        return None
-    path = urlparse(location).path if location.startswith("file:") else location
-    try:
-        return json.loads(Path(path, "metadata").read_text().splitlines()[0]).get("id")
-    except (OSError, ValueError, IndexError, AttributeError):
-        return None
-
-
 def _write_task(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> WriteResult:
     context = TaskContext.get()
     partition_id = context.partitionId() if context is not None else 0
-    properties = {name: context.getLocalProperty(name) for name in _LOCAL_PROPERTIES} if context else {}
     if plan.spec.tables is not None:  # a multi-table write: table rows -> encoded records (write.tables)
         batches = plan.spec.tables.route(batches)
-    return RecordWriter(plan, partition_id, properties).write(batches)
+    return RecordWriter(plan, partition_id, spark_internals.task_micro_batch()).write(batches)
+
+
+# Rows per Arrow batch when a stream writer is handed rows (pyspark 4.0).
+_ROWS_PER_BATCH = 10_000
+
+
+def rows_as_batches(rows: Iterator[Row], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """pyspark 4.0 hands a stream writer Rows, not Arrow batches: the same batches, built from the rows (Python
+    per row: the price of 4.0, which has no Arrow stream writer)."""
+    while chunk := list(itertools.islice(rows, _ROWS_PER_BATCH)):
+        columns = list(zip(*chunk)) if chunk else []
+        yield pa.RecordBatch.from_arrays([pa.array(c, f.type) for c, f in zip(columns, schema)], schema=schema)
 
 
 def _summary(messages: list[WriterCommitMessage | None]) -> str:
@@ -162,7 +157,7 @@ class UpsertKafkaWriter(DataSourceArrowWriter):
         _abort(self.plan, messages)
 
 
-class UpsertKafkaStreamWriter(DataSourceStreamArrowWriter):
+class UpsertKafkaStreamWriter(spark_internals.StreamWriter):
     """Spark makes one per micro-batch on the driver, in two processes: one is pickled into the batch's tasks
     (the write is planned then), the other commits or aborts the batch (planned only to abort)."""
 
@@ -170,18 +165,24 @@ class UpsertKafkaStreamWriter(DataSourceStreamArrowWriter):
         self._options, self._schema = options, schema
         self._plan: WritePlan | None = None
         self.topics = parse_topic_selection(canonical_options(options))
+        self.arrow_schema = spark_internals.to_arrow_schema(schema)  # of the rows pyspark 4.0 hands write()
 
     @property
     def plan(self) -> WritePlan:
         if self._plan is None:
-            query_id = checkpointed_query_id(self._options)
+            location = self._options.get("checkpointlocation") or self._options.get("checkpointLocation")
+            query_id = spark_internals.checkpoint_query_id(location)
             self._plan = plan_write(self._options, self._schema, overwrite=False, query_id=query_id, streaming=True)
         return self._plan
 
     def __getstate__(self) -> dict:  # tasks get the plan
-        return {"_options": None, "_schema": None, "_plan": self.plan, "topics": self.topics}
+        return {"_options": None, "_schema": None, "_plan": self.plan, "topics": self.topics} | {
+            "arrow_schema": self.arrow_schema
+        }
 
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriteResult:
+    def write(self, iterator: Iterator[pa.RecordBatch] | Iterator[Row]) -> WriteResult:
+        if not spark_internals.STREAM_ARROW_WRITER:
+            iterator = rows_as_batches(iterator, self.arrow_schema)
         return _write_task(self.plan, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:

@@ -21,13 +21,13 @@ from typing import Any
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import BinaryType, MapType, StringType, StructField, StructType
 
 from ..errors import OptionError, RecordError
 from ..formats import Codec, FormatOptionError, make_codec
 from ..options.common import FORMAT_OPTION, canonical_options, changelog_column_name
 from ..options.values import parse_flag
+from ..spark_internals import to_arrow_schema
 from .change_kinds import classify
 
 TABLE_COLUMN = "sink.table-id.column"
@@ -140,7 +140,7 @@ def route_tables(raw: Mapping[str, str], schema: StructType) -> RoutedWrite | No
     key_codec, value_codec = _codecs(options, tuple(sorted(set(topics.values()))))
     add_headers = parse_flag({_name(k): v for k, v in options.items() if k == ADD_HEADERS}, _name(ADD_HEADERS))
     custom = _custom_headers(options.get(CUSTOM_HEADER, ""))
-    arrow_schema = to_arrow_schema(schema, timezone="UTC")
+    arrow_schema = to_arrow_schema(schema)
     routes = []
     for table in keys:
         route = TableRoute(

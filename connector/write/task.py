@@ -20,12 +20,12 @@ from pyspark.sql.datasource import WriterCommitMessage
 
 from ..errors import RecordError, WriteTaskError
 from ..formats import ChangelogEncoder, Encoder
+from ..spark_internals import MicroBatch, task_input_complete
 from .buffer import FlushTimer, Pending, ReducingBuffer
 from .change_kinds import classify
 from .producer import Sender
 from .spec import EXACTLY_ONCE, WriteSpec
 from .target import WriteTarget
-from .task_input import input_complete
 from .transactions import Fingerprint, identify, rows_of, transactional_id
 
 log = logging.getLogger("upsert_kafka")
@@ -39,6 +39,7 @@ class WritePlan:
     target: WriteTarget
     fresh_id: str  # this write's id, unless Spark runs it for a micro-batch (write.transactions)
     collect_keys: bool = False  # overwrite: tasks report every key they were given
+    streaming: bool = False  # a stream write: exactly-once needs the task's micro-batch (write.transactions)
 
 
 @dataclass(frozen=True)
@@ -56,14 +57,14 @@ class WriteResult(WriterCommitMessage):
 class RecordWriter:
     """Writes one Spark task's rows."""
 
-    def __init__(self, plan: WritePlan, partition_id: int, local_properties: dict[str, str | None]) -> None:
+    def __init__(self, plan: WritePlan, partition_id: int, batch: MicroBatch | None) -> None:
         spec, layout = plan.spec, plan.spec.layout
         self.plan, self.spec, self.layout = plan, spec, layout
         self.key_encoder = layout.key_codec.encoder(layout.key_schema)
         self.value_encoder = layout.value_codec.encoder(layout.value_schema)
         self.meta = {c.kind: c.column for c in layout.metadata}
         self.partition_id = partition_id
-        self.identity = identify(spec, local_properties, plan.fresh_id)
+        self.identity = identify(spec, batch, plan.fresh_id, plan.streaming)
         exactly_once = spec.guarantee == EXACTLY_ONCE
         self.txn_id = transactional_id(spec, self.identity.scope, partition_id) if exactly_once else None
         self.fingerprint = Fingerprint()
@@ -119,7 +120,7 @@ class RecordWriter:
         """Commit nothing when Spark cut the input short (a failing step before the writer): the task fails
         anyway, and a commit of part of its rows would, with exactly-once, keep the retry from writing the
         rest."""
-        complete = input_complete()
+        complete = task_input_complete()
         if complete is False:
             raise WriteTaskError(
                 f"the input of this write task to {self.spec.topics.describe()} ended early because the task is "

@@ -20,9 +20,9 @@ others: the attempt fails instead, with an error that says so. The fingerprint i
 rows' encoded keys and change kinds, independent of row order (a shuffle may deliver rows in another order).
 
 Write ids: a micro-batch's is its query id and batch id (Spark sets both as local properties of its tasks,
-also for batch writes inside foreachBatch); a batch write's is its `sink.write-id`, else a fresh id made on
-the driver. The target topics are part of it, so two writes of one micro-batch to different topics do not
-mistake each other's markers.
+also for batch writes inside foreachBatch: spark_internals.task_micro_batch); a batch write's is its
+`sink.write-id`, else a fresh id made on the driver. The target topics are part of it, so two writes of one
+micro-batch to different topics do not mistake each other's markers.
 """
 
 from __future__ import annotations
@@ -36,10 +36,12 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
+from ..errors import WriteTaskError
 from ..kafka import borrow_group_consumer, give_back
 from ..kafka_errors import ClientErrors, call, is_transient, within
 from ..pool import Pooled
-from .spec import WriteSpec
+from ..spark_internals import MicroBatch
+from .spec import EXACTLY_ONCE, WriteSpec
 
 log = logging.getLogger("upsert_kafka")
 
@@ -58,14 +60,25 @@ class WriteIdentity:
     write_id: str  # in the marker of every task that committed
 
 
-def identify(spec: WriteSpec, local_properties: dict[str, str | None], fresh_id: str) -> WriteIdentity:
-    """The write's identity: a named batch write's, else the micro-batch's when there is one, else the job's."""
-    batch, query = local_properties.get("streaming.sql.batchId"), local_properties.get("sql.streaming.queryId")
+def identify(spec: WriteSpec, batch: MicroBatch | None, fresh_id: str, streaming: bool = False) -> WriteIdentity:
+    """The write's identity: a named batch write's, else the micro-batch's when there is one, else the job's.
+
+    A stream write with exactly-once fails closed without its micro-batch (spark_internals.task_micro_batch):
+    a job's fresh id would make a replayed micro-batch look new, and it would be written a second time."""
     target = _digest(spec.topics.describe(), 12)
     if spec.write_id is not None:
         return WriteIdentity(f"w{_digest(spec.write_id, 10)}", f"write {spec.write_id} to {target}")
-    if batch and query:
-        return WriteIdentity(f"q{_digest(query, 10)}", f"query {query} batch {batch} to {target}")
+    if batch is not None:
+        return WriteIdentity(
+            f"q{_digest(batch.query_id, 10)}", f"query {batch.query_id} batch {batch.batch_id} to {target}"
+        )
+    if streaming and spec.guarantee == EXACTLY_ONCE:
+        raise WriteTaskError(
+            f"exactly-once stream write to {spec.topics.describe()}: this pyspark does not tell the task which "
+            "streaming query and micro-batch it runs for (local properties 'sql.streaming.queryId' and "
+            "'streaming.sql.batchId'), without which a replayed micro-batch would be written twice; nothing is "
+            "written. Use a supported pyspark (4.0 to 4.3) or sink.delivery-guarantee 'at-least-once'"
+        )
     return WriteIdentity(f"j{fresh_id[:10]}", f"write {fresh_id} to {target}")
 
 

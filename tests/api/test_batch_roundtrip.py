@@ -7,6 +7,8 @@ import pytest
 
 from tests.support.kafka_io import consume_all, produce
 
+pytestmark = pytest.mark.compat  # runs on every supported pyspark (tests/compat)
+
 SCHEMA = "id INT, name STRING, price DOUBLE"
 CHANGES = SCHEMA + ", _change_type STRING"
 

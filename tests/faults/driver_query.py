@@ -16,10 +16,10 @@ import sys
 from pathlib import Path
 
 from pyspark.sql import SparkSession
-from pyspark_upsert_kafka import UpsertKafkaDataSource
 
 from tests.faults.helpers import CHANGES, guarantee_options
 from tests.faults.hooks import block_first_attempt
+from tests.support.registration import register_source
 
 
 def main(argv: list[str]) -> int:
@@ -34,7 +34,7 @@ def main(argv: list[str]) -> int:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    spark.dataSource.register(UpsertKafkaDataSource)
+    register_source(spark)
     jvm_pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
     pids = Path(config["pids"])
     pids.with_suffix(".tmp").write_text(json.dumps({"python": os.getpid(), "jvm": int(jvm_pid)}))

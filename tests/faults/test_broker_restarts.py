@@ -85,6 +85,7 @@ def test_stream_rides_out_repeated_broker_kills_without_failing_or_losing_record
         assert result.duplicated == 0, result
 
 
+@pytest.mark.compat
 def test_batch_read_completes_across_a_graceful_broker_restart(spark, own_broker, tmp_path):
     servers = own_broker.bootstrap_servers
     topic = create_topic(servers, f"restart-read-{uuid.uuid4().hex[:8]}", 1)
@@ -132,6 +133,7 @@ def test_batch_read_completes_across_a_graceful_broker_restart(spark, own_broker
     assert tuple(outcome["rows"]) == (n, n)
 
 
+@pytest.mark.compat
 def test_batch_write_completes_across_a_graceful_broker_restart(spark, own_broker, tmp_path):
     servers = own_broker.bootstrap_servers
     topic = create_topic(servers, f"restart-write-{uuid.uuid4().hex[:8]}", 2)

@@ -8,7 +8,7 @@ import json
 from datetime import UTC
 
 import pytest
-from pyspark.sql.streaming.datasource import ReadAllAvailable
+from pyspark_upsert_kafka.spark_internals import ReadAllAvailable
 
 from tests.support.kafka_io import add_partition
 from tests.support.read_helpers import (

@@ -283,7 +283,11 @@ def test_bounded_stream_with_processing_time_reads_nothing_past_the_bound(
     # batch 0 read up to the bound: its end offset, with its recorded start (and ranges read together in one
     # task, scan.coalesce.max-records), stays the offset
     start = {two_partitions: {"0": 0, "1": 0}}
-    assert latest == {"@plan": {"split": {"coalesce": 20000}, "start": start}, two_partitions: {"0": 5, "1": 3}}
+    assert latest == {
+        "@format": 1,
+        "@plan": {"split": {"coalesce": 20000}, "start": start},
+        two_partitions: {"0": 5, "1": 3},
+    }
 
 
 def test_stream_starting_past_its_bound_reads_nothing_and_does_not_fail(spark, options, two_partitions, tmp_path):

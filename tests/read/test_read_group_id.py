@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 from confluent_kafka.admin import AdminClient
-from pyspark.sql.types import _parse_datatype_string
 from pyspark_upsert_kafka import OptionError, UpsertKafkaDataSource
 from pyspark_upsert_kafka.pool import POOL
 from pyspark_upsert_kafka.read.source import read_range
+from pyspark_upsert_kafka.spark_internals import parse_schema
 
 from tests.support.read_helpers import CHANGES, rec, send
 
@@ -16,7 +16,7 @@ from tests.support.read_helpers import CHANGES, rec, send
 def _group_ids_of_range_consumers(opts: dict) -> set[str]:
     """Read every range of a batch read in this process; the group ids of the consumers it pooled."""
     POOL.clear()
-    reader = UpsertKafkaDataSource({k.lower(): v for k, v in opts.items()}).reader(_parse_datatype_string(CHANGES))
+    reader = UpsertKafkaDataSource({k.lower(): v for k, v in opts.items()}).reader(parse_schema(CHANGES))
     for partition in reader.partitions():
         for batch in read_range(reader.spec, partition):
             assert batch.num_rows >= 0
@@ -45,4 +45,4 @@ def test_group_id_prefix_and_kafka_group_id_together_are_refused(spark, options)
     with pytest.raises(OptionError, match=r"'groupIdPrefix' and 'properties\.group\.id'"):
         UpsertKafkaDataSource(
             {k.lower(): v for k, v in options("t", {"groupIdPrefix": "a", "kafka.group.id": "b"}).items()}
-        ).reader(_parse_datatype_string(CHANGES))
+        ).reader(parse_schema(CHANGES))

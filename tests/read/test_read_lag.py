@@ -19,6 +19,7 @@ def _rows(df) -> list[tuple]:
     return [tuple(r) for r in df.collect()]
 
 
+@pytest.mark.compat  # pyspark 4.0/4.1 report no latestOffset: lag() is how to see it there
 def test_lag_from_a_checkpoint_is_what_was_produced_after_the_stream_stopped(
     spark, new_topic, options, bootstrap, tmp_path
 ):

@@ -7,8 +7,8 @@ import json
 import logging
 
 import pytest
-from pyspark.sql.types import _parse_datatype_string
 from pyspark_upsert_kafka import UpsertKafkaDataSource
+from pyspark_upsert_kafka.spark_internals import parse_schema
 
 from tests.support.read_helpers import CHANGES, rec, recent_minute, send, stream_reader
 
@@ -42,9 +42,7 @@ def test_a_table_read_starting_late_warns_that_keys_are_missing(spark, new_topic
     topic = new_topic()
     send(bootstrap, topic, [rec(i, ts=recent_minute() + i) for i in range(3)])
     opts = _opts(options, topic, more)
-    reader = UpsertKafkaDataSource({k.lower(): v for k, v in opts.items()}).reader(
-        _parse_datatype_string("id INT, name STRING")
-    )
+    reader = UpsertKafkaDataSource({k.lower(): v for k, v in opts.items()}).reader(parse_schema("id INT, name STRING"))
     with caplog.at_level(logging.WARNING, logger="upsert_kafka"):
         reader.partitions()
     found = _warnings(caplog)
@@ -65,7 +63,7 @@ def test_a_stream_starting_late_warns_once_when_it_first_starts(spark, new_topic
 def test_a_read_from_the_earliest_offset_does_not_warn(spark, new_topic, options, bootstrap, caplog, more):
     topic = new_topic()
     reader = UpsertKafkaDataSource({k.lower(): v for k, v in options(topic, more).items()}).reader(
-        _parse_datatype_string("id INT, name STRING")
+        parse_schema("id INT, name STRING")
     )
     with caplog.at_level(logging.WARNING, logger="upsert_kafka"):
         reader.partitions()

@@ -8,8 +8,8 @@ import json
 import time
 
 import pytest
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
 from pyspark_upsert_kafka import OptionError
+from pyspark_upsert_kafka.spark_internals import ReadAllAvailable, ReadMaxRows, ReadMinRows
 
 from tests.support.read_helpers import (
     Collector,

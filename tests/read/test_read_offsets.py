@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from pyspark.sql.streaming.datasource import ReadAllAvailable
+from pyspark_upsert_kafka.spark_internals import ReadAllAvailable
 
 from tests.support.kafka_io import add_partition
 from tests.support.read_helpers import (

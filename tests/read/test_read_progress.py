@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+from pyspark_upsert_kafka.spark_internals import ReadAllAvailable, ReadMaxRows
 
 from tests.support.read_helpers import (
     Collector,

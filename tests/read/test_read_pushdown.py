@@ -8,14 +8,14 @@ import datetime
 import json
 
 import orjson
+import pyspark.sql.datasource as ds  # its Filter classes are pyspark 4.1+ (this module runs on the newest only)
 import pytest
 from confluent_kafka import Producer
-from pyspark.sql.datasource import EqualTo, GreaterThan, GreaterThanOrEqual, In, LessThan
-from pyspark.sql.types import _parse_datatype_string
 from pyspark_upsert_kafka import UpsertKafkaDataSource
 from pyspark_upsert_kafka.read.offsets import PartitionRange
 from pyspark_upsert_kafka.read.source import UpsertKafkaBatchReader, UpsertKafkaLookupReader
 from pyspark_upsert_kafka.read.spec import parse_read_spec
+from pyspark_upsert_kafka.spark_internals import parse_schema
 from pyspark_upsert_kafka.write.partitioners import java_partition
 
 from tests.support.kafka_io import consume_all
@@ -64,7 +64,7 @@ def _both_ways(spark, df_of) -> tuple[list[tuple], int, list[tuple], int]:
 
 def _planned(options: dict, schema: str, filters: list) -> list[PartitionRange]:
     """The ranges the pushdown reader plans for `filters`, as Spark's planning worker would get them."""
-    spec = parse_read_spec({k.lower(): v for k, v in options.items()}, _parse_datatype_string(schema), False)
+    spec = parse_read_spec({k.lower(): v for k, v in options.items()}, parse_schema(schema), False)
     reader = UpsertKafkaLookupReader(spec)
     assert list(reader.pushFilters(filters)) == filters  # every filter stays with Spark
     return [r for r in reader.partitions() if isinstance(r, PartitionRange)]
@@ -123,12 +123,12 @@ def test_a_changelog_key_lookup_keeps_every_change_of_the_key(spark, options, ke
 def test_keys_filtered_otherwise_or_partly_read_every_partition(options, keyed_topic):
     every = set(range(PARTITIONS))
     for filters in (
-        [GreaterThan(("id",), 90)],  # not a look-up
-        [In(("name",), ("a",))],  # not a key column
+        [ds.GreaterThan(("id",), 90)],  # not a look-up
+        [ds.In(("name",), ("a",))],  # not a key column
     ):
         assert {r.partition for r in _planned(options(keyed_topic), TABLE, filters)} == every
     off = options(keyed_topic, {"scan.filter.key-partitions": "false"})
-    assert {r.partition for r in _planned(off, TABLE, [EqualTo(("id",), 42)])} == every
+    assert {r.partition for r in _planned(off, TABLE, [ds.EqualTo(("id",), 42)])} == every
 
 
 def test_a_composite_key_narrows_only_when_every_key_column_is_looked_up(new_topic, bootstrap, options):
@@ -141,9 +141,9 @@ def test_a_composite_key_narrows_only_when_every_key_column_is_looked_up(new_top
     )
     opts = options(topic, {"key.fields": "id;region"})
     schema = "id INT, region STRING, name STRING"
-    whole = _planned(opts, schema, [EqualTo(("id",), 5), EqualTo(("region",), "eu")])
+    whole = _planned(opts, schema, [ds.EqualTo(("id",), 5), ds.EqualTo(("region",), "eu")])
     assert [r.partition for r in whole] == [java_partition(key(5), PARTITIONS)]
-    assert len(_planned(opts, schema, [EqualTo(("id",), 5)])) == PARTITIONS
+    assert len(_planned(opts, schema, [ds.EqualTo(("id",), 5)])) == PARTITIONS
 
 
 def test_a_key_lookup_of_assigned_partitions_hashes_over_the_whole_topic(options, keyed_topic):
@@ -152,9 +152,9 @@ def test_a_key_lookup_of_assigned_partitions_hashes_over_the_whole_topic(options
     other = (home + 1) % PARTITIONS
     unnamed = {k: v for k, v in options(keyed_topic).items() if k != "topic"}  # `assign` names it instead
     assigned = lambda *ps: unnamed | {"assign": json.dumps({keyed_topic: list(ps)})}  # noqa: E731
-    planned = _planned(assigned(other, home), TABLE, [EqualTo(("id",), 42)])
+    planned = _planned(assigned(other, home), TABLE, [ds.EqualTo(("id",), 42)])
     assert [r.partition for r in planned] == [home]
-    assert _planned(assigned(other), TABLE, [EqualTo(("id",), 42)]) == []
+    assert _planned(assigned(other), TABLE, [ds.EqualTo(("id",), 42)]) == []
 
 
 def test_a_key_lookup_works_with_pushdown_off_and_on(spark, options, keyed_topic, pushdown):
@@ -165,7 +165,7 @@ def test_a_key_lookup_works_with_pushdown_off_and_on(spark, options, keyed_topic
     spark.conf.set(PUSHDOWN, "true")
     assert _rows(load(spark, options(keyed_topic), TABLE).where("id = 1")) == [(1, "b")]
     plain = UpsertKafkaDataSource({k.lower(): v for k, v in options(keyed_topic).items()})
-    assert type(plain.reader(_parse_datatype_string(TABLE))) is UpsertKafkaBatchReader  # not called by Spark
+    assert type(plain.reader(parse_schema(TABLE))) is UpsertKafkaBatchReader  # not called by Spark
 
 
 # -- metadata filters ------------------------------------------------------------------------------------
@@ -173,7 +173,9 @@ def test_a_key_lookup_works_with_pushdown_off_and_on(spark, options, keyed_topic
 
 def test_partition_and_offset_filters_narrow_a_changelog_read(spark, options, keyed_topic):
     opts = options(keyed_topic, {"read.mode": "changelog"} | META)
-    planned = _planned(opts, CHANGES, [EqualTo(("part",), 3), GreaterThanOrEqual(("pos",), 5), LessThan(("pos",), 9)])
+    planned = _planned(
+        opts, CHANGES, [ds.EqualTo(("part",), 3), ds.GreaterThanOrEqual(("pos",), 5), ds.LessThan(("pos",), 9)]
+    )
     assert [(r.partition, r.start, r.end) for r in planned] == [(3, 5, 9)]
 
     query = lambda: load(spark, opts, CHANGES).where("part = 3 AND pos >= 5 AND pos < 9")  # noqa: E731
@@ -184,14 +186,14 @@ def test_partition_and_offset_filters_narrow_a_changelog_read(spark, options, ke
 def test_offset_filters_do_not_narrow_a_table_read(options, keyed_topic):
     """A table's rows are the latest record per key: a narrower range would bring back overwritten values."""
     opts = options(keyed_topic, {"metadata.columns": "pos=offset"})
-    planned = _planned(opts, "id INT, name STRING, pos BIGINT", [LessThan(("pos",), 3)])
+    planned = _planned(opts, "id INT, name STRING, pos BIGINT", [ds.LessThan(("pos",), 3)])
     assert all(r.start == 0 for r in planned) and len(planned) == PARTITIONS
 
 
 def test_a_timestamp_lower_bound_starts_each_partition_at_its_first_record_from_then(spark, options, keyed_topic):
     opts = options(keyed_topic, {"read.mode": "changelog"} | META)
     since = datetime.datetime.fromtimestamp((T0 + 100) / 1000, datetime.timezone.utc)  # the second writes
-    planned = _planned(opts, CHANGES, [GreaterThanOrEqual(("ts",), since)])
+    planned = _planned(opts, CHANGES, [ds.GreaterThanOrEqual(("ts",), since)])
     assert sum(r.end - r.start for r in planned) == 101  # 100 'b' records and the delete
 
     iso = since.strftime("%Y-%m-%d %H:%M:%S.%f")

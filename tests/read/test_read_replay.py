@@ -12,9 +12,9 @@ import uuid
 import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
-from pyspark.sql.streaming.datasource import ReadAllAvailable
 from pyspark_upsert_kafka.read import offsets
 from pyspark_upsert_kafka.read.offsets import PartitionRange, RangeGroup
+from pyspark_upsert_kafka.spark_internals import ReadAllAvailable
 
 from tests.support.read_helpers import (
     as_checkpointed,
@@ -74,7 +74,7 @@ def test_the_end_offset_records_the_split_canonically(spark, new_topic, options,
     _, end, _ = _plan_batch(stream_reader(spark, opts))
     text = json.dumps(end)
     assert text == json.dumps(_plan_batch(stream_reader(spark, opts))[1]), "equal offsets, equal text"
-    assert list(end) == ["@plan", topic]
+    assert list(end) == ["@format", "@plan", topic]
     # batch 0 also records its start (Spark keeps none for it)
     assert end["@plan"] == {"split": {"max-records": 2, "min-partitions": 5}, "start": {topic: {"0": 0, "1": 0}}}
     assert list(end["@plan"]) == sorted(end["@plan"])

@@ -118,10 +118,10 @@ def recent_minute() -> int:
 def stream_reader(spark, opts: dict, schema: str = CHANGES):
     """The connector's stream reader as Spark's driver builds it: to call initialOffset/latestOffset/partitions
     directly (a new reader for the same options is what a restarted query gets)."""
-    from pyspark.sql.types import _parse_datatype_string
     from pyspark_upsert_kafka import UpsertKafkaDataSource
+    from pyspark_upsert_kafka.spark_internals import parse_schema
 
-    return UpsertKafkaDataSource({k.lower(): v for k, v in opts.items()}).streamReader(_parse_datatype_string(schema))
+    return UpsertKafkaDataSource({k.lower(): v for k, v in opts.items()}).streamReader(parse_schema(schema))
 
 
 def as_checkpointed(offset: dict) -> dict:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import sys
 
 from pyspark.sql import SparkSession
-from pyspark_upsert_kafka import UpsertKafkaDataSource
 
+from tests.support.registration import register_source
 from tests.workers.failure_injection import fail_first_attempt
 
 
@@ -22,7 +22,7 @@ def main(bootstrap: str, topic: str, failures: str, n: int) -> None:
         .config("spark.ui.enabled", "false")
         .getOrCreate()
     )
-    spark.dataSource.register(UpsertKafkaDataSource)
+    register_source(spark)
     rows = spark.range(0, n, 1, numPartitions=2).selectExpr(
         "cast(id as int) as id", "concat('name-', id) as name", "cast(id as double) as price"
     )

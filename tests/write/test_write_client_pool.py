@@ -46,7 +46,7 @@ def rows(ids: range, name: str = "n") -> pa.RecordBatch:
 
 
 def task(write_plan: WritePlan, batch: pa.RecordBatch, partition: int = 0):
-    return RecordWriter(write_plan, partition, {}).write(iter([batch]))
+    return RecordWriter(write_plan, partition, None).write(iter([batch]))
 
 
 def test_write_tasks_in_one_process_share_one_producer(new_topic, options, bootstrap):

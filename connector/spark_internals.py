@@ -1,0 +1,252 @@
+"""Every PySpark internal the connector relies on, in one place: what differs between pyspark 4.0 and 4.3, and
+what is not part of the public Data Source API at all.
+
+Each probe answers definitely or with None ("unknown"), and every caller treats None as the safe answer: an
+exactly-once write refuses to commit, filter pushdown is off, lag() and start-up fencing find no checkpoint.
+Capabilities come from what the installed pyspark offers (a class, a module, a parameter), never from its
+version string. tests/compat/test_spark_internals.py holds a contract test for every probe; CI runs it on each
+supported pyspark, so the day a release moves what a probe reads, a test fails before a user meets it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import struct
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import pyarrow as pa
+import pyspark
+import pyspark.sql.datasource as _datasource
+import pyspark.sql.types as _types
+from pyspark import TaskContext
+from pyspark.serializers import SpecialLengths
+from pyspark.sql.pandas import types as _arrow_types
+from pyspark.sql.types import DataType, StructType
+
+# ---- Capabilities of the installed pyspark ------------------------------------------------------------------
+
+# pyspark 4.2+: admission control (latestOffset(start, limit), ReadLimit), Trigger.AvailableNow, reportLatestOffset.
+try:
+    from pyspark.sql.streaming.datasource import (
+        ReadAllAvailable,
+        ReadLimit,
+        ReadMaxRows,
+        ReadMinRows,
+        SupportsTriggerAvailableNow,
+    )
+
+    ADMISSION_CONTROL = True
+except ImportError:  # pyspark 4.0/4.1: latestOffset() takes no arguments; the reader limits itself
+
+    class ReadLimit:  # type: ignore[no-redef]
+        """Stand-in for pyspark 4.2's ReadLimit: the reader hands itself its default limit."""
+
+    @dataclass
+    class ReadAllAvailable(ReadLimit):  # type: ignore[no-redef]
+        pass
+
+    @dataclass
+    class ReadMinRows(ReadLimit):  # type: ignore[no-redef]
+        min_rows: int
+
+    @dataclass
+    class ReadMaxRows(ReadLimit):  # type: ignore[no-redef]
+        max_rows: int
+
+    class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
+        """Stand-in: pyspark 4.0/4.1 never call prepareForTriggerAvailableNow (see README, Spark versions)."""
+
+    ADMISSION_CONTROL = False
+
+# pyspark 4.1+: batch filter pushdown (pushFilters and the Filter classes).
+FILTER_PUSHDOWN = hasattr(_datasource, "Filter")
+# pyspark 4.1+: a stream writer handed Arrow batches; 4.0's stream writers get rows.
+STREAM_ARROW_WRITER = hasattr(_datasource, "DataSourceStreamArrowWriter")
+StreamWriter: type = getattr(_datasource, "DataSourceStreamArrowWriter", _datasource.DataSourceStreamWriter)
+# pyspark 4.1+: TIME(p).
+TimeType: type[DataType] | None = getattr(_types, "TimeType", None)
+
+__all__ = [
+    "ADMISSION_CONTROL",
+    "FILTER_PUSHDOWN",
+    "STREAM_ARROW_WRITER",
+    "ReadAllAvailable",
+    "ReadLimit",
+    "ReadMaxRows",
+    "ReadMinRows",
+    "StreamWriter",
+    "SupportsTriggerAvailableNow",
+    "TimeType",
+]
+
+
+# ---- Spark <-> Arrow types (pyspark.sql.pandas.types: not the Data Source API, and its signature moved) -------
+
+# 4.0/4.1 take timestamp_utc (True by default), 4.2+ a timezone: both give timestamps in UTC as asked here.
+_TIMEZONE = "timezone" in inspect.signature(_arrow_types.to_arrow_type).parameters
+
+
+def to_arrow_type(data_type: DataType) -> pa.DataType:
+    """The Arrow type pyspark exchanges a Spark type as, timestamps in UTC."""
+    return _arrow_types.to_arrow_type(data_type, timezone="UTC") if _TIMEZONE else _arrow_types.to_arrow_type(data_type)
+
+
+def to_arrow_schema(schema: StructType) -> pa.Schema:
+    """The Arrow schema pyspark exchanges rows of `schema` as, timestamps in UTC."""
+    if _TIMEZONE:
+        return _arrow_types.to_arrow_schema(schema, timezone="UTC")
+    return _arrow_types.to_arrow_schema(schema)
+
+
+def from_arrow_type(arrow_type: pa.DataType) -> DataType:
+    """The Spark type of an Arrow type; a timestamp without a zone is TIMESTAMP_NTZ (4.3's default, not 4.0's)."""
+    return _arrow_types.from_arrow_type(arrow_type, prefer_timestamp_ntz=True)
+
+
+def parse_schema(ddl: str) -> DataType:
+    """A DDL schema string ("id INT, name STRING") as pyspark parses a reader's `.schema(...)` (private function,
+    needs an active SparkContext)."""
+    return _types._parse_datatype_string(ddl)
+
+
+# ---- A write task's input: did Spark end it, or cut it short? -----------------------------------------------
+
+_END_OF_STREAM = struct.pack("!i", SpecialLengths.END_OF_STREAM)
+_WORKER_FILE = os.path.realpath(os.path.join(os.path.dirname(pyspark.__file__), "worker.py"))
+# The local of worker.py's `main` that holds the task's input socket: `infile` up to 4.2, `input_data_stream` in
+# 4.3 (read from a message receiver).
+_INPUT_STREAM_NAMES = ("input_data_stream", "infile")
+
+
+def task_input_complete() -> bool | None:
+    """After a write task's input iterator is exhausted: True when Spark ended it normally, False when it was cut
+    short (the task is failing), None when this cannot be told.
+
+    When a step before the writer fails, Spark closes the Python writer's input at a batch boundary, and the input
+    then ends exactly like a complete one. Spark's protocol tells the two apart: after a complete input it sends
+    an end-of-stream code on the worker's socket, after a failure nothing. The socket is a local of PySpark's
+    worker.py, found on the stack by the worker's source file (a worker started without the daemon runs that
+    file as `__main__`); the next bytes are peeked, not consumed."""
+    stream = _task_input_stream(sys._getframe(1))
+    if stream is None:
+        return None
+    head = stream.peek(len(_END_OF_STREAM))[: len(_END_OF_STREAM)]
+    return bool(head) and _END_OF_STREAM.startswith(head)
+
+
+def _task_input_stream(frame: Any) -> Any:
+    while frame is not None:
+        if _is_worker_file(frame.f_code.co_filename):
+            for name in _INPUT_STREAM_NAMES:
+                stream = frame.f_locals.get(name)
+                if stream is not None:
+                    return stream if hasattr(stream, "peek") else None
+        frame = frame.f_back
+    return None
+
+
+def _is_worker_file(filename: str) -> bool:
+    return filename == _WORKER_FILE or os.path.realpath(filename) == _WORKER_FILE
+
+
+# ---- Which micro-batch a task runs for ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MicroBatch:
+    query_id: str
+    batch_id: str
+
+
+# Spark's local properties naming the streaming query and micro-batch of a task (also set for batch writes inside
+# foreachBatch).
+_BATCH_ID, _QUERY_ID = "streaming.sql.batchId", "sql.streaming.queryId"
+
+
+def task_micro_batch() -> MicroBatch | None:
+    """The streaming query and micro-batch the running task belongs to; None outside a stream (or if Spark
+    stopped setting the properties)."""
+    context = TaskContext.get()
+    if context is None:
+        return None
+    batch, query = context.getLocalProperty(_BATCH_ID), context.getLocalProperty(_QUERY_ID)
+    return MicroBatch(query, batch) if batch and query else None
+
+
+def session_query_id(spark: Any) -> str | None:
+    """Inside foreachBatch on the driver: the streaming query's id (a local property of the SparkContext);
+    None elsewhere (outside a stream, or over Spark Connect, whose client has no SparkContext)."""
+    try:
+        return spark.sparkContext.getLocalProperty(_QUERY_ID) or None
+    except Exception:  # Spark Connect: no sparkContext
+        return None
+
+
+# ---- Whether pushdown is on for this planning call ----------------------------------------------------------
+
+
+def pushdown_enabled() -> bool:
+    """Whether the planning call that asks for a reader may get one with `pushFilters`.
+
+    Spark fails every read whose reader implements `pushFilters` while `spark.sql.python.filterPushdown.enabled`
+    is false, and the data source is not told that setting. The planning worker knows it: Spark runs
+    `data_source_pushdown_filters` only when pushdown is on, and `plan_data_source_read` holds it in its local
+    `enable_pushdown`. Read from the calling frames; anything else (pyspark 4.0, a moved worker): off, which
+    costs only speed."""
+    if not FILTER_PUSHDOWN:
+        return False
+    frame = sys._getframe(1)
+    while frame is not None:
+        # By file: a worker module run as `python -m` is named __main__.
+        worker = os.path.basename(frame.f_code.co_filename)
+        if worker == "data_source_pushdown_filters.py":
+            return True
+        if worker == "plan_data_source_read.py":
+            return frame.f_locals.get("enable_pushdown") is True
+        frame = frame.f_back
+    return False
+
+
+# ---- A streaming query's checkpoint (Spark's files) ---------------------------------------------------------
+
+
+def local_checkpoint(location: str) -> Path | None:
+    """The checkpoint's folder when it is on a local file system (a path or a file: URI), else None."""
+    if "://" in location and not location.startswith("file:"):
+        return None
+    return Path(urlparse(location).path if location.startswith("file:") else location)
+
+
+def checkpoint_query_id(location: str | None) -> str | None:
+    """The streaming query's id from its checkpoint's `metadata` file (`{"id": ...}` on the first line); None
+    when there is none yet or it is not on a local file system."""
+    path = local_checkpoint(location) if location else None
+    if path is None:
+        return None
+    try:
+        found = json.loads((path / "metadata").read_text().splitlines()[0]).get("id")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+    return found if isinstance(found, str) and found else None
+
+
+def checkpoint_offset_batches(path: Path) -> list[Path]:
+    """The offset log's files, one per planned micro-batch (named by batch id)."""
+    folder = path / "offsets"
+    return [p for p in folder.glob("[0-9]*") if p.name.isdigit()] if folder.is_dir() else []
+
+
+def checkpoint_source_offsets(batch_file: Path) -> list[str] | None:
+    """The source offsets of one offset-log file, one JSON text per source of the query ("-" for a source without
+    one): the file is a version line `v1`, the batch's metadata, then a line per source. None for another
+    version, which this reader does not know."""
+    lines = batch_file.read_text().splitlines()
+    if not lines or lines[0] != "v1":
+        return None
+    return lines[2:]

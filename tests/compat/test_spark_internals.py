@@ -1,0 +1,218 @@
+"""Contract tests of connector/spark_internals.py: each probe of a PySpark internal answers right inside real
+Spark processes of the installed pyspark. CI runs them on every supported pyspark, so a release that moves what a
+probe reads fails here first."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import struct
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from pyspark.sql import functions as F
+from pyspark.sql.datasource import DataSourceStreamWriter
+from pyspark.sql.types import StructField, StructType, TimestampNTZType, TimestampType
+from pyspark_upsert_kafka import spark_internals
+
+from tests.support.read_helpers import finish_available_now, wait_for
+from tests.workers.internals_probe import InternalsProbe
+
+PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
+
+
+@pytest.fixture(scope="module")
+def probe(spark):
+    spark.dataSource.register(InternalsProbe)
+    return spark
+
+
+def _reports(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+# ---- Capabilities: detected from what pyspark offers --------------------------------------------------------
+
+
+def test_capabilities_are_those_the_installed_pyspark_offers():
+    import pyspark.sql.datasource as ds
+    import pyspark.sql.types as types
+
+    assert (
+        importlib.util.find_spec("pyspark.sql.streaming.datasource") is not None
+    ) == spark_internals.ADMISSION_CONTROL
+    assert hasattr(ds, "Filter") == spark_internals.FILTER_PUSHDOWN
+    assert hasattr(ds, "DataSourceStreamArrowWriter") == spark_internals.STREAM_ARROW_WRITER
+    assert spark_internals.TimeType is getattr(types, "TimeType", None)
+    assert issubclass(spark_internals.StreamWriter, DataSourceStreamWriter)
+
+
+def test_without_admission_control_the_streaming_runner_calls_latest_offset_with_no_arguments():
+    """pyspark 4.0/4.1's runner calls `reader.latestOffset()`; 4.2+ picks the call by the method's signature, so
+    the reader's latestOffset(start=None, limit=None) gets the admission-control call there."""
+    import pyspark.sql.streaming.python_streaming_source_runner as runner
+
+    source = Path(runner.__file__).read_text()
+    if spark_internals.ADMISSION_CONTROL:
+        assert "inspect.signature(reader.latestOffset)" in source
+        assert "reader.latestOffset(start_offset_dict, limit_obj)" in source
+    else:
+        assert "offset = reader.latestOffset()" in source
+        assert "inspect.signature" not in source
+
+
+# ---- Spark <-> Arrow types ----------------------------------------------------------------------------------
+
+
+def test_arrow_schema_has_utc_timestamps_and_types_round_trip():
+    schema = StructType([StructField("ts", TimestampType()), StructField("local", TimestampNTZType())])
+    arrow = spark_internals.to_arrow_schema(schema)
+    assert arrow.field("ts").type == pa.timestamp("us", tz="UTC")
+    assert arrow.field("local").type == pa.timestamp("us")
+    assert spark_internals.to_arrow_type(TimestampType()) == pa.timestamp("us", tz="UTC")
+    assert spark_internals.from_arrow_type(pa.timestamp("us", tz="UTC")) == TimestampType()
+    assert spark_internals.from_arrow_type(pa.timestamp("us")) == TimestampNTZType()
+
+
+def test_schema_strings_parse_as_a_readers_schema_does(spark):
+    parsed = spark_internals.parse_schema("id INT, name STRING")
+    assert parsed == spark.createDataFrame([], "id INT, name STRING").schema
+
+
+# ---- A write task's input, and its micro-batch (a real cut-short input: tests/write/test_write_exactly_once.py)
+
+
+# PySpark's worker frame and socket stood in for by a function compiled as PySpark's worker file, holding the
+# socket under the local name pyspark 4.0-4.2 (`infile`) or 4.3 (`input_data_stream`) give it.
+_WORKER_CODE = """
+def process({name}, check):
+    return check()
+"""
+
+
+def _in_worker(stream: io.BufferedReader, name: str, module: str = "pyspark.worker") -> bool | None:
+    worker = {"__name__": module}
+    exec(compile(_WORKER_CODE.format(name=name), spark_internals._WORKER_FILE, "exec"), worker)
+    return worker["process"](stream, spark_internals.task_input_complete)
+
+
+# A worker forked by PySpark's daemon runs the module pyspark.worker; one started without the daemon
+# (spark.python.use.daemon=false) runs the same file as __main__.
+@pytest.mark.parametrize("module", ["pyspark.worker", "__main__"])
+@pytest.mark.parametrize("name", ["infile", "input_data_stream"])
+def test_input_followed_by_sparks_end_of_stream_code_is_complete(module, name):
+    stream = io.BufferedReader(io.BytesIO(struct.pack("!i", -4)))
+    assert _in_worker(stream, name, module) is True
+    assert stream.read() == struct.pack("!i", -4), "the code is left for PySpark's worker to read"
+
+
+@pytest.mark.parametrize("name", ["infile", "input_data_stream"])
+def test_input_ending_at_a_closed_socket_was_cut_short(name):
+    assert _in_worker(io.BufferedReader(io.BytesIO(b"")), name) is False
+
+
+def test_a_socket_under_another_name_is_unknown():
+    assert _in_worker(io.BufferedReader(io.BytesIO(struct.pack("!i", -4))), "renamed_stream") is None
+
+
+def test_the_installed_workers_main_holds_its_input_under_a_name_the_probe_knows():
+    """The real worker.py: the name the probe looks for is where this pyspark keeps the task's input."""
+    source = Path(spark_internals._WORKER_FILE).read_text()
+    assert any(f"load_stream({name})" in source for name in spark_internals._INPUT_STREAM_NAMES)
+
+
+def test_a_batch_write_task_sees_its_complete_input_and_no_micro_batch(probe, tmp_path):
+    out = tmp_path / "reports"
+    probe.range(0, 100, 1, 2).selectExpr("cast(id as int) id").write.format("internals-probe").option(
+        "out", str(out)
+    ).mode("append").save()
+    reports = _reports(out)
+    assert [r["input_complete"] for r in reports] == [True, True]
+    assert sum(r["rows"] for r in reports) == 100
+    assert all(r["micro_batch"] is None for r in reports)
+
+
+def test_a_stream_write_task_knows_its_query_and_micro_batch(probe, tmp_path):
+    out = tmp_path / "reports"
+    query = (
+        probe.readStream.format("rate")
+        .option("rowsPerSecond", 50)
+        .load()
+        .select(F.col("value").cast("int").alias("id"))
+        .writeStream.format("internals-probe")
+        .option("out", str(out))
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(processingTime="100 milliseconds")
+        .start()
+    )
+    try:
+        wait_for(lambda: len({r["commit_batch"] for r in _reports(out)}) >= 2, "two committed micro-batches")
+    finally:
+        query.stop()
+    reports = _reports(out)
+    assert all(r["micro_batch"] == {"query_id": query.id, "batch_id": str(r["commit_batch"])} for r in reports)
+    assert all(r["input_complete"] is True for r in reports)
+    # The same query's id is in its checkpoint, where a restarted stream writer reads it.
+    assert spark_internals.checkpoint_query_id(str(tmp_path / "checkpoint")) == query.id
+    assert spark_internals.checkpoint_query_id("file://" + str(tmp_path / "checkpoint")) == query.id
+    assert spark_internals.checkpoint_query_id(str(tmp_path / "missing")) is None
+    assert spark_internals.checkpoint_query_id("s3a://bucket/checkpoint") is None
+
+
+def test_the_checkpoints_offset_log_holds_a_line_per_source(probe, tmp_path):
+    checkpoint = tmp_path / "checkpoint"
+    query = (
+        probe.readStream.format("rate")
+        .load()
+        .writeStream.format("noop")
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    finish_available_now(query)
+    batches = spark_internals.checkpoint_offset_batches(checkpoint)
+    assert batches, "an offsets file per planned micro-batch"
+    lines = spark_internals.checkpoint_source_offsets(max(batches, key=lambda p: int(p.name)))
+    assert lines is not None and len(lines) == 1
+    assert isinstance(json.loads(lines[0]), (dict, int))  # the rate source's own offset form
+
+
+def test_foreach_batch_sees_its_query_id_on_the_driver(spark, tmp_path):
+    seen: list = []
+    query = (
+        spark.readStream.format("rate")
+        .load()
+        .writeStream.foreachBatch(lambda df, batch_id: seen.append(spark_internals.session_query_id(df.sparkSession)))
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    finish_available_now(query)
+    assert seen and set(seen) == {query.id}
+    assert spark_internals.session_query_id(spark) is None, "outside a stream: no query"
+
+
+# ---- Pushdown: whether the planning call may get a reader with pushFilters ----------------------------------
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_pushdown_is_on_exactly_when_spark_will_push_filters(probe, tmp_path, on):
+    out = tmp_path / "reports"
+    previous = probe.conf.get(PUSHDOWN, "false")
+    probe.conf.set(PUSHDOWN, str(on).lower())
+    try:
+        rows = probe.read.format("internals-probe").option("out", str(out)).load().where("id = 1").collect()
+    finally:
+        probe.conf.set(PUSHDOWN, previous)
+    assert rows == [(1,)]
+    answers = {r["pushdown_enabled"] for r in _reports(out)}
+    # pyspark 4.0 has no pushdown: off whatever the setting.
+    assert answers == {on and spark_internals.FILTER_PUSHDOWN}
+
+
+def test_outside_spark_workers_the_probes_answer_unknown():
+    assert spark_internals.task_input_complete() is None
+    assert spark_internals.task_micro_batch() is None
+    assert spark_internals.pushdown_enabled() is False
