@@ -125,7 +125,8 @@ class ChangeRangeDecoder(RangeDecoder):
             if pc.any(orphan).as_py():
                 reason = (
                     "an update without its before image, which changelog-mode 'all' needs (have the source send "
-                    f"it, or set '{self._option('changelog-mode')}' to upsert)"
+                    "it: for Debezium from PostgreSQL, set the table's REPLICA IDENTITY FULL; or set "
+                    f"'{self._option('changelog-mode')}' to upsert)"
                 )
                 faults += [(r, reason) for r in records.filter(orphan).to_pylist()]
         return sorted(dict(reversed(faults)).items())  # the first fault of each record, in record order

@@ -2,7 +2,7 @@
 
 A message is `{"data": [row, ...], "old": [changed fields, ...], "type": "UPDATE", "database": ..., "table":
 ..., "es": ..., "ts": ..., "pkNames": [...], "isDdl": false, "sqlType": {...}, "mysqlType": {...}, ...}`: one
-statement's rows. INSERT gives an insert of each row; UPDATE a pre-image (the row with its `old` fields put
+statement's rows. INSERT (and INIT, Canal's initial snapshot, as Flink reads it) gives an insert of each row; UPDATE a pre-image (the row with its `old` fields put
 back) and a post-image per row; DELETE a delete per row. DDL messages (`isDdl`, and Flink's `CREATE`) carry no
 rows. Canal writes every value as a string ("111", "5.18"): numbers and booleans are read from their text;
 Flink's serializer writes JSON numbers, read too. Written like Flink's serializer: `{"data":[row],
@@ -25,6 +25,7 @@ from .envelope import EnvelopeCodec, EnvelopeDecoder, Envelopes, row_slots, upda
 from .text_values import text_converter, text_fits, text_types
 
 _ROW_TYPES = ("INSERT", "UPDATE", "DELETE")
+_SNAPSHOT = "INIT"  # a row of the initial snapshot: an insert (Flink's reading)
 
 
 class CanalJsonCodec(EnvelopeCodec):
@@ -97,6 +98,7 @@ class CanalDecoder(EnvelopeDecoder):
         n = batch.num_rows
         kind, data, old = batch.column("type"), batch.column("data"), batch.column("old")
         inserted, updated, deleted = (equal_to(kind, t) for t in _ROW_TYPES)
+        inserted = pc.or_(inserted, equal_to(kind, _SNAPSHOT))
         rows = pc.or_(pc.or_(inserted, updated), deleted)
         ddl = pc.or_(pc.fill_null(batch.column("isDdl"), False), equal_to(kind, "CREATE"))
         no_rows = pc.and_(pc.and_(pc.invert(rows), ddl), pc.invert(equal_to(kind, "TRUNCATE")))
@@ -158,12 +160,14 @@ class CanalDecoder(EnvelopeDecoder):
             if not pattern.fullmatch(value):
                 return [], {}
         kind = envelope.get("type")
+        if kind == _SNAPSHOT:
+            kind = "INSERT"
         if kind not in _ROW_TYPES:
             if kind == "TRUNCATE":
                 raise ValueError("a TRUNCATE message empties the whole table: it is not a change of keys")
             if envelope.get("isDdl") is True or kind == "CREATE":
                 return [], {}
-            raise ValueError(f"unknown type {text(kind)}; Canal's row types are INSERT, UPDATE, DELETE")
+            raise ValueError(f"unknown type {text(kind)}; Canal's row types are INSERT, UPDATE, DELETE and INIT")
         data = envelope.get("data")
         if not isinstance(data, list) or None in data:
             raise ValueError(f"a {kind} message needs 'data', an array of rows")

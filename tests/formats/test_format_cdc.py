@@ -148,7 +148,8 @@ def test_full_changelog_fails_on_an_update_without_its_before_image(spark, optio
     topic = new_topic()
     send_file(bootstrap, topic, "debezium_postgres_products_schemas.jsonl")
     more = {"value.debezium-json.schema-include": "true", "value.debezium-json.changelog-mode": "all"}
-    with pytest.raises(Exception, match=r"offset 2 .*update without its before image.*changelog-mode' to upsert"):
+    expected = r"offset 2 .*update without its before image.*REPLICA IDENTITY FULL.*changelog-mode' to upsert"
+    with pytest.raises(Exception, match=expected):
         rows_of(spark, cdc(options, topic, "debezium-json", more), f"{PRODUCTS}, _change_type STRING")
 
 
@@ -232,6 +233,26 @@ def test_canal_database_filter_and_metadata(spark, options, products):
     assert rows[0][6] == {"id": 4, "name": 12, "description": 12, "weight": 7}
     none = cdc(options, products, "canal-json", {"value.canal-json.database.include": "crm"})
     assert rows_of(spark, none, "id INT, _change_type STRING") == []
+
+
+# Metadata `value.sql-type` sends every message of a batch through the per-message path (canal.slow_metadata).
+@pytest.mark.parametrize("path", [{}, {"metadata.columns": "types=value.sql-type"}], ids=["arrow", "per-message"])
+def test_canal_init_snapshot_rows_read_as_inserts_in_every_mode(spark, options, bootstrap, new_topic, path):
+    """Canal's initial snapshot (type INIT) is read as Flink reads it: inserts."""
+    topic = new_topic()
+    messages = [
+        {"data": [{"id": "1", "name": "a"}, {"id": "2", "name": "b"}], "type": "INIT", "database": "d", "table": "t"},
+        {"data": [{"id": "3", "name": None}], "type": "INIT", "database": "d", "table": "t", "isDdl": False},
+        {"data": [{"id": "1", "name": "a2"}], "old": [{"name": "a"}], "type": "UPDATE", "database": "d", "table": "t"},
+    ]
+    send(bootstrap, topic, [(None, orjson.dumps(m), None, None) for m in messages])
+    schema = "id INT, name STRING, _change_type STRING" + (", types MAP<STRING, INT>" if path else "")
+    upserts = [r[:3] for r in rows_of(spark, cdc(options, topic, "canal-json", path), schema)]
+    assert upserts == [(1, "a", "upsert"), (2, "b", "upsert"), (3, None, "upsert"), (1, "a2", "upsert")]
+    every = rows_of(spark, cdc(options, topic, "canal-json", {"value.canal-json.changelog-mode": "all"} | path), schema)
+    assert [r[2] for r in every] == ["insert", "insert", "insert", "update_preimage", "update_postimage"]
+    table = rows_of(spark, cdc(options, topic, "canal-json", mode="table"), "id INT, name STRING")
+    assert sorted(table, key=lambda r: r[0]) == [(1, "a2"), (2, "b"), (3, None)]
 
 
 # -- maxwell-json ----------------------------------------------------------------------------------------
