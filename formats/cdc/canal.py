@@ -1,12 +1,13 @@
 """canal-json: Alibaba Canal's flat messages, as Flink reads and writes them.
 
-A message is `{"data": [row, ...], "old": [changed fields, ...], "type": "UPDATE", "database": ..., "table":
-..., "es": ..., "ts": ..., "pkNames": [...], "isDdl": false, "sqlType": {...}, "mysqlType": {...}, ...}`: one
-statement's rows. INSERT (and INIT, Canal's initial snapshot, as Flink reads it) gives an insert of each row; UPDATE a pre-image (the row with its `old` fields put
-back) and a post-image per row; DELETE a delete per row. DDL messages (`isDdl`, and Flink's `CREATE`) carry no
-rows. Canal writes every value as a string ("111", "5.18"): numbers and booleans are read from their text;
-Flink's serializer writes JSON numbers, read too. Written like Flink's serializer: `{"data":[row],
-"type":"INSERT"}` for an insert or update, `{"data":[row],"type":"DELETE"}` for a delete.
+A message is `{"data": [row, ...], "old": [changed fields, ...], "type": "UPDATE", "database": ..., "table": ...,
+"es": ..., "ts": ..., "pkNames": [...], "isDdl": false, "sqlType": {...}, "mysqlType": {...}, ...}`: one
+statement's rows. INSERT (and INIT, Canal's initial snapshot, as Flink reads it) gives an insert of each row;
+UPDATE a pre-image (the row with its `old` fields put back) and a post-image per row; DELETE a delete per row. DDL
+messages (`isDdl`, and Flink's `CREATE`) carry no rows. Canal writes every value as a string ("111", "5.18"):
+numbers and booleans are read from their text; Flink's serializer writes JSON numbers, read too. Written like
+Flink's serializer: `{"data":[row], "type":"INSERT"}` for an insert or update, `{"data":[row],"type":"DELETE"}` for
+a delete.
 """
 
 from __future__ import annotations
