@@ -29,6 +29,7 @@ from .codec import (
     FormatOptionError,
     batch_from_records,
 )
+from .decimals import rounded_values
 from .schema_registry import RegistryError
 
 
@@ -150,12 +151,14 @@ def records_to_batch(records: list[dict | None], failures: dict[int, str], schem
     try:
         batch = batch_from_records(good, schema)
     except (pa.ArrowException, ValueError, TypeError, OverflowError):
-        # Some value does not fit its column (e.g. an int into TINYINT): find it record by record.
+        # Some value does not fit its column (e.g. an int into TINYINT, a decimal of the writer's larger scale,
+        # which is rounded to the column's): find it record by record.
         fits = []
         for i in kept:
             try:
-                batch_from_records([records[i]], schema)
-                fits.append(records[i])
+                record = {f.name: rounded_values(records[i].get(f.name), f.type) for f in schema}
+                batch_from_records([record], schema)
+                fits.append(record)
             except (pa.ArrowException, ValueError, TypeError, OverflowError) as e:
                 failures[i] = f"a value does not fit the table's column types: {_reason(e)}"
         batch = batch_from_records(fits, schema)

@@ -9,11 +9,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import ClassVar
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 
 class FormatOptionError(ValueError):
@@ -269,26 +267,3 @@ def batch_from_records(records: list[dict], schema: pa.Schema) -> pa.RecordBatch
         return pa.RecordBatch.from_struct_array(pa.array([{}] * len(records), pa.struct([])))
     # The struct's fields carry the schema's names, types and nullability: no cast needed after.
     return pa.RecordBatch.from_struct_array(pa.array(records, type=pa.struct(list(schema))))
-
-
-def decimal_overflow(column: pa.Array) -> pa.Array | None:
-    """Which values of a decimal column have more digits than its precision (Arrow's JSON and CSV readers
-    fill DECIMAL(5,2) with 1000.00 without a word); None when all fit."""
-    t = column.type
-    largest = pa.scalar(Decimal(f"{10**t.precision - 1}E-{t.scale}"), t)  # exact: no context rounding
-    over = pc.fill_null(pc.or_(pc.greater(column, largest), pc.less(column, pc.negate(largest))), False)
-    return over if pc.any(over).as_py() else None
-
-
-def decimals_fit(array: pa.Array) -> bool:
-    """Whether every decimal in `array`, at any depth, fits its type's precision."""
-    t = array.type
-    if pa.types.is_decimal(t):
-        return decimal_overflow(array) is None
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return decimals_fit(array.values)
-    if pa.types.is_map(t):
-        return decimals_fit(array.keys) and decimals_fit(array.items)
-    if pa.types.is_struct(t):
-        return all(decimals_fit(child) for child in array.flatten())
-    return True

@@ -32,7 +32,6 @@ from .codec import (
     Encoder,
     FormatOptionError,
     batch_from_records,
-    decimal_overflow,
     empty_batch,
     option_flag,
 )
@@ -192,9 +191,6 @@ class CsvDecoder(Decoder):
             column = table.column(name).combine_chunks() if table.num_rows else table.column(name)
             if reader is not None:
                 column, bad = reader(column)
-            elif pa.types.is_decimal(column.type):  # Arrow fills DECIMAL(5,2) with 1000.00 without a word
-                over = decimal_overflow(column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column)
-                bad = [] if over is None else [(r, _too_wide(column, r)) for r in pc.indices_nonzero(over).to_pylist()]
             else:
                 bad = []
             for row, reason in bad:
@@ -206,11 +202,6 @@ class CsvDecoder(Decoder):
         if bad_rows:
             batch = batch.filter(pa.array([r not in bad_rows for r in range(batch.num_rows)]))
         return Decoded(batch, tuple(sorted(failures.items())))
-
-
-def _too_wide(column: pa.Array, row: int) -> str:
-    t = column.type
-    return f"{column[row].as_py()} does not fit DECIMAL({t.precision},{t.scale})"
 
 
 def _without_comments(payload: bytes) -> bytes | None:

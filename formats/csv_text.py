@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .codec import CodecContext
+from .decimals import decimals_from_text
 from .java_numbers import decimal_texts, float_texts
 from .json_codec import JsonCodec
 from .json_values import RECORD_ERRORS, arrow_to_json, json_loads_for, json_reason, json_to_arrow, json_values
@@ -39,8 +40,13 @@ def _delimited(t: pa.DataType) -> bool:
 
 
 def native_csv_type(t: pa.DataType) -> pa.DataType:
-    """The type Arrow's CSV reader produces for a column: the column's own, or text for conversion."""
-    return t if _flat(t) and not pa.types.is_binary(t) else pa.string()
+    """The type Arrow's CSV reader produces for a column: the column's own, or text for conversion (decimals too:
+    Arrow refuses a value that needs rounding, which decimals_from_text rounds)."""
+    return t if _native(t) else pa.string()
+
+
+def _native(t: pa.DataType) -> bool:
+    return _flat(t) and not pa.types.is_binary(t) and not pa.types.is_decimal(t)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -203,9 +209,9 @@ def _show(value: object, limit: int = 80) -> str:
 
 def column_reader(t: pa.DataType, delimiter: str, null_text: str | None) -> ColumnReader | None:
     """How to turn the text column Arrow read into `t`; None when Arrow parsed it already."""
-    if _flat(t) and not pa.types.is_binary(t):
+    if _native(t):
         return None
-    if pa.types.is_binary(t):
+    if pa.types.is_binary(t) or pa.types.is_decimal(t):
         return _per_row(lambda text: _parse_flat(text, t))
     if pa.types.is_list(t) and _delimited(t):
         return _per_row(lambda text: _parse_list(text, t, delimiter, null_text))
@@ -251,6 +257,8 @@ def _parse_flat(text: pa.Array, t: pa.DataType) -> pa.Array:
         if not pc.all(pc.or_(ok, pc.is_null(text)), min_count=0).as_py():
             raise ValueError("expected true or false")
         return pc.equal(lowered, "true")
+    if pa.types.is_decimal(t):
+        return decimals_from_text(text, t)
     return pc.cast(text, t)
 
 

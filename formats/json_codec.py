@@ -27,11 +27,11 @@ from .codec import (
     Decoder,
     Encoder,
     FormatOptionError,
-    decimals_fit,
     empty_batch,
     option_choice,
     option_flag,
 )
+from .decimals import decimals_fit
 from .json_values import (
     NANOS,
     RECORD_ERRORS,

@@ -8,7 +8,7 @@ import json
 import re
 from collections.abc import Callable
 from datetime import date, datetime, timezone
-from decimal import Context, Decimal, InvalidOperation
+from decimal import Decimal, InvalidOperation
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .codec import FormatOptionError, batch_from_records
+from .decimals import fit_decimal
 from .java_numbers import decimal_text, float_texts
 
 if TYPE_CHECKING:
@@ -90,7 +91,7 @@ def json_to_arrow(t: pa.DataType) -> Convert:
     if pa.types.is_floating(t):
         return _to_float
     if pa.types.is_decimal(t):
-        return partial(_to_decimal, t=t, quantum=Decimal(1).scaleb(-t.scale))
+        return partial(_to_decimal, t=t)
     if pa.types.is_string(t):
         # Like Flink: a non-string JSON value read into a STRING column keeps its JSON text.
         return lambda v: v if isinstance(v, str) else orjson.dumps(v, default=_exact_number).decode()
@@ -172,29 +173,12 @@ def _to_float(v: Any) -> float:
     return float(v)  # also "NaN" / "Infinity", as Flink writes them
 
 
-def _to_decimal(v: Any, t: pa.Decimal128Type, quantum: Decimal) -> Decimal:
-    """The value exactly, at the column's scale: a value that would need rounding or more digits than the
-    column has is the record's error (Flink would round it, or make it null)."""
+def _to_decimal(v: Any, t: pa.Decimal128Type) -> Decimal:
+    """The value at the column's scale, rounded half-up (decimals.fit_decimal); more integer digits than the
+    column has is the record's error."""
     if isinstance(v, bool) or not isinstance(v, (int, float, str, Decimal)):
         raise TypeError(f"expected a decimal number, got {_show(v)}")
-    d = Decimal(str(v))
-    if not d.is_finite():
-        raise ValueError(f"{_show(v)} is not a finite number")
-    if d and d.adjusted() >= t.precision - t.scale:
-        raise ValueError(
-            f"{_show(v)} does not fit {_sql(t)}: more than {t.precision - t.scale} digit(s) before the point"
-        )
-    exact = d.quantize(quantum, context=_DECIMALS)
-    if exact != d:
-        raise ValueError(f"{_show(v)} does not fit {_sql(t)}: more than {t.scale} digit(s) after the point")
-    return exact
-
-
-_DECIMALS = Context(prec=80)  # wider than any DECIMAL(38, s) quantized: the check above bounds the digits
-
-
-def _sql(t: pa.Decimal128Type) -> str:
-    return f"DECIMAL({t.precision},{t.scale})"
+    return fit_decimal(Decimal(str(v)), t, lambda: _show(v))
 
 
 # Seconds, then a fraction of more than 6 digits that are not all zeros past the sixth.

@@ -30,10 +30,10 @@ from ..codec import (
     CodecContext,
     DecodedChanges,
     FormatOptionError,
-    decimals_fit,
     empty_batch,
     option_choice,
 )
+from ..decimals import decimals_fit
 from ..json_codec import JsonCodec, JsonEncoder, _arrow_readable, read_json_lines
 from ..json_values import (
     RECORD_ERRORS,

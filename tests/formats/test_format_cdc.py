@@ -6,6 +6,7 @@ and the errors that say what to change."""
 from __future__ import annotations
 
 import datetime as dt
+from decimal import Decimal
 from pathlib import Path
 
 import orjson
@@ -253,6 +254,28 @@ def test_canal_init_snapshot_rows_read_as_inserts_in_every_mode(spark, options, 
     assert [r[2] for r in every] == ["insert", "insert", "insert", "update_preimage", "update_postimage"]
     table = rows_of(spark, cdc(options, topic, "canal-json", mode="table"), "id INT, name STRING")
     assert sorted(table, key=lambda r: r[0]) == [(1, "a2"), (2, "b"), (3, None)]
+
+
+def test_envelope_decimals_are_rounded_half_up_to_the_columns_scale_as_flink_reads_them(
+    spark, options, bootstrap, new_topic
+):
+    """Flink's Kafka changelog ITCase reads Debezium's `weight` 3.140000104904175 into DECIMAL(10,3) as 3.140;
+    Canal sends numbers as text ("5.1805"); a value that rounds past the precision still fails the record."""
+    debezium, canal = new_topic(), new_topic()
+    events = [{"before": None, "after": {"id": 1, "weight": w}, "op": "c"} for w in (3.140000104904175, -0.0005)]
+    send(bootstrap, debezium, [(None, orjson.dumps(e), None, None) for e in events])
+    message = {"data": [{"id": "1", "weight": "5.1805"}], "type": "INSERT", "database": "d", "table": "t"}
+    send(bootstrap, canal, [(None, orjson.dumps(message), None, None)])
+    schema = "id INT, weight DECIMAL(10,3), _change_type STRING"
+    assert rows_of(spark, cdc(options, debezium, "debezium-json"), schema) == [
+        (1, Decimal("3.140"), "upsert"),
+        (1, Decimal("-0.001"), "upsert"),
+    ]
+    assert rows_of(spark, cdc(options, canal, "canal-json"), schema) == [(1, Decimal("5.181"), "upsert")]
+    too_wide = {"before": None, "after": {"id": 2, "weight": 9999999.9995}, "op": "c"}
+    send(bootstrap, debezium, [(None, orjson.dumps(too_wide), None, None)])
+    with pytest.raises(Exception, match=r"offset 2 .*does not fit DECIMAL\(10,3\)"):
+        rows_of(spark, cdc(options, debezium, "debezium-json"), schema)
 
 
 # -- maxwell-json ----------------------------------------------------------------------------------------

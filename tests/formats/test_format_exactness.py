@@ -192,10 +192,25 @@ def test_csv_decimal_array_elements_are_written_with_to_string_in_either_setting
         assert round_trip("csv", batch, **options) == batch.column(0).to_pylist()
 
 
-def test_csv_decimal_with_more_fraction_digits_than_its_column_is_a_bad_record():
-    decoded = decode("csv", [b"1.23456", b"1.5"], pa.schema([("c", pa.decimal128(10, 4))]))
-    assert [i for i, _ in decoded.failures] == [0]
-    assert decoded.batch.column(0).to_pylist() == [Decimal("1.5000")]
+def test_csv_decimal_with_more_fraction_digits_than_its_column_is_rounded_half_up_as_flink_reads_it():
+    payloads = [b"1.23456", b"1.23455", b"-1.23455", b"1.5", b"999999.99995", b"1E-5"]
+    decoded = decode("csv", payloads, pa.schema([("c", pa.decimal128(10, 4))]))
+    assert [i for i, _ in decoded.failures] == [4], "999999.99995 rounds to 1000000.0000: too many digits"
+    assert "does not fit DECIMAL(10,4)" in decoded.failures[0][1]
+    expected = ["1.2346", "1.2346", "-1.2346", "1.5000", "0.0000"]
+    assert decoded.batch.column(0).to_pylist() == [Decimal(v) for v in expected]
+
+
+def test_avro_decimals_of_a_larger_writer_scale_are_rounded_half_up_to_the_columns():
+    """An Avro writer's schema may give a decimal more scale than the table's column (avro-confluent reads
+    with the registry's writer schema): its values are rounded as Flink rounds them."""
+    from pyspark_upsert_kafka.formats.avro_codec import records_to_batch
+
+    schema = pa.schema([("d", pa.decimal128(6, 3)), ("ds", pa.list_(pa.decimal128(6, 3)))])
+    records = [{"d": Decimal("3.14050"), "ds": [Decimal("-0.00050")]}, {"d": Decimal("999.99950"), "ds": None}]
+    decoded = records_to_batch(records, {}, schema)
+    assert decoded.batch.to_pylist() == [{"d": Decimal("3.141"), "ds": [Decimal("-0.001")]}]
+    assert [i for i, _ in decoded.failures] == [1] and "does not fit DECIMAL(6,3)" in decoded.failures[0][1]
 
 
 # -- raw: a charset that cannot encode the text -----------------------------------------------------------

@@ -240,7 +240,6 @@ def test_decimals_lose_trailing_zeros_as_in_flinks_json_format_and_read_back_exa
     [
         (b'{"d":12345678901234567890}', "does not fit decimal(5,2)"),
         (b'{"d":1000}', "does not fit decimal(5,2)"),
-        (b'{"d":1.234}', "does not fit decimal(5,2)"),
         (b'{"d":"999.995"}', "does not fit decimal(5,2)"),
         (b'{"d":"NaN"}', "not a finite number"),
         (b'{"d":"Infinity"}', "not a finite number"),
@@ -248,11 +247,26 @@ def test_decimals_lose_trailing_zeros_as_in_flinks_json_format_and_read_back_exa
     ],
 )
 def test_a_decimal_that_does_not_fit_its_column_is_a_bad_record(payload, reason):
+    # 999.995 rounds half-up to 1000.00: more integer digits than DECIMAL(5,2) has.
     schema = pa.schema([("id", pa.int32()), ("d", pa.decimal128(5, 2))])
     decoded = codec().decoder(schema).decode([b'{"id":1,"d":1.5}', payload, b'{"id":2,"d":"-999.99"}'])
     assert decoded.batch.to_pylist() == [{"id": 1, "d": Decimal("1.50")}, {"id": 2, "d": Decimal("-999.99")}]
     assert [i for i, _ in decoded.failures] == [1]
     assert reason in decoded.failures[0][1].lower()
+
+
+def test_a_decimal_with_more_fraction_digits_than_its_column_is_rounded_half_up_as_flink_reads_it():
+    """Flink's json format and Spark's from_json round to the column's scale, half-up (a Debezium FLOAT column
+    arrives as 3.140000104904175); a whole batch of such values and a nested one alike."""
+    schema = pa.schema([("d", pa.decimal128(10, 3)), ("ds", pa.list_(pa.decimal128(5, 2)))])
+    payloads = [b'{"d":3.140000104904175,"ds":[1.005,-1.005]}', b'{"d":"2.0005","ds":[]}', b'{"d":-2.0005}']
+    decoded = codec().decoder(schema).decode(payloads)
+    assert decoded.failures == ()
+    assert decoded.batch.to_pylist() == [
+        {"d": Decimal("3.140"), "ds": [Decimal("1.01"), Decimal("-1.01")]},
+        {"d": Decimal("2.001"), "ds": []},
+        {"d": Decimal("-2.001"), "ds": None},
+    ]
 
 
 @pytest.mark.parametrize("t", [pa.decimal128(30, 2), pa.list_(pa.int32()), pa.string()])
