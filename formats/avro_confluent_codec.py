@@ -100,8 +100,25 @@ class AvroConfluentCodec(Codec):
     def decoder(self, schema: pa.Schema) -> Decoder:
         return ConfluentDecoder(self.registry, schema)
 
+    def writer_schema(self, schema: pa.Schema) -> dict:
+        """The schema records are written with: option `schema`, else the table's. A key's columns are NOT NULL
+        (a primary key's, as Flink declares them): `"long"`, not `["null", "long"]`, so a key subject holds
+        the schema Flink and Confluent's producers register for it (the writer refuses null keys anyway)."""
+        if self.given_schema is not None:
+            return self.given_schema
+        if self.context.role == "key":
+            schema = pa.schema([f.with_nullable(False) for f in schema])
+        return avro_schema(schema, self.record_name, self.record_namespace)
+
+    def check_writable(self, schema: pa.Schema) -> None:
+        writer = self.writer_schema(schema)
+        for subject in self.subjects():
+            refused = self.registry.refusal(subject, writer, register=self.auto_register)
+            if refused is not None:
+                raise FormatOptionError(refused)
+
     def encoder(self, schema: pa.Schema) -> Encoder:
-        writer = self.given_schema or avro_schema(schema, self.record_name, self.record_namespace)
+        writer = self.writer_schema(schema)
         ids = {s: self.registry.schema_id(s, writer, register=self.auto_register) for s in self.subjects()}
         if len(set(ids.values())) > 1:  # a record header holds one id, whichever topic it goes to
             raise FormatOptionError(

@@ -208,6 +208,11 @@ class Codec(ABC):
         when the user gives none; None when the format has no schema of its own."""
         return None
 
+    def check_writable(self, schema: pa.Schema) -> None:  # noqa: B027 (most formats have nothing to check)
+        """Raise FormatOptionError when rows of `schema` cannot be written, without changing anything outside
+        (a write checks the key's and the value's format so before building either encoder, which may
+        register schemas)."""
+
 
 class ChangelogCodec(Codec):
     """A value format whose records are change envelopes (Debezium, Canal, Maxwell): a record may carry

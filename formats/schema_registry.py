@@ -115,6 +115,33 @@ class SchemaRegistry:
                 return int(self._client.register_schema(subject, Schema(text, "AVRO")))
             return int(self._client.lookup_schema(subject, Schema(text, "AVRO")).schema_id)
 
+    def refusal(self, subject: str, schema: Any, register: bool) -> str | None:
+        """Why schema_id(subject, schema, register) would fail on the registry's side, or None: registering,
+        whether the subject's compatibility rule refuses it (a subject without versions accepts any);
+        looking up, whether it is missing. Changes nothing."""
+        from confluent_kafka.schema_registry import Schema
+
+        text = json.dumps(schema)
+        if not register:
+            try:
+                with self._errors(("POST", f"/subjects/{subject}"), subject, SchemaNotUsable):
+                    self._client.lookup_schema(subject, Schema(text, "AVRO"))
+            except SchemaNotUsable as e:
+                return str(e)
+            return None
+        where = ("POST", f"/compatibility/subjects/{subject}/versions/latest")
+        try:
+            with self._errors(where, subject, SchemaNotUsable):
+                compatible = self._client.test_compatibility(subject, Schema(text, "AVRO"))
+        except SchemaNotUsable:  # no version yet: nothing to be compatible with
+            return None
+        if compatible:
+            return None
+        return (
+            f"the schema registry refuses the table's schema under subject '{subject}': it is not compatible with "
+            "the subject's latest version under the subject's compatibility rule"
+        )
+
     def schema(self, schema_id: int) -> Any:
         """The schema with this id (what a record's header names), its references inlined."""
         with self._errors(("GET", f"/schemas/ids/{schema_id}"), missing=SchemaNotUsable):

@@ -130,11 +130,16 @@ def _column_count_hint(role: str, layout: Layout, columns: ColumnOptions) -> str
 
 def check_codecs(layout: Layout, writing: bool) -> None:
     """Build the encoders (writes) or decoders (reads) once on the driver, so that a column or format option the
-    codec refuses fails before any task (each task builds its own)."""
-    for role, codec, schema in (
-        ("key", layout.key_codec, layout.key_schema),
-        ("value", layout.value_codec, layout.value_schema),
-    ):
+    codec refuses fails before any task (each task builds its own). A write checks both formats first: building an
+    encoder may register a schema, which a refused value schema must not leave behind for the key."""
+    roles = (("key", layout.key_codec, layout.key_schema), ("value", layout.value_codec, layout.value_schema))
+    if writing:
+        for role, codec, schema in roles:
+            try:
+                codec.check_writable(schema)
+            except FormatOptionError as e:
+                raise OptionError(f"option '{role}.format' ({codec.name}): {e}") from None
+    for role, codec, schema in roles:
         try:
             if writing:
                 codec.encoder(schema)

@@ -366,3 +366,55 @@ def test_a_writer_schema_with_references_to_other_subjects_is_read(registry_url)
         {"id": 1, "home": {"city": "Bern"}, "work": {"city": "Basel"}},
         {"id": 2, "home": {"city": "Chur"}, "work": None},
     ]
+
+
+# -- keys as Flink writes them, and a refused write that registers nothing ----------------------------------
+
+# The key schema Flink's avro-confluent registers for `id INT` declared PRIMARY KEY (so NOT NULL).
+FLINK_KEY = {
+    "type": "record",
+    "name": "record",
+    "namespace": "org.apache.flink.avro.generated",
+    "fields": [{"name": "id", "type": "int"}],
+}
+
+
+def test_a_key_subject_gets_the_schema_flink_registers_for_a_primary_key(
+    spark, new_topic, options, bootstrap, registry_url
+):
+    topic = new_topic()
+    client = confluent_client(registry_url)
+    client.register_schema(f"{topic}-key", Schema(json.dumps(FLINK_KEY), "AVRO"))  # as a Flink job left it
+    opts = avro_options(options(topic), registry_url)
+    spark.createDataFrame([(1, "a")], "id INT, name STRING").write.format("upsert-kafka").options(**opts).mode(
+        "append"
+    ).save()
+    assert client.get_versions(f"{topic}-key") == [1], "no second key version next to Flink's"
+    key = json.loads(client.get_latest_version(f"{topic}-key").schema.schema_str)
+    assert key["fields"] == [{"name": "id", "type": "int"}]
+    value = json.loads(client.get_latest_version(f"{topic}-value").schema.schema_str)
+    assert {"name": "name", "type": ["null", "string"], "default": None} in value["fields"], "values stay nullable"
+    read = spark.read.format("upsert-kafka").options(**opts).schema("id INT, name STRING").load()
+    assert [tuple(r) for r in read.collect()] == [(1, "a")]
+
+
+def test_a_value_schema_the_registry_refuses_leaves_no_key_version_behind(
+    spark, new_topic, options, bootstrap, registry_url
+):
+    from confluent_kafka.schema_registry import ServerConfig
+    from confluent_kafka.schema_registry.common.schema_registry_client import ConfigCompatibilityLevel
+    from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+    topic = new_topic()
+    client = confluent_client(registry_url)
+    client.set_config(f"{topic}-value", ServerConfig(compatibility=ConfigCompatibilityLevel.BACKWARD))
+    existing = {"type": "record", "name": "record", "fields": [{"name": "name", "type": "int"}]}
+    client.register_schema(f"{topic}-value", Schema(json.dumps(existing), "AVRO"))
+    opts = avro_options(options(topic), registry_url)
+    rows = spark.createDataFrame([(1, "a")], "id INT, name STRING")
+    with pytest.raises(Exception, match=r"option 'value\.format' \(avro-confluent\).*not compatible"):
+        rows.write.format("upsert-kafka").options(**opts).mode("append").save()
+    with pytest.raises(SchemaRegistryError):
+        client.get_versions(f"{topic}-key")
+    assert client.get_versions(f"{topic}-value") == [1]
+    assert consume_all(bootstrap, topic) == []
