@@ -19,6 +19,7 @@ from .errors import (
     UpsertKafkaError,
     WriteTaskError,
 )
+from .flink_ddl import FlinkTable, flink_table
 from .foreach_batch import upsert_writer
 from .formats import Codec, CodecContext, ColumnTypes, Decoded, Decoder, Encoder, FormatOptionError, register_codec
 from .lag import lag
@@ -37,6 +38,7 @@ __all__ = [
     "Decoder",
     "DefaultSource",
     "Encoder",
+    "FlinkTable",
     "FormatOptionError",
     "KafkaAuthenticationError",
     "KafkaAuthorizationError",
@@ -50,6 +52,7 @@ __all__ = [
     "UpsertKafkaError",
     "WriteTaskError",
     "delta_mirror",
+    "flink_table",
     "lag",
     "mirror_to_delta",
     "redact_secret_options",

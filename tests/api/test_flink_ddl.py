@@ -1,0 +1,210 @@
+"""Flink's CREATE TABLE statements as they are (flink_table): the seeds' own statements, copied verbatim from the
+Flink documentation in the project's reference folder, read and written through the real broker."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampNTZType
+from pyspark_upsert_kafka import OptionError, flink_table
+
+from tests.support.kafka_io import consume_all
+from tests.support.read_helpers import finish_available_now, wait_for
+
+# Flink 1.13's upsert-kafka page: the aggregation sink (with COMMENTs in Chinese and backticks).
+SHOP_SALES_NUM = """
+CREATE TABLE shop_sales_num (
+  `category` STRING COMMENT '分类',
+  `num` BIGINT COMMENT '订单数量',
+  `price` BIGINT COMMENT '订单金额',
+  PRIMARY KEY(`category`) NOT ENFORCED
+) WITH (
+  'connector' = 'upsert-kafka',
+  'topic' = 'shop-sales-num',
+  'properties.bootstrap.servers' = 'localhost:9092',
+  'key.format' = 'json',
+  'value.format'='json'
+)
+"""
+
+# Flink 1.13's release notes: the upsert-kafka table with a metadata column and EXCEPT_KEY (its `...` stands for
+# the connection options).
+KAFKA_TABLE = """
+CREATE TABLE KafkaTable (
+  `ts` TIMESTAMP(3) METADATA FROM 'timestamp',
+  `user_id` BIGINT,
+  `item_id` BIGINT,
+  `behavior` STRING,
+  PRIMARY KEY (`user_id`) NOT ENFORCED
+) WITH (
+  'connector' = 'upsert-kafka',
+  ...
+
+  'key.format' = 'json',
+  'key.json.ignore-parse-errors' = 'true',
+
+  'value.format' = 'json',
+  'value.json.fail-on-missing-field' = 'false',
+  'value.fields-include' = 'EXCEPT_KEY'
+)
+"""
+
+# Flink 1.13's release notes: avro-confluent with the registry's older option spellings (and the notes' own
+# missing comma after 'topic').
+USER_BEHAVIOR = """
+CREATE TABLE user_behavior (
+  user_id BIGINT,
+  item_id BIGINT,
+  category_id BIGINT,
+  behavior STRING,
+  ts TIMESTAMP(3)
+) WITH (
+  'connector' = 'kafka',
+  'properties.bootstrap.servers' = 'localhost:9092',
+  'topic' = 'user_behavior'
+  'format' = 'avro-confluent',
+  'avro-confluent.schema-registry.url' = 'http://localhost:8081',
+  'avro-confluent.schema-registry.subject' = 'user_behavior'
+)
+"""
+
+# The managed-Flink upsert-kafka page: a documented sink table, on one line.
+PAGEVIEWS_PER_REGION = (
+    "CREATE TABLE pageviews_per_region( user_region STRING, pv BIGINT, uv BIGINT, PRIMARY KEY(user_region) NOT "
+    "ENFORCED )WITH( 'connector'='upsert-kafka', 'topic'='<yourTopicName>', 'properties.bootstrap.servers'='...', "
+    "'key.format'='avro', 'value.format'='avro' );"
+)
+
+# Flink's Kafka page: format metadata, virtual metadata columns, and a watermark.
+WITH_WATERMARK = """
+CREATE TABLE events (
+  `event_time` TIMESTAMP_LTZ(3) METADATA FROM 'timestamp',
+  `partition_id` BIGINT METADATA FROM 'partition' VIRTUAL,  -- from Kafka connector
+  `offset` BIGINT METADATA VIRTUAL,
+  `user_id` BIGINT NOT NULL,
+  `behavior` STRING,
+  PRIMARY KEY (`user_id`) NOT ENFORCED,
+  WATERMARK FOR `event_time` AS `event_time` - INTERVAL '5' SECOND
+) COMMENT 'user events' WITH (
+  'connector' = 'upsert-kafka', 'topic' = 'events', 'properties.bootstrap.servers' = 'localhost:9092',
+  'key.format' = 'json', 'value.format' = 'json'
+)
+"""
+
+
+def _at(bootstrap: str, topic: str) -> dict[str, str]:
+    return {"topic": topic, "properties.bootstrap.servers": bootstrap}
+
+
+def test_the_aggregation_sink_is_written_and_read_as_in_flink(spark, new_topic, bootstrap):
+    topic = new_topic()
+    table = flink_table(SHOP_SALES_NUM, _at(bootstrap, topic))
+    assert table.name == "shop_sales_num" and table.options["key.fields"] == "category"
+    assert table.comments == {"category": "分类", "num": "订单数量", "price": "订单金额"}
+    sales = spark.createDataFrame(
+        [("books", 3, 50), ("toys", 1, 9), ("books", 4, 70)], "category STRING, num BIGINT, price BIGINT"
+    )
+    table.write(sales.limit(2)).mode("append").save()
+    table.write(sales.filter("num = 4")).mode("append").save()  # an update of books
+    assert sorted(map(tuple, table.read(spark).collect())) == [("books", 4, 70), ("toys", 1, 9)]
+    keys = [json.loads(k) for _, _, k, _ in consume_all(bootstrap, topic)]
+    assert keys == [{"category": "books"}, {"category": "toys"}, {"category": "books"}], "Flink's JSON key"
+
+    spark.sql("DROP VIEW IF EXISTS shop_sales_num")
+    table.create_view(spark)
+    assert spark.sql("SELECT num FROM shop_sales_num WHERE category = 'books'").collect() == [(4,)]
+
+
+def test_a_metadata_timestamp_and_except_key_values_round_trip(spark, new_topic, bootstrap):
+    topic = new_topic()
+    table = flink_table(KAFKA_TABLE, _at(bootstrap, topic))
+    assert table.options["metadata.columns"] == "ts=timestamp"
+    assert table.columns["ts"].dataType == TimestampNTZType(), "Flink's TIMESTAMP(3) has no time zone"
+    at = dt.datetime(2026, 11, 25, 12, 30, 15, 250000)
+    rows = spark.createDataFrame([(at, 1, 10, "click"), (at, 2, 20, "buy")], table.columns)
+    table.write(rows).mode("append").save()
+    values = [json.loads(v) for _, _, _, v in consume_all(bootstrap, topic)]
+    assert values == [{"item_id": 10, "behavior": "click"}, {"item_id": 20, "behavior": "buy"}], "EXCEPT_KEY"
+    assert sorted(map(tuple, table.read(spark).collect())) == [(at, 1, 10, "click"), (at, 2, 20, "buy")]
+
+
+def test_a_kafka_table_without_a_primary_key_is_refused_until_given_one(spark, new_topic, bootstrap, registry_url):
+    with pytest.raises(OptionError, match=r"table 'user_behavior' has no PRIMARY KEY .* declare its primary key"):
+        flink_table(USER_BEHAVIOR)
+    topic = new_topic()
+    more = _at(bootstrap, topic) | {"key.fields": "user_id", "avro-confluent.schema-registry.url": registry_url}
+    table = flink_table(USER_BEHAVIOR, more)
+    assert table.options["avro-confluent.schema-registry.subject"] == "user_behavior"  # Flink's older spelling
+    at = dt.datetime(2026, 1, 2, 3, 4, 5)
+    table.write(spark.createDataFrame([(7, 70, 700, "view", at)], table.columns)).mode("append").save()
+    assert table.read(spark).collect() == [(7, 70, 700, "view", at)]
+
+
+def test_a_documented_avro_sink_table_round_trips(spark, new_topic, bootstrap):
+    topic = new_topic()
+    table = flink_table(PAGEVIEWS_PER_REGION, _at(bootstrap, topic))
+    table.write(spark.createDataFrame([("eu", 10, 3), ("us", 5, 2)], table.columns)).mode("append").save()
+    assert sorted(map(tuple, table.read(spark).collect())) == [("eu", 10, 3), ("us", 5, 2)]
+
+
+def test_virtual_metadata_and_the_watermark_map_onto_the_stream(spark, new_topic, bootstrap, tmp_path):
+    topic = new_topic()
+    table = flink_table(WITH_WATERMARK, _at(bootstrap, topic))
+    assert table.watermark == ("event_time", "5 seconds")
+    assert table.virtual == {"partition_id", "offset"}
+    assert table.columns["user_id"] == StructField("user_id", LongType(), False)
+    assert table.options["metadata.columns"] == "event_time=timestamp,partition_id=partition,offset=offset"
+    at = dt.datetime(2026, 11, 25, 12, 0, tzinfo=dt.timezone.utc)
+    written = spark.createDataFrame([(at, 0, 0, 1, "a"), (at, 0, 0, 2, "b")], table.columns)
+    table.write(written).mode("append").save()  # the virtual columns are left out
+
+    stream = table.read_stream(spark)
+    assert [f.name for f in stream.schema.fields] == [*table.columns.names, "_change_type"]
+    assert stream.schema["partition_id"].dataType == LongType()
+    rows: list = []
+    query = (
+        stream.writeStream.foreachBatch(lambda df, _: rows.extend(map(tuple, df.collect())))
+        .option("checkpointLocation", str(tmp_path / "cp"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    finish_available_now(query)
+    wait_for(lambda: len(rows) == 2, "both rows")
+    assert sorted((r[3], r[4], r[1], r[2], r[5]) for r in rows) == [(1, "a", 0, 0, "upsert"), (2, "b", 0, 1, "upsert")]
+
+
+@pytest.mark.parametrize(
+    ("ddl", "error"),
+    [
+        ("CREATE TABLE t (a INT, b AS a + 1, PRIMARY KEY (a) NOT ENFORCED) WITH ('connector' = 'upsert-kafka')",
+         r"'b' is a computed column, .* withColumn"),
+        ("CREATE TABLE t (a INT, PRIMARY KEY (a) NOT ENFORCED) WITH ('connector' = 'filesystem')",
+         r"'connector' = 'filesystem'"),
+        ("CREATE TABLE t (a INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' MONTH, PRIMARY KEY (a) NOT "
+         "ENFORCED) WITH ('connector' = 'upsert-kafka')", r"the watermark of 'ts' is not"),
+        ("CREATE TABLE t (a MULTISET<INT>, PRIMARY KEY (a) NOT ENFORCED) WITH ('connector' = 'upsert-kafka')",
+         r"type MULTISET has no Spark counterpart"),
+        ("CREATE TABLE t (LIKE other) WITH ('connector' = 'upsert-kafka')", r"LIKE copies another Flink table"),
+        ("CREATE TABLE t (a INT, PRIMARY KEY (a)) WITH ('connector' = 'upsert-kafka')", r"NOT ENFORCED"),
+        ("CREATE TABLE t (a INT PRIMARY KEY (a) NOT ENFORCED) WITH ('connector' = 'upsert-kafka')", r"at 'PRIMARY"),
+    ],
+)  # fmt: skip
+def test_what_has_no_meaning_here_is_refused_by_name(ddl, error):
+    with pytest.raises(OptionError, match=error):
+        flink_table(ddl)
+
+
+def test_flinks_types_become_sparks():
+    table = flink_table(
+        "CREATE TABLE t (a VARCHAR(10), b CHAR(2), c DECIMAL(10, 3), d TIMESTAMP(3) WITH LOCAL TIME ZONE, "
+        "e ARRAY<ROW<x INT, y STRING NOT NULL>>, f MAP<STRING, DOUBLE PRECISION>, g BYTES, h ROW(i TINYINT), "
+        "PRIMARY KEY (a) NOT ENFORCED) WITH ('connector' = 'upsert-kafka')"
+    )
+    assert table.columns.simpleString() == (
+        "struct<a:string,b:string,c:decimal(10,3),d:timestamp,e:array<struct<x:int,y:string>>,"
+        "f:map<string,double>,g:binary,h:struct<i:tinyint>>"
+    )
+    assert not table.columns["e"].dataType.elementType["y"].nullable
+    assert StructType([table.columns["a"]]) == StructType([StructField("a", StringType())])
