@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import NoReturn
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -46,6 +45,7 @@ from .errors import OptionError
 from .options.columns import metadata_fields, parse_column_options
 from .options.common import canonical_options
 from .options.ddl import ddl_text
+from .options.tokens import TokenReader
 
 FORMAT = "upsert-kafka"
 _CONNECTORS = ("upsert-kafka", "kafka")
@@ -143,50 +143,17 @@ def flink_table(ddl: str, options: dict[str, str] | None = None) -> FlinkTable:
     return _Statement(ddl).table(options or {})
 
 
-class _Statement:
+class _Statement(TokenReader):
+    ends_early = "the statement ends too early"
+
     def __init__(self, text: str) -> None:
-        self.text = text
-        self.tokens: list[tuple[str, str, int]] = []
-        position = 0
-        while position < len(text):
-            match = _TOKEN.match(text, position)
-            if match is None or match.end() == position:
-                if not text[position:].strip():
-                    break
-                self.fail(f"unexpected '{text[position:].lstrip()[0]}'", len(text) - len(text[position:].lstrip()))
-            if match.lastgroup is not None:
-                self.tokens.append((match.lastgroup, match.group(match.lastgroup), match.start(match.lastgroup)))
-            position = match.end()
-        self.i = 0
+        super().__init__(text, _TOKEN)
 
-    # -- tokens ------------------------------------------------------------------------------------------
+    def near(self, position: int) -> str:
+        return " ".join(self.text[position : position + 40].split())  # a statement spans lines
 
-    def fail(self, problem: str, position: int | None = None) -> NoReturn:
-        if position is None:
-            position = self.tokens[self.i][2] if self.i < len(self.tokens) else len(self.text)
-        near = " ".join(self.text[position : position + 40].split())
-        raise OptionError(f"Flink DDL: {problem} (at '{near}')" if near else f"Flink DDL: {problem} (at the end)")
-
-    def peek(self, ahead: int = 0) -> str:
-        at = self.i + ahead
-        return self.tokens[at][1].lower() if at < len(self.tokens) else ""
-
-    def take(self) -> tuple[str, str]:
-        if self.i >= len(self.tokens):
-            self.fail("the statement ends too early")
-        kind, value, _ = self.tokens[self.i]
-        self.i += 1
-        return kind, value
-
-    def accept(self, *words: str) -> bool:
-        if all(self.peek(k) == w for k, w in enumerate(words)):
-            self.i += len(words)
-            return True
-        return False
-
-    def expect(self, *words: str) -> None:
-        if not self.accept(*words):
-            self.fail(f"expected {' '.join(words).upper()}")
+    def error(self, problem: str, where: str, hint: str) -> Exception:
+        return OptionError(f"Flink DDL: {problem} ({where})")
 
     def name(self) -> str:
         kind, value = self.take()
@@ -203,13 +170,6 @@ class _Statement:
             self.i -= 1
             self.fail("expected a quoted string")
         return value[1:-1].replace("''", "'")
-
-    def number(self) -> int:
-        kind, value = self.take()
-        if kind != "word" or not value.isdigit():
-            self.i -= 1
-            self.fail("expected a number")
-        return int(value)
 
     # -- the statement -----------------------------------------------------------------------------------
 
@@ -266,7 +226,7 @@ class _Statement:
         self.expect("with")
         options = self.with_options()
         self.accept(";")
-        if self.i < len(self.tokens):
+        if not self.at_end():
             self.fail("expected the end of the statement")
         return _mapped(name, fields, metadata, virtual, comments, key, watermark, options | extra)
 

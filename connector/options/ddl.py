@@ -9,7 +9,6 @@ COMMENT, and every Spark type name) into a StructType, and names what it cannot 
 from __future__ import annotations
 
 import re
-from typing import NoReturn
 
 from pyspark.sql.types import (
     ArrayType,
@@ -41,6 +40,7 @@ from pyspark.sql.types import (
 
 from ..errors import SchemaError, did_you_mean
 from ..spark_internals import TimeType
+from .tokens import TokenReader
 
 _SIMPLE: dict[str, type[DataType]] = {
     "boolean": BooleanType,
@@ -76,64 +76,22 @@ _TOKEN = re.compile(
 _EXAMPLE = "`id INT, name STRING`"
 
 
-class _Parser:
-    def __init__(self, text: str, option: str) -> None:
-        self.text, self.option = text, option
-        self.tokens: list[tuple[str, str, int]] = []  # (kind, value, position)
-        position = 0
-        while position < len(text):
-            match = _TOKEN.match(text, position)
-            if match is None or match.end() == position:
-                if text[position:].strip() == "":
-                    break
-                rest = text[position:].lstrip()
-                unclosed = {"`": "a name in backticks", "'": "a quoted comment", '"': "a quoted comment"}
-                problem = f"{unclosed[rest[0]]} is not closed" if rest[0] in unclosed else f"unexpected '{rest[0]}'"
-                self.fail(problem, len(text) - len(rest))
-            kind = match.lastgroup
-            if kind is None:  # trailing blanks
-                break
-            self.tokens.append((kind, match.group(kind), match.start(kind)))
-            position = match.end()
-        self.i = 0
+class _Parser(TokenReader):
+    ends_early = "the column list ends too early"
 
-    def fail(self, problem: str, position: int | None = None, hint: str = "") -> NoReturn:
-        if position is None:
-            position = self.tokens[self.i][2] if self.i < len(self.tokens) else len(self.text)
-        near = self.text[position : position + 30].strip()
-        where = f"at '{near}'" if near else "at the end"
-        raise SchemaError(
+    def __init__(self, text: str, option: str) -> None:
+        self.option = option
+        super().__init__(text, _TOKEN)
+
+    def unreadable(self, rest: str) -> str:
+        unclosed = {"`": "a name in backticks", "'": "a quoted comment", '"': "a quoted comment"}
+        return f"{unclosed[rest[0]]} is not closed" if rest[0] in unclosed else f"unexpected '{rest[0]}'"
+
+    def error(self, problem: str, where: str, hint: str) -> Exception:
+        return SchemaError(
             f"option '{self.option}': cannot read the columns '{self.text}' {where}: {problem}.{hint} "
             f"Write them as {_EXAMPLE}"
         )
-
-    def peek(self) -> str:
-        return self.tokens[self.i][1].lower() if self.i < len(self.tokens) else ""
-
-    def take(self) -> tuple[str, str]:
-        if self.i >= len(self.tokens):
-            self.fail("the column list ends too early")
-        kind, value, _ = self.tokens[self.i]
-        self.i += 1
-        return kind, value
-
-    def expect(self, punct: str) -> None:
-        if self.peek() != punct:
-            self.fail(f"expected '{punct}'")
-        self.i += 1
-
-    def accept(self, word: str) -> bool:
-        if self.peek() == word:
-            self.i += 1
-            return True
-        return False
-
-    def number(self, what: str) -> int:
-        kind, value = self.take()
-        if kind != "word" or not value.isdigit():
-            self.i -= 1
-            self.fail(f"expected {what}")
-        return int(value)
 
     # -- grammar -----------------------------------------------------------------------------------
 
