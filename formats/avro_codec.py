@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 
-from .avro_schema import AVRO_TYPES, AvroType, arrow_schema, avro_schema, reader_schema
+from .avro_schema import AVRO_TYPES, AvroType, arrow_schema, avro_schema, reader_schema, table_avro_schema
 from .avro_vector import Layout, VectorReader
 from .codec import (
     Codec,
@@ -45,8 +45,11 @@ class AvroCodec(Codec):
         self.given_schema = load_schema_option(options.get("schema"), f"{self.prefix}schema")
 
     def writer_schema(self, schema: pa.Schema) -> AvroType:
-        """The schema records are written with: the given one, or the table's as Avro."""
-        return self.given_schema or avro_schema(schema, self.record_name, self.record_namespace)
+        """The schema records are written with: the given one, or the table's as Flink derives it (a key's
+        columns NOT NULL)."""
+        return self.given_schema or table_avro_schema(
+            schema, self.context.role, self.record_name, self.record_namespace
+        )
 
     def decoder(self, schema: pa.Schema) -> Decoder:
         return AvroDecoder(schema, AvroBodyReader(self.writer_schema(schema), schema))

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from .avro_codec import AvroBodyReader, AvroEncoder, load_schema_option
-from .avro_schema import AVRO_TYPES, arrow_schema, avro_schema
+from .avro_schema import AVRO_TYPES, arrow_schema, table_avro_schema
 from .avro_vector import Layout
 from .codec import (
     Codec,
@@ -101,14 +101,11 @@ class AvroConfluentCodec(Codec):
         return ConfluentDecoder(self.registry, schema)
 
     def writer_schema(self, schema: pa.Schema) -> dict:
-        """The schema records are written with: option `schema`, else the table's. A key's columns are NOT NULL
-        (a primary key's, as Flink declares them): `"long"`, not `["null", "long"]`, so a key subject holds
-        the schema Flink and Confluent's producers register for it (the writer refuses null keys anyway)."""
-        if self.given_schema is not None:
-            return self.given_schema
-        if self.context.role == "key":
-            schema = pa.schema([f.with_nullable(False) for f in schema])
-        return avro_schema(schema, self.record_name, self.record_namespace)
+        """The schema records are written with: option `schema`, else the table's as Flink derives it (a key's
+        columns NOT NULL), so a key subject holds the schema Flink's and Confluent's producers register."""
+        return self.given_schema or table_avro_schema(
+            schema, self.context.role, self.record_name, self.record_namespace
+        )
 
     def check_writable(self, schema: pa.Schema) -> None:
         writer = self.writer_schema(schema)

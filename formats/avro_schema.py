@@ -67,6 +67,15 @@ def _field(f: pa.Field, path: str) -> dict:
     return out
 
 
+def table_avro_schema(schema: pa.Schema, role: str, name: str, namespace: str | None) -> dict:
+    """The Avro schema a key's or a value's columns are written with when none is given, as Flink derives it:
+    a key's columns are NOT NULL (a primary key's: `"long"`, no union branch in the bytes), a value's nullable
+    columns unions with null. The writer refuses a null key column, so a key always fits."""
+    if role == "key":
+        schema = pa.schema([f.with_nullable(False) for f in schema])
+    return avro_schema(schema, name, namespace)
+
+
 def _nullable(f: pa.Field, path: str) -> AvroType:
     t = _avro_type(f.type, path)
     return ["null", t] if f.nullable else t

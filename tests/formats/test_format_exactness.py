@@ -213,6 +213,29 @@ def test_avro_decimals_of_a_larger_writer_scale_are_rounded_half_up_to_the_colum
     assert [i for i, _ in decoded.failures] == [1] and "does not fit DECIMAL(6,3)" in decoded.failures[0][1]
 
 
+def test_avro_keys_are_written_and_read_as_flink_writes_a_primary_key():
+    """Flink's avro format writes a key's columns NOT NULL (a primary key's): `"long"`, no union branch byte.
+    A value's nullable columns stay unions."""
+    import io
+
+    from fastavro import schemaless_writer
+
+    schema = pa.schema([("id", pa.int64()), ("region", pa.string())])
+    flink_key = {
+        "type": "record",
+        "name": "record",
+        "fields": [{"name": "id", "type": "long"}, {"name": "region", "type": "string"}],
+    }
+    expected = io.BytesIO()
+    schemaless_writer(expected, flink_key, {"id": 7, "region": "eu"})
+    key_codec = make_codec("avro", "key.format", {}, CodecContext("key"))
+    batch = pa.RecordBatch.from_pylist([{"id": 7, "region": "eu"}], schema=schema)
+    assert key_codec.encoder(schema).encode(batch) == [expected.getvalue()]
+    assert key_codec.decoder(schema).decode([expected.getvalue()]).batch.to_pylist() == [{"id": 7, "region": "eu"}]
+    value = make_codec("avro", "value.format", {}, CodecContext("value")).encoder(schema).encode(batch)[0]
+    assert value == b"\x02\x0e\x02\x04eu", "a value's nullable columns are unions (branch 1, then the value)"
+
+
 # -- raw: a charset that cannot encode the text -----------------------------------------------------------
 
 

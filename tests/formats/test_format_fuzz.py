@@ -71,7 +71,7 @@ EMPTY = {
 }  # fmt: skip
 RICH_ROWS = [FULL, EMPTY, dict.fromkeys(FULL)]
 # Key columns are never null: the writer refuses such a key, and avro-confluent registers them NOT NULL (Flink).
-KEY_ROWS = [{"id": 1, "region": "eu"}, {"id": -(2**63), "region": ""}, {"id": 2**40, "region": "zü\n,\""}]
+KEY_ROWS = [{"id": 1, "region": "eu"}, {"id": -(2**63), "region": ""}, {"id": 2**40, "region": 'zü\n,"'}]
 
 
 @dataclass(frozen=True)
