@@ -94,9 +94,11 @@ def _gather(data: np.ndarray, pos: np.ndarray, size: np.ndarray, ends: np.ndarra
     Built as a binary-view array pointing into the chunk's buffer (16 bytes per value: its length, then up
     to 12 bytes inline, or a 4-byte prefix, buffer 0 and the offset) that Arrow copies out in one cast:
     five times faster than gathering the bytes with numpy."""
-    after = pos + size
-    if (after > ends).any() or len(data) >= 2**31:
+    # Compared as room left, not as pos + size: a mutated length near 2**63 would overflow the sum past the check
+    # and point the views outside the buffer.
+    if (size > ends - pos).any() or len(data) >= 2**31:
         raise Unsure
+    after = pos + size
     views = np.zeros((len(pos), 4), dtype="<i4")
     views[:, 0] = size
     octets = views.view(np.uint8)

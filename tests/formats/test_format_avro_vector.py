@@ -365,3 +365,17 @@ def test_values_at_the_edges_decode_as_fastavro_has_them(avro, column, bodies):
     valid = bodies[0]
     for body in bodies:
         assert_same_as_fastavro(writer, schema, [valid, body, valid], column_wise=False)
+
+
+@pytest.mark.parametrize("nullable", [False, True], ids=["string", "union"])
+def test_a_string_length_near_two_to_the_63_is_a_bad_record_not_a_read_outside_the_buffer(nullable):
+    """A mutated length of 2**63 - 1 made `pos + size` overflow past the bounds check, so the column-wise
+    reader's views pointed outside its buffer (a segfault in the fuzz suite once key columns became NOT NULL)."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable), pa.field("region", pa.string(), nullable)])
+    branch = b"\x02" if nullable else b""  # the union's second branch: the value
+    good = branch + b"\x02" + branch + b"\x04eu"
+    huge = branch + b"\x02" + branch + b"\xfe\xff\xff\xff\xff\xff\xff\xff\xff\x01" + b"\x00"
+    role = "value" if nullable else "key"
+    decoded = make_codec("avro", f"{role}.format", {}, CodecContext(role)).decoder(schema).decode([good, huge, good])
+    assert decoded.batch.to_pylist() == [{"id": 1, "region": "eu"}] * 2
+    assert [i for i, _ in decoded.failures] == [1]
