@@ -45,9 +45,15 @@ def test_stream_reads_across_micro_batches_and_resumes_after_restart_exactly_onc
 
     produce(bootstrap, topic, records(range(20, 25), "c"))
     second = Collector()
-    stream.writeStream.foreachBatch(second).option("checkpointLocation", checkpoint).trigger(
-        availableNow=True
-    ).start().awaitTermination()
+    # pyspark 4.0/4.1 run AvailableNow as one micro-batch, and a restart that finds a batch planned but not
+    # committed runs only that one (README, Spark versions): there, runs until one reads nothing.
+    for _ in range(1 if ADMISSION_CONTROL else 6):
+        seen = len(second.rows)
+        stream.writeStream.foreachBatch(second).option("checkpointLocation", checkpoint).trigger(
+            availableNow=True
+        ).start().awaitTermination()
+        if len(second.rows) == seen:
+            break
 
     # A batch the first run processed but had not committed is replayed after the restart with the same
     # id and the same rows; every later batch holds only new records.
