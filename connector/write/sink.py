@@ -114,7 +114,7 @@ def rows_as_batches(rows: Iterator[Row], schema: pa.Schema) -> Iterator[pa.Recor
     """pyspark 4.0 hands a stream writer Rows, not Arrow batches: the same batches, built from the rows (Python
     per row: the price of 4.0, which has no Arrow stream writer)."""
     while chunk := list(itertools.islice(rows, _ROWS_PER_BATCH)):
-        columns = list(zip(*chunk)) if chunk else []
+        columns = zip(*chunk)
         yield pa.RecordBatch.from_arrays([pa.array(c, f.type) for c, f in zip(columns, schema)], schema=schema)
 
 
@@ -176,8 +176,12 @@ class UpsertKafkaStreamWriter(spark_internals.StreamWriter):
         return self._plan
 
     def __getstate__(self) -> dict:  # tasks get the plan
-        return {"_options": None, "_schema": None, "_plan": self.plan, "topics": self.topics} | {
-            "arrow_schema": self.arrow_schema
+        return {
+            "_options": None,
+            "_schema": None,
+            "_plan": self.plan,
+            "topics": self.topics,
+            "arrow_schema": self.arrow_schema,
         }
 
     def write(self, iterator: Iterator[pa.RecordBatch] | Iterator[Row]) -> WriteResult:
