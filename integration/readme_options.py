@@ -1,14 +1,18 @@
-"""The README's option table, generated from connector/options/catalog.py, and its table of the column types
-each format holds, generated from the codecs' declarations (Codec.column_types), so neither can drift apart.
+"""The reference pages' generated tables: every option (from connector/options/catalog.py), the client
+properties the connector owns, the Flink settings with no meaning here, the column types each format holds
+(the codecs' declarations, Codec.column_types), the user codec example (tests/workers/tsv_codec.py, the module
+its tests run) and the benchmark figures (integration/results/*.json), each placed between its markers on the
+page that shows it, so that no table drifts from what it describes. One command rewrites them all:
 
-    integration/dev python -m integration.readme_options    # rewrites the tables between the markers
+    integration/dev python -m integration.readme_options
 
-tests/api/test_options.py checks that the README holds exactly these tables.
+tests/api/test_docs.py regenerates every page and fails when one differs from the file.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from pyspark_upsert_kafka.formats import codec_class
@@ -16,16 +20,18 @@ from pyspark_upsert_kafka.options.catalog import OPTIONS, OptionDoc
 from pyspark_upsert_kafka.options.common import GUARANTEE_PROPERTIES, RESERVED_PROPERTIES
 from pyspark_upsert_kafka.options.flink_only import readme_section
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-START, END = "<!-- options:start (generated: python -m integration.readme_options) -->", "<!-- options:end -->"
-_BLOCK = re.escape(START) + r"(.*?)" + re.escape(END)
-TYPES_START = "<!-- format-types:start (generated: python -m integration.readme_options) -->"
-TYPES_END = "<!-- format-types:end -->"
-_TYPES_BLOCK = re.escape(TYPES_START) + r"(.*?)" + re.escape(TYPES_END)
-FLINK_START = "<!-- flink-only:start (generated: python -m integration.readme_options) -->"
-FLINK_END = "<!-- flink-only:end -->"
-_FLINK_BLOCK = re.escape(FLINK_START) + r"(.*?)" + re.escape(FLINK_END)
+from integration import results_tables
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMAND = "integration/dev python -m integration.readme_options"
+# The first line of every generated page: what is generated, and how to regenerate it.
+HEADER = (
+    "<!-- The tables between 'generated' markers are written from the code and the results files by "
+    f"integration/readme_options.py: regenerate them with `{COMMAND}` (tests/api/test_docs.py fails when one "
+    "is stale); edit the text around them by hand. -->"
+)
 BUILT_IN_FORMATS = ("json", "csv", "raw", "avro", "avro-confluent", "debezium-json", "canal-json", "maxwell-json")
+CODEC_EXAMPLE = ROOT / "tests/workers/tsv_codec.py"
 
 
 def _row(doc: OptionDoc) -> str:
@@ -64,32 +70,59 @@ def format_types_table() -> str:
     return "\n".join(lines)
 
 
-def readme_table(text: str, block: str = _BLOCK) -> str | None:
-    """The table between the markers in the README text, or None when the markers are missing."""
-    match = re.search(block, text, re.S)
-    return match.group(1).strip() if match else None
+def codec_example() -> str:
+    """The user codec example: the module the plugin tests run through Spark's workers, as it is."""
+    return f"```python\n{CODEC_EXAMPLE.read_text().rstrip()}\n```"
 
 
-def readme_format_types(text: str) -> str | None:
-    return readme_table(text, _TYPES_BLOCK)
+# page (relative to the repository) -> its generated blocks, by marker name, in the order they appear.
+PAGES: dict[str, dict[str, Callable[[], str]]] = {
+    "connector/options/README.md": {"options": options_table, "flink-only": readme_section},
+    "formats/README.md": {"format-types": format_types_table, "tsv-codec": codec_example},
+    "integration/results/README.md": results_tables.BLOCKS,
+}
 
 
-def readme_flink_only(text: str) -> str | None:
-    return readme_table(text, _FLINK_BLOCK)
+def markers(name: str) -> tuple[str, str]:
+    return f"<!-- generated: {name} -->", f"<!-- end generated: {name} -->"
+
+
+def _block(name: str) -> str:
+    start, end = markers(name)
+    return re.escape(start) + r"\n(.*?)\n" + re.escape(end)
+
+
+def block_text(text: str, name: str) -> str | None:
+    """What the page holds between the markers of block `name`, or None when the markers are missing."""
+    match = re.search(_block(name), text, re.S)
+    return match.group(1) if match else None
+
+
+def render(page: str, text: str) -> str:
+    """The page's text with its header and every generated block written afresh."""
+    if not text.startswith(HEADER + "\n"):
+        raise SystemExit(f"{page} must start with the generated pages' header comment:\n{HEADER}")
+    for name, make in PAGES[page].items():
+        if block_text(text, name) is None:
+            start, end = markers(name)
+            raise SystemExit(f"{page} lacks the markers {start} ... {end}")
+        start, end = markers(name)
+        generated = "\n".join([start, make(), end])
+        text = re.sub(_block(name), lambda _, g=generated: g, text, flags=re.S)
+    return text
+
+
+def stale_pages() -> list[str]:
+    """The pages whose generated blocks differ from what the code and results give today."""
+    return [page for page in PAGES if render(page, (ROOT / page).read_text()) != (ROOT / page).read_text()]
 
 
 def main() -> int:
-    text = README.read_text()
-    for block, start, end, table in (
-        (_BLOCK, START, END, options_table()),
-        (_TYPES_BLOCK, TYPES_START, TYPES_END, format_types_table()),
-        (_FLINK_BLOCK, FLINK_START, FLINK_END, readme_section()),
-    ):
-        if readme_table(text, block) is None:
-            raise SystemExit(f"README.md lacks the markers {start} ... {end}")
-        text = re.sub(block, lambda _, s=start, t=table, e=end: f"{s}\n{t}\n{e}", text, flags=re.S)
-    README.write_text(text)
-    print("README.md option and format type tables updated")
+    for page in PAGES:
+        path = ROOT / page
+        text = path.read_text()
+        path.write_text(render(page, text))
+        print(f"{page}: {len(PAGES[page])} generated block(s) written")
     return 0
 
 

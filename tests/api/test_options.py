@@ -123,18 +123,6 @@ def test_secret_values_never_appear_in_errors():
     assert "hunter2" not in str(err.value)
 
 
-def test_readme_option_table_is_the_one_generated_from_the_option_table():
-    from integration.readme_options import README, options_table, readme_table
-
-    assert readme_table(README.read_text()) == options_table(), "run: python -m integration.readme_options"
-
-
-def test_readme_lists_the_column_types_each_format_declares():
-    from integration.readme_options import README, format_types_table, readme_format_types
-
-    assert readme_format_types(README.read_text()) == format_types_table(), "run: python -m integration.readme_options"
-
-
 def test_a_logged_spec_masks_secret_properties():
     spec = parse_read_spec(
         BASE | {"properties.sasl.password": "hunter2", "properties.sasl.username": "bob"},

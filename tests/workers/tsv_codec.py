@@ -1,6 +1,7 @@
-"""A complete user codec, the README's example: tab-separated values, one column per field, column-wise in
-Arrow both ways. Use it as `value.format=tests.workers.tsv_codec:TsvCodec` (or register it in the entry point
-group `pyspark_upsert_kafka.formats` and name it `tsv`); its one option is `value.tsv.null-literal`."""
+"""A complete user codec, the example formats/README.md shows (generated from this module): tab-separated
+values, one column per field, column-wise in Arrow both ways. Use it as `value.format=tests.workers.tsv_codec:TsvCodec`
+(or register it in the entry point group `pyspark_upsert_kafka.formats` and name it `tsv`); its one option is
+`value.tsv.null-literal`."""
 
 from __future__ import annotations
 

@@ -1,0 +1,171 @@
+"""The performance page's tables (integration/results/README.md), read from the results files the benchmarks
+wrote into integration/results/, so that a figure on the page is the one a run measured. The page places them
+with integration/readme_options.py (`integration/dev python -m integration.readme_options`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from integration.bench_report import _fixed_costs, _floors, _latencies, _memory, _num, _ratio
+
+RESULTS = Path(__file__).resolve().parent / "results"
+FULL_RUN = "benchmark.json"
+STEPS = ("triggerExecution", "walCommit", "addBatch", "commitOffsets")  # a micro-batch's durations, as Spark reports
+
+
+def _load(name: str) -> dict:
+    return json.loads((RESULTS / name).read_text())
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
+
+
+def run_line() -> str:
+    """Which run the full run's figures are from."""
+    run = _load(FULL_RUN)["run"]
+    return (
+        f"Full run of {run['when']} on {run['machine']}: {run['records']:,} records, median of {run['repeat']} runs "
+        f"each (`integration/results/{FULL_RUN}`)."
+    )
+
+
+def throughput_table() -> str:
+    rows = []
+    for row in _load(FULL_RUN)["comparisons"]:
+        produce = " (produce)" if row["comparison"].startswith("write") and row["ceiling"] else ""
+        rows.append(
+            [
+                row["comparison"],
+                _num(row["ours"]),
+                _num(row["jvm"]),
+                _num(row["ceiling"]) + produce,
+                _ratio(row["ours_per_jvm"]),
+                _ratio(row["ours_per_ceiling"]),
+            ]
+        )
+    return _table(["comparison", "ours rec/s", "JVM rec/s", "raw client", "ours/JVM", "ours/raw"], rows)
+
+
+def fixed_cost_table() -> str:
+    rows = []
+    for what, ours, jvm in _fixed_costs(_load(FULL_RUN)["raw"]):
+        o, j = ours["records"] / ours["median"], jvm["records"] / jvm["median"]
+        rows.append([f"{what} ({ours['records']:,} records)", f"{o:.2f} s", f"{j:.2f} s", _ratio(o / j)])
+    return _table(["a query's fixed cost", "ours", "JVM", "ours/JVM (time)"], rows)
+
+
+def lookup_table() -> str:
+    figures = _load("benchmark-lookup.json")
+    rows = [[query, f"{seconds:.2f}"] for query, seconds in figures["seconds"].items()]
+    speedups = [
+        f"{value:.1f}x {what[len('look-up speed-up ') :]}" for what, value in figures.items() if "speed-up" in what
+    ]
+    return (
+        f"{figures['records']:,} records over {figures['partitions']} partitions "
+        f"(`integration/results/benchmark-lookup.json`):\n\n"
+        + _table(["query", "seconds"], rows)
+        + f"\n\nThe look-up with pushdown is faster: {', '.join(speedups)}."
+    )
+
+
+def _memory_runs() -> list[tuple[str, float, list[tuple[str, dict]]]]:
+    """(results file, largest partition's live MB, [(read, figures)]) of every memory run."""
+    full = [(f"after: {read}", figures) for read, figures in _memory(_load(FULL_RUN)["raw"])]
+    runs = [(FULL_RUN, full[0][1]["largest_partition_live_mb"] if full else 0.0, full)]
+    for name in sorted(p.name for p in RESULTS.glob("memory*.json")):
+        figures = _load(name)
+        reads = [(k, v | {"distinct_keys": figures["keys"]}) for k, v in figures.items() if ": " in k]
+        runs.append((name, figures["largest_partition_live_mb"], reads))
+    return [run for run in runs if run[2]]
+
+
+def _read_label(read: str) -> str:
+    """'after: budget 16mb' -> 'table, 16 MB budget'; the code before the bounded reducer held a dict of keys."""
+    code, budget = read.split(": ", 1)[0], read.split(": ", 1)[1].removeprefix("budget ")
+    if budget == "changelog":
+        return "changelog (the floor)"
+    if code == "before":
+        return "table, before (a Python dict of every key)"
+    return "table, default budget" if budget == "default" else f"table, {budget.replace('mb', ' MB')} budget"
+
+
+def memory_table() -> str:
+    rows = []
+    for name, live, reads in _memory_runs():
+        floor = next((f for read, f in reads if read.endswith("budget changelog")), None)
+        for read, f in reads:
+            over = "-" if floor is None or f is floor else f"{f['peak_worker_mb'] - floor['peak_worker_mb']:.0f} MB"
+            keys = f"{f['distinct_keys'] / 1e6:g} M ({live:.0f} MB)"
+            growth = f"{f['growth_mb']:.0f} MB ({f['growth_per_live']:.2f}x live)"
+            rows.append(
+                [keys, _read_label(read), f"{f['peak_worker_mb']:.0f}", growth, over, f"{f['seconds']:.1f}", name]
+            )
+    header = ["keys (largest partition's live bytes)", "read", "peak worker MB", "growth over baseline"]
+    return _table([*header, "over the changelog floor", "seconds", "figures from"], rows)
+
+
+def _latency_runs() -> list[tuple[str, dict]]:
+    """(results file, its raw figures) of every run that measured latency, the full run first."""
+    names = [FULL_RUN, *sorted(p.name for p in RESULTS.glob("benchmark-latency*.json"))]
+    return [(name, _load(name)) for name in names]
+
+
+def latency_table() -> str:
+    rows = []
+    for name, figures in _latency_runs():
+        for rate, ours, jvm in _latencies(figures["raw"]):
+            rows.append(
+                [
+                    f"{figures['run']['when']} (`{name}`)",
+                    f"{rate:,} rec/s",
+                    f"{ours['p50_ms']:,.0f} / {ours['p99_ms']:,.0f} ms",
+                    f"{jvm['p50_ms']:,.0f} / {jvm['p99_ms']:,.0f} ms",
+                    _ratio(ours["p50_ms"] / jvm["p50_ms"]),
+                    _ratio(ours["p99_ms"] / jvm["p99_ms"]),
+                ]
+            )
+    header = ["run (figures from)", "rate", "ours p50 / p99", "JVM p50 / p99", "ours/JVM p50", "ours/JVM p99"]
+    return _table(header, rows)
+
+
+def _span(values: list[float]) -> str:
+    low, high = f"{min(values):.0f}", f"{max(values):.0f}"
+    return f"{low} ms" if low == high else f"{low}\u2013{high} ms"  # an en dash, as the page writes ranges
+
+
+def steps_table() -> str:
+    """A micro-batch's steps (medians of each latency run, over every rate) next to the do-nothing floor's."""
+    raw = _load(FULL_RUN)["raw"]
+    found = _latencies(raw)
+    batches = {
+        side: [run["batch_ms"] for _, *pair in found for run in pair[i]["runs"]]
+        for i, side in enumerate(("ours", "JVM"))
+    }
+    floors = _floors(raw)
+    tasks = [f"{f['tasks']} task" + ("s" if f["tasks"] > 1 else "") for _, f in floors]
+    header = ["step", "ours", *(f"do-nothing Python floor ({t})" for t in tasks), "JVM connector"]
+    rows = [
+        [
+            f"`{step}`",
+            _span([b[step] for b in batches["ours"]]),
+            *(_span([f[step]]) for _, f in floors),
+            _span([b[step] for b in batches["JVM"]]),
+        ]
+        for step in STEPS
+    ]
+    return _table(header, rows)
+
+
+BLOCKS: dict[str, Callable[[], str]] = {
+    "run": run_line,
+    "throughput": throughput_table,
+    "fixed-cost": fixed_cost_table,
+    "lookup": lookup_table,
+    "memory": memory_table,
+    "latency": latency_table,
+    "latency-steps": steps_table,
+}

@@ -1,0 +1,125 @@
+"""The README and its reference pages say what the code and the results say: every generated table is the one
+the code and the results files give today (a catalog or codec change without regenerating fails here), the
+pages name every option, format option, metadata key and module the code has, and every link between them
+resolves. Regenerate with `integration/dev python -m integration.readme_options`."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from pyspark_upsert_kafka.formats import codec_class
+
+from integration.readme_options import (
+    BUILT_IN_FORMATS,
+    COMMAND,
+    HEADER,
+    PAGES,
+    ROOT,
+    block_text,
+    codec_example,
+    options_table,
+    render,
+)
+
+README = ROOT / "README.md"
+# The hand-written pages next to the generated ones, all linked from the README.
+PAGES_BY_HAND = ("connector/README.md", "connector/read/README.md", "connector/write/README.md", "docker/README.md")
+ALL_PAGES = ("README.md", *PAGES, *PAGES_BY_HAND)
+CHANGE_DATA_CAPTURE = ("debezium-json", "canal-json", "maxwell-json")
+
+
+def _text(page: str) -> str:
+    return (ROOT / page).read_text()
+
+
+@pytest.mark.parametrize("page", list(PAGES))
+def test_each_generated_page_holds_what_the_code_and_results_give_today(page):
+    text = _text(page)
+    assert text.startswith(HEADER + "\n") and COMMAND in HEADER
+    assert render(page, text) == text, f"{page} is stale: run {COMMAND}"
+
+
+def test_the_readme_is_a_ten_minute_read_with_a_table_of_contents():
+    text = README.read_text()
+    assert len(text.encode()) <= 45_000, f"README.md is {len(text.encode()):,} bytes: move reference into a page"
+    sections = re.findall(r"^## (.+)$", text, re.M)
+    assert sections[:4] == ["Spark versions", "Two commands on a fresh machine", "Install", "Use"]
+    assert {"Guarantees", "Errors", "Reference"} <= set(sections)
+    contents = text.split("Contents:", 1)[1].split("\n\n", 1)[0]
+    for section in sections:
+        assert f"(#{_slug(section)})" in contents, f"the table of contents lacks {section}"
+    for page in (*PAGES, *PAGES_BY_HAND):
+        assert f"]({page})" in text, f"the README does not link {page}"
+
+
+def test_the_first_install_line_works_without_the_package_on_pypi():
+    install = README.read_text().split("## Install", 1)[1].split("\n## ", 1)[0]
+    first = re.search(r"```bash\n(.+)\n", install).group(1)
+    assert first.startswith("pip install .")  # from a clone: the package is not published yet
+    assert "`pip install pyspark-upsert-kafka`" in install  # the published name, said to come
+
+
+def test_the_option_page_lists_every_catalog_option_and_owned_client_property():
+    assert block_text(_text("connector/options/README.md"), "options") == options_table()
+
+
+def test_the_codec_example_is_the_module_the_plugin_tests_run():
+    """One source: the page shows tests/workers/tsv_codec.py as it is, which tests/formats/test_format_plugins.py
+    writes and reads through Spark's Python workers against the real broker."""
+    example = block_text(_text("formats/README.md"), "tsv-codec")
+    assert example == codec_example()
+    assert "class TsvCodec(Codec):" in example
+    plugins = (ROOT / "tests/formats/test_format_plugins.py").read_text()
+    assert '"tests.workers.tsv_codec:TsvCodec"' in plugins
+
+
+@pytest.mark.parametrize("fmt", BUILT_IN_FORMATS)
+def test_the_format_page_names_every_option_the_codec_takes(fmt):
+    text = _text("formats/README.md")
+    for option in codec_class(fmt, "value.format").option_names:
+        assert f"`{option}`" in text, f"formats/README.md does not name option {option!r} of {fmt}"
+
+
+@pytest.mark.parametrize("fmt", CHANGE_DATA_CAPTURE)
+def test_the_format_page_lists_every_metadata_key_of_each_change_data_capture_format(fmt):
+    rows = re.findall(rf"^\| {re.escape(fmt)} \| ([^|]+) \|", _text("formats/README.md"), re.M)
+    listed = {key for row in rows for key in re.findall(r"`([^`]+)`", row)}
+    assert listed == set(codec_class(fmt, "value.format").readable_metadata)
+
+
+def test_the_layout_page_names_every_module_and_only_modules_that_exist():
+    listed = set(re.findall(r"\b(\w+\.py)\b", _text("connector/README.md")))
+    modules = {p.name for folder in ("connector", "formats") for p in (ROOT / folder).rglob("*.py")}
+    assert modules - listed - {"__init__.py"} == set(), "connector/README.md (the layout) lacks these modules"
+    assert listed - modules == set(), "connector/README.md names modules that do not exist"
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _anchors(text: str) -> set[str]:
+    prose = re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)
+    return {_slug(h) for h in re.findall(r"^#{1,6} (.+)$", prose, re.M)}
+
+
+@pytest.mark.parametrize("page", ALL_PAGES)
+def test_every_link_of_a_page_reaches_a_file_and_heading_that_exist(page):
+    text = _text(page)
+    prose = re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)
+    links = [t for t in re.findall(r"\]\(([^)\s]+)\)", prose) if not re.match(r"https?:", t)]
+    assert links or page == "connector/README.md"
+    for link in links:
+        path, _, anchor = link.partition("#")
+        target = (ROOT / page).parent / path if path else ROOT / page
+        assert target.resolve().exists(), f"{page} links {link}: no such file"
+        if anchor:
+            assert anchor in _anchors(target.read_text()), f"{page} links {link}: no such heading"
+
+
+def test_every_reference_page_lives_in_the_projects_folders():
+    folders = {"README.md", "connector", "formats", "integration", "docker", "tests"}  # no docs/ folder
+    assert {Path(page).parts[0] for page in ALL_PAGES} <= folders
