@@ -123,3 +123,16 @@ def test_every_link_of_a_page_reaches_a_file_and_heading_that_exist(page):
 def test_every_reference_page_lives_in_the_projects_folders():
     folders = {"README.md", "connector", "formats", "integration", "docker", "tests"}  # no docs/ folder
     assert {Path(page).parts[0] for page in ALL_PAGES} <= folders
+
+
+def test_the_readme_errors_table_names_every_error_users_catch():
+    import pyspark_upsert_kafka
+    from pyspark_upsert_kafka.errors import UpsertKafkaError
+
+    errors = README.read_text().split("\n## Errors", 1)[1].split("\n## ", 1)[0]
+    kinds = [e for e in vars(pyspark_upsert_kafka.errors).values() if isinstance(e, type)]
+    kinds = [e for e in kinds if issubclass(e, UpsertKafkaError) and e is not UpsertKafkaError]
+    assert len(kinds) >= 9
+    for kind in kinds:
+        assert f"`{kind.__name__}`" in errors, f"the README's Errors lacks {kind.__name__}"
+        assert getattr(pyspark_upsert_kafka, kind.__name__) is kind, f"{kind.__name__} is not exported"
