@@ -17,8 +17,10 @@ from pathlib import Path
 
 from pyspark_upsert_kafka.formats import codec_class
 from pyspark_upsert_kafka.options.catalog import OPTIONS, OptionDoc
+from pyspark_upsert_kafka.options.columns import METADATA_TYPES, WRITABLE_METADATA, type_text
 from pyspark_upsert_kafka.options.common import GUARANTEE_PROPERTIES, RESERVED_PROPERTIES
 from pyspark_upsert_kafka.options.flink_only import readme_section
+from pyspark_upsert_kafka.spark_internals import from_arrow_type
 
 from integration import results_tables
 
@@ -31,6 +33,7 @@ HEADER = (
     "is stale); edit the text around them by hand. -->"
 )
 BUILT_IN_FORMATS = ("json", "csv", "raw", "avro", "avro-confluent", "debezium-json", "canal-json", "maxwell-json")
+CHANGE_DATA_CAPTURE = ("debezium-json", "canal-json", "maxwell-json")
 CODEC_EXAMPLE = ROOT / "tests/workers/tsv_codec.py"
 
 
@@ -70,6 +73,23 @@ def format_types_table() -> str:
     return "\n".join(lines)
 
 
+def record_metadata_table() -> str:
+    """The record's metadata keys option `metadata.columns` takes, with the type a column of each must have."""
+    lines = ["| key | column type | written |", "|---|---|---|"]
+    for key, t in METADATA_TYPES.items():
+        lines.append(f"| `{key}` | `{type_text(t)}` | {'yes' if key in WRITABLE_METADATA else 'no: read only'} |")
+    return "\n".join(lines)
+
+
+def format_metadata_table() -> str:
+    """The change-data-capture formats' own metadata (read only, `value.<key>`), as each codec declares it."""
+    lines = ["| format | key | column type |", "|---|---|---|"]
+    for name in CHANGE_DATA_CAPTURE:
+        for key, t in codec_class(name, "value.format").readable_metadata.items():
+            lines.append(f"| {name} | `{key}` | `{type_text(from_arrow_type(t))}` |")
+    return "\n".join(lines)
+
+
 def codec_example() -> str:
     """The user codec example: the module the plugin tests run through Spark's workers, as it is."""
     return f"```python\n{CODEC_EXAMPLE.read_text().rstrip()}\n```"
@@ -77,8 +97,16 @@ def codec_example() -> str:
 
 # page (relative to the repository) -> its generated blocks, by marker name, in the order they appear.
 PAGES: dict[str, dict[str, Callable[[], str]]] = {
-    "connector/options/README.md": {"options": options_table, "flink-only": readme_section},
-    "formats/README.md": {"format-types": format_types_table, "tsv-codec": codec_example},
+    "connector/options/README.md": {
+        "options": options_table,
+        "record-metadata": record_metadata_table,
+        "flink-only": readme_section,
+    },
+    "formats/README.md": {
+        "format-types": format_types_table,
+        "format-metadata": format_metadata_table,
+        "tsv-codec": codec_example,
+    },
     "integration/results/README.md": results_tables.BLOCKS,
 }
 
