@@ -1,6 +1,6 @@
 """The benchmark's report: a table of records/s with the ratios ours/JVM and ours/ceiling, latency and memory
-lines, the figures as JSON, and the chart the README shows (throughput, latency, table mode memory, each with
-its ratios). The chart is drawn again from a saved run with
+lines, the figures as JSON, and the chart integration/results/README.md shows (throughput, latency, table mode
+memory, each with its ratios). The chart is drawn again from a saved run with
 
     integration/dev python -m integration.bench_report integration/results/benchmark.json
 """
