@@ -21,7 +21,7 @@ from pyspark_upsert_kafka.token_provider import OPTION, TokenProvider
 
 from tests.security.acls import exactly_once_grants, read_grants, write_grants
 from tests.security.failures import TIMEOUT_OPTIONS, assert_no_secret, failure_of
-from tests.support.oauth_tokens import LIFETIME_S, expired_token, short_lived
+from tests.support.oauth_tokens import LIFETIME_S, TOKEN_HEADER, expired_token, short_lived
 from tests.support.secure_fixtures import SASL_PLAINTEXT, SASL_SSL, Credentials, Grant
 
 SCHEMA = "id INT, name STRING"
@@ -105,7 +105,7 @@ class CommittedRecords:
 
 
 def test_an_exactly_once_stream_runs_a_minute_of_ten_second_tokens_without_a_failure(
-    spark, secure_kafka, secure_topic, oauth_user, tmp_path
+    spark, secure_kafka, secure_topic, oauth_user, tmp_path, spark_logs, caplog
 ):
     source, target = secure_topic(2), secure_topic(1)
     prefix = f"oauth-eos-{uuid.uuid4().hex[:8]}"
@@ -133,6 +133,7 @@ def test_an_exactly_once_stream_runs_a_minute_of_ten_second_tokens_without_a_fai
                 assert time.monotonic() < deadline, f"records {sorted(wanted)} not written within 60 s"
         ran = time.monotonic() - started
         assert query.exception() is None and query.isActive, query.exception()
+        progress = str(query.recentProgress)
     finally:
         query.stop()
         committed.close()
@@ -141,6 +142,8 @@ def test_an_exactly_once_stream_runs_a_minute_of_ten_second_tokens_without_a_fai
     written = [(k, v) for _, _, k, v in secure_kafka.consume_all(target)]
     assert Counter(written) == Counter(produced), "a record is missing or was written twice"
     assert len(written) == len(produced) > 20
+    # Every token the provider made starts with its header: none reached a log or the progress.
+    assert_no_secret(TOKEN_HEADER, spark_logs.text(), caplog.text, progress)
 
 
 # -- failures: one clear error naming the option, the provider and the cause; never the token --------------------

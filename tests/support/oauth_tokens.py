@@ -21,10 +21,14 @@ def _part(data: dict) -> str:
     return base64.urlsafe_b64encode(json.dumps(data, separators=(",", ":")).encode()).rstrip(b"=").decode()
 
 
+# How every token made here begins (base64 of `{"alg":"none"}`): a test looks for it where no token may appear.
+TOKEN_HEADER = _part({"alg": "none"})
+
+
 def unsecured_jwt(sub: str, issued_at: float, lifetime_s: float) -> str:
     """An unsigned JWS compact serialization (an empty signature after the last '.')."""
     claims = {"sub": sub, "iat": issued_at, "exp": issued_at + lifetime_s}
-    return f"{_part({'alg': 'none'})}.{_part(claims)}."
+    return f"{TOKEN_HEADER}.{_part(claims)}."
 
 
 def _principal(config: str) -> str:
