@@ -42,7 +42,7 @@ class _Failed(Exception):
 
 def take_token_provider(properties: MutableMapping[str, str]) -> str | None:
     """Remove the option from the client properties (librdkafka has no such property) and check the settings that
-    go with it: SASL over SSL or plaintext, mechanism OAUTHBEARER (set when not given), not librdkafka's own OIDC."""
+    go with it: SASL over SSL or plaintext, mechanism OAUTHBEARER (set, in capitals), not librdkafka's own OIDC."""
     reference = properties.pop(PROPERTY, None)
     if reference is None:
         return None

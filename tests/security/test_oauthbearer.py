@@ -14,8 +14,10 @@ from collections.abc import Callable, Iterator
 
 import orjson
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, TopicPartition
 from pyspark_upsert_kafka.errors import KafkaAuthenticationError, OptionError
+from pyspark_upsert_kafka.kafka import Brokers
+from pyspark_upsert_kafka.kafka_errors import kafka_error
 from pyspark_upsert_kafka.options.common import canonical_options, parse_kafka_spec
 from pyspark_upsert_kafka.token_provider import OPTION, TokenProvider
 
@@ -204,6 +206,35 @@ def test_a_provider_that_gives_no_token_fails_clearly_without_showing_a_token(
     spark.readStream.format("upsert-kafka").options(**opts).schema(CHANGES).load().explain(True)
     shown.append(capsys.readouterr().out)
     assert_no_secret(expired_token(), failure.message, spark_logs.text(), caplog.text, *shown)
+
+
+def test_a_provider_failing_after_its_first_token_is_named_by_the_error(secure_kafka, secure_topic, oauth_user):
+    """The first call (before the client is made) succeeds; the client's own call fails: the constructor waits for a
+    token in vain, and the error it ends in names the provider and its cause."""
+    topic = secure_topic()
+    opts = oauth_options(secure_kafka, oauth_user(*read_grants(topic)), topic, SASL_PLAINTEXT,
+                         "tests.support.oauth_tokens:first_call_only", **TIMEOUT_OPTIONS)  # fmt: skip
+
+    with pytest.raises(KafkaAuthenticationError) as raised:
+        Brokers(parse_kafka_spec(canonical_options(opts))).topic_partitions(topic)
+
+    message = str(raised.value)
+    assert OPTION in message and "first_call_only" in message
+    assert "raised PermissionError: the credentials behind the signer were revoked" in message
+
+
+def test_an_authentication_failure_of_a_provider_client_points_at_the_provider():
+    kafka = spec(**{OPTION: "tests.support.oauth_tokens:raising"})
+    provider = kafka.client_config()["oauth_cb"]
+    with pytest.raises(Exception, match="raised RuntimeError"):  # confluent-kafka swallows it; librdkafka retries
+        provider("principal=alice")  # as librdkafka calls it on a refresh
+
+    error = kafka_error(kafka, "read metadata", KafkaError(KafkaError._AUTHENTICATION, "SASL authentication failed"))
+
+    assert isinstance(error, KafkaAuthenticationError)
+    assert "tests.support.oauth_tokens:raising" in str(error) and OPTION in str(error)
+    assert "its last call raised RuntimeError: the token service answered 503" in str(error)
+    assert "sasl.username" not in str(error)
 
 
 # -- the option's checks, before any client is made ----------------------------------------------------------

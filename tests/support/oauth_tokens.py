@@ -56,3 +56,15 @@ def raising(config: str) -> tuple[str, float]:
 
 
 not_a_function = "a token provider must be callable"
+
+
+_calls: dict[str, int] = {}
+
+
+def first_call_only(config: str) -> tuple[str, float, str]:
+    """A token on the first call in a process for this `config`; then the provider fails, as a signer whose
+    credentials were revoked would on a refresh."""
+    _calls[config] = _calls.get(config, 0) + 1
+    if _calls[config] > 1:
+        raise PermissionError("the credentials behind the signer were revoked")
+    return short_lived(config)
