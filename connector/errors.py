@@ -24,7 +24,8 @@ class KafkaUnavailableError(KafkaClientError):
 
 
 class KafkaAuthenticationError(KafkaClientError):
-    """The brokers refused this client's credentials (SASL) or its TLS connection."""
+    """The brokers refused this client's credentials (SASL) or its TLS connection, or the SASL/OAUTHBEARER token
+    provider gave no token."""
 
 
 class KafkaAuthorizationError(KafkaClientError):

@@ -28,6 +28,7 @@ from .kafka_errors import ClientErrors, call, is_transient
 from .options.catalog import default_of
 from .options.common import KafkaSpec
 from .pool import POOL, Pooled
+from .token_provider import TokenProvider
 
 log = logging.getLogger("upsert_kafka")
 _client_log = logging.getLogger("upsert_kafka.librdkafka")
@@ -222,9 +223,14 @@ def _purged(client: Producer) -> None:
 
 def _new(cls: Callable[[dict[str, Any]], T], kafka: KafkaSpec, config: dict[str, Any]) -> T:
     """The client, or an error naming the setting librdkafka refused (secret values never shown)."""
+    provider: TokenProvider | None = config.get("oauth_cb")
+    if provider is not None:
+        provider.check(config.get("sasl.oauthbearer.config", ""))
     try:
         return cls(config)
     except KafkaException as e:
+        if provider is not None and provider.failure is not None:  # no token came: the constructor gave up on it
+            raise provider.error() from None
         raise OptionError(
             f"the Kafka client refused its configuration: {kafka.redact(e.args[0].str())}; check the "
             "'properties.*' options (librdkafka's names: https://github.com/confluentinc/librdkafka/blob/master/"

@@ -29,6 +29,7 @@ from .errors import (
     KafkaUnavailableError,
 )
 from .options.common import KafkaSpec
+from .token_provider import authentication_hint
 
 log = logging.getLogger("upsert_kafka")
 
@@ -164,10 +165,13 @@ def kafka_error(
         return KafkaClientError(f"could not {what} at the Kafka brokers {kafka.describe()}: {error}")
     code, servers = error.code(), kafka.describe()
     if code in _AUTHENTICATION:
-        return KafkaAuthenticationError(
-            f"authentication with the Kafka brokers {servers} failed ({kafka.security_summary()}): {error.str()}. "
+        check = authentication_hint(kafka.token_provider) or (
             "Check options 'properties.sasl.username' and 'properties.sasl.password', "
             "'properties.sasl.mechanism' and 'properties.security.protocol'"
+        )
+        return KafkaAuthenticationError(
+            f"authentication with the Kafka brokers {servers} failed ({kafka.security_summary()}): {error.str()}. "
+            + check
         )
     if is_tls(error):
         return KafkaAuthenticationError(

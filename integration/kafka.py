@@ -7,9 +7,11 @@ with SIGKILL and ``.restart()`` it on the same data, ports and cluster id) and b
 
 ``KafkaBroker(secured=True)`` is the same broker with security on: a SASL_SSL listener (a CA and a broker
 certificate for 127.0.0.1 made with the openssl CLI at the first start, in the workdir: nothing committed),
-a SASL_PLAINTEXT listener, mechanisms SCRAM-SHA-512 and PLAIN, KRaft's StandardAuthorizer with one super
-user for the harness (``admin_config()``); SCRAM users and ACLs are created through the admin API by the
-tests. Its passwords are made at random per broker.
+a SASL_PLAINTEXT listener, mechanisms SCRAM-SHA-512, PLAIN and OAUTHBEARER, KRaft's StandardAuthorizer with one
+super user for the harness (``admin_config()``); SCRAM users and ACLs are created through the admin API by the
+tests. Its passwords are made at random per broker. OAUTHBEARER is checked by Kafka's own unsecured validator
+(an unsigned JWT whose `sub` is the user: it proves a client's token path, not a sign-in service), and such a
+session lasts no longer than its token: a client re-authenticates with a fresh one before it expires.
 
 Test/dev tooling only: the product never imports this package.
 """
@@ -220,6 +222,17 @@ class KafkaBroker(ServerProcess):
         ssl, plain = f"SASL_SSL://{host}:{self.port}", f"SASL_PLAINTEXT://{host}:{self.sasl_plaintext_port}"
         jaas_plain = self.security.jaas_plain()
         jaas_scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+        # No server callback: OAUTHBEARER's default, Kafka's unsecured JWT validator (alg "none", claims sub/exp).
+        jaas_oauth = (
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+            'unsecuredLoginStringClaim_sub="broker";'
+        )
+        # A session ends at its token's expiry (or sooner): a client must re-authenticate with a refreshed token.
+        oauth = {
+            f"listener.name.{name}.oauthbearer.{key}": value
+            for name in ("sasl_ssl", "sasl_plaintext")
+            for key, value in (("sasl.jaas.config", jaas_oauth), ("connections.max.reauth.ms", "60000"))
+        }
         tls = Path(self.security.ca_file).parent
         return {
             "listeners": f"{ssl},{plain},CONTROLLER://{host}:{cport}",
@@ -232,14 +245,15 @@ class KafkaBroker(ServerProcess):
             "sasl.mechanism.controller.protocol": "PLAIN",
             "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
             "listener.name.controller.plain.sasl.jaas.config": jaas_plain,
-            "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+            "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512,OAUTHBEARER",
             "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas_plain,
             "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": jaas_scram,
-            "listener.name.sasl_ssl.sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN",
+            "listener.name.sasl_ssl.sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN,OAUTHBEARER",
             "listener.name.sasl_ssl.plain.sasl.jaas.config": jaas_plain,
             "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": jaas_scram,
             "listener.name.sasl_ssl.ssl.keystore.type": "PEM",
             "listener.name.sasl_ssl.ssl.keystore.location": str(tls / "broker.pem"),
+            **oauth,
             "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "super.users": f"User:{ADMIN_USER}",
             "allow.everyone.if.no.acl.found": "false",

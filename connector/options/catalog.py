@@ -127,6 +127,17 @@ COMMON_OPTIONS: tuple[OptionDoc, ...] = (
         "producer id); `0` closes every client after its task.",
     ),
     OptionDoc(
+        "properties.sasl.oauthbearer.token-provider",
+        None,
+        BOTH,
+        "SASL/OAUTHBEARER tokens made by code (Amazon MSK IAM, Google Managed Kafka): `package.module:function`, "
+        "called with `properties.sasl.oauthbearer.config` and returning `(token, expiry in epoch seconds[, principal"
+        "[, extensions]])`, again before each token expires. Every process that opens a Kafka client imports it (pip "
+        "install it on the executors, or `--py-files`). Needs `properties.security.protocol` `SASL_SSL` (or "
+        "`SASL_PLAINTEXT`); sets `properties.sasl.mechanism` to `OAUTHBEARER`.",
+        ("kafka.sasl.oauthbearer.token-provider",),
+    ),
+    OptionDoc(
         "properties.*",
         None,
         BOTH,

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..errors import OptionError, did_you_mean
 from ..secrets import redact, redact_options, secret_values, strip_url_credentials
+from ..token_provider import take_token_provider, token_provider
 from .catalog import OPTIONS, PASS_THROUGH_PREFIXES
 from .flink_only import JAVA_ONLY_PROPERTIES, not_in_spark
 from .values import given_or_default, parse_count, parse_duration, require
@@ -138,13 +139,14 @@ class KafkaSpec:
     retries: int = 30
     retry_interval_s: float = 1.0
     pool_idle_timeout_s: float = 300.0  # how long a client stays pooled in a Python worker (pool.py)
+    token_provider: str | None = None  # 'module:function' making SASL/OAUTHBEARER tokens (token_provider.py)
 
     def __repr__(self) -> str:  # the spec may be logged: secret values never are
         shown = redact_options(dict(self.properties))
         return (
             f"KafkaSpec({self.describe()}, properties={shown}, timeout_s={self.timeout_s}, "
             f"retries={self.retries}, retry_interval_s={self.retry_interval_s}, "
-            f"pool_idle_timeout_s={self.pool_idle_timeout_s})"
+            f"pool_idle_timeout_s={self.pool_idle_timeout_s}, token_provider={self.token_provider!r})"
         )
 
     @property
@@ -170,6 +172,8 @@ class KafkaSpec:
         of everything the settings the connector owns (a client's group, transactional id, isolation...)."""
         config: dict[str, Any] = {"bootstrap.servers": self.bootstrap_servers, **(defaults or {})}
         config.update(self.properties)
+        if self.token_provider is not None:  # loaded in this process: a function cannot travel as an option
+            config["oauth_cb"] = token_provider(self.token_provider)
         config.update(owned)
         return config
 
@@ -185,7 +189,7 @@ class KafkaSpec:
 def parse_kafka_spec(options: Mapping[str, str]) -> KafkaSpec:
     servers = require(options, "properties.bootstrap.servers", "broker1:9092,broker2:9092")
     _check_servers(servers)
-    properties = []
+    properties: dict[str, str] = {}
     for name, value in sorted(options.items()):
         if not name.startswith("properties.") or name == "properties.bootstrap.servers":
             continue
@@ -198,14 +202,16 @@ def parse_kafka_spec(options: Mapping[str, str]) -> KafkaSpec:
         reserved = RESERVED_PROPERTIES.get(prop)
         if reserved is not None and prop not in GUARANTEE_PROPERTIES:
             check_reserved(prop, value)
-        properties.append((prop, value))
+        properties[prop] = value
+    provider = take_token_provider(properties)
     return KafkaSpec(
         servers,
-        tuple(properties),
+        tuple(sorted(properties.items())),
         timeout_s=parse_duration(options, "client.timeout"),
         retries=parse_count(options, "client.retries"),
         retry_interval_s=parse_duration(options, "client.retry-interval", allow_zero=True),
         pool_idle_timeout_s=parse_duration(options, "client.pool.idle-timeout", allow_zero=True),
+        token_provider=provider,
     )
 
 

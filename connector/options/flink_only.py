@@ -5,9 +5,16 @@ here. The option parser (options.common) turns each into one error naming the re
 from __future__ import annotations
 
 # Java Kafka client properties (`properties.<name>`) with no librdkafka meaning, and what to use instead.
+_TOKEN_PROVIDER = (
+    "option 'properties.sasl.oauthbearer.token-provider' = 'package.module:function', a Python function making the "
+    "SASL/OAUTHBEARER token (Amazon MSK IAM, Google Managed Kafka: README 'Managed Kafka services')"
+)
 JAVA_ONLY_PROPERTIES: dict[str, str] = {
     "sasl.jaas.config": "'properties.sasl.username' and 'properties.sasl.password' (with "
-    "'properties.sasl.mechanism'; for OAUTHBEARER 'properties.sasl.oauthbearer.*')",
+    "'properties.sasl.mechanism'); for OAUTHBEARER (a login module such as Amazon MSK's IAMLoginModule) "
+    f"{_TOKEN_PROVIDER}, or librdkafka's own 'properties.sasl.oauthbearer.*'",
+    "sasl.login.callback.handler.class": _TOKEN_PROVIDER,
+    "sasl.client.callback.handler.class": _TOKEN_PROVIDER,
     "ssl.truststore.location": "'properties.ssl.ca.location' (a PEM file of the CA certificates)",
     "ssl.truststore.password": "nothing: librdkafka reads PEM CA files, set 'properties.ssl.ca.location'",
     "ssl.keystore.location": "'properties.ssl.certificate.location' and 'properties.ssl.key.location' (PEM files)",

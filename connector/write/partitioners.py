@@ -8,10 +8,10 @@ bytes, via librdkafka's `murmur2_random`), or a user function of the key bytes. 
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 
 from ..errors import OptionError
+from ..references import load_reference
 
 Partitioner = Callable[[bytes, int], int]
 
@@ -47,17 +47,7 @@ def parse_partitioner(raw: str | None) -> str | None:
 
 def load_partitioner(reference: str) -> Partitioner:
     """Import 'module:function'; every error names the option and what was wrong."""
-    module_name, _, name = reference.partition(":")
-    try:
-        function = getattr(importlib.import_module(module_name.strip()), name.strip())
-    except (ImportError, AttributeError, ValueError) as e:
-        raise OptionError(
-            f"option 'sink.partitioner': cannot load '{reference}' ({e}); the module must be importable on "
-            "the driver and on every executor"
-        ) from None
-    if not callable(function):
-        raise OptionError(f"option 'sink.partitioner': '{reference}' is not a function")
-    return function
+    return load_reference(reference, "sink.partitioner")
 
 
 def java_partition(key: bytes, partitions: int) -> int:

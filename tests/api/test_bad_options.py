@@ -99,6 +99,7 @@ OPTION_KINDS: dict[str, str] = {
     "client.retry-interval": "duration-or-zero",
     "client.pool.idle-timeout": "duration-or-zero",
     "properties.*": "properties",
+    "properties.sasl.oauthbearer.token-provider": "token-provider",
     "topic-pattern": "topic-pattern",
     "assign": "assign",
     "read.mode": "read-mode",
@@ -324,6 +325,8 @@ PARTICULAR: dict[str, list[OptionCase]] = {
         (f"java-only-{prop}", {f"kafka.{prop}": "x"}, OptionError, None)
         for prop in (
             "sasl.jaas.config",
+            "sasl.login.callback.handler.class",
+            "sasl.client.callback.handler.class",
             "ssl.truststore.location",
             "ssl.truststore.password",
             "ssl.keystore.location",
@@ -411,6 +414,24 @@ PARTICULAR: dict[str, list[OptionCase]] = {
         ("ending-json-at-earliest", {"endingOffsets": '{"t": {"0": -2}}'}, OptionError, None),
         ("millis-without-mode", {"scan.bounded.timestamp-millis": "1700000000000"}, OptionError, None),
         ("with-endingTimestamp", {"scan.bounded.mode": "latest-offset", "endingTimestamp": "1"}, OptionError, None),
+    ],
+    "token-provider": [
+        (
+            label,
+            {"properties.sasl.oauthbearer.token-provider": value, "properties.security.protocol": "SASL_SSL"} | more,
+            OptionError,
+            None,
+        )
+        for label, value, more in (
+            ("empty", "", {}),
+            ("no-function", "os.path", {}),
+            ("missing-module", "no_such_module_here:token", {}),
+            ("missing-function", "os:no_such_function", {}),
+            ("not-a-function", "os:sep", {}),
+            ("no-sasl", "os:getcwd", {"properties.security.protocol": "SSL"}),
+            ("other-mechanism", "os:getcwd", {"kafka.sasl.mechanism": "PLAIN"}),
+            ("with-oidc", "os:getcwd", {"properties.sasl.oauthbearer.method": "oidc"}),
+        )
     ],
     "partitioner": [
         (label, {"sink.partitioner": value}, OptionError, None)

@@ -3,8 +3,9 @@ per test session, and only when a test asks for it; SCRAM users made per test, A
 after it; and a capture of the logs a secret must never reach (the JVM's log4j output, which in local mode is
 both the driver's and the executors' log, and the Python workers' logs).
 
-Listeners: SASL_SSL (SCRAM-SHA-512 or PLAIN) and SASL_PLAINTEXT (PLAIN or SCRAM-SHA-512). The harness's own
-clients are the super user; the connector under test always runs as a user with exactly the ACLs the test grants.
+Listeners: SASL_SSL (SCRAM-SHA-512 or PLAIN) and SASL_PLAINTEXT (PLAIN or SCRAM-SHA-512), both with OAUTHBEARER too
+(unsigned tokens: tests/support/oauth_tokens.py). The harness's own clients are the super user; the connector under
+test always runs as a user with exactly the ACLs the test grants.
 """
 
 from __future__ import annotations
