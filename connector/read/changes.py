@@ -21,9 +21,9 @@ from collections.abc import Iterable, Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..formats import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE, ChangelogCodec, DecodedChanges
+from ..formats import ChangeKind, ChangelogCodec, DecodedChanges
 from ..options.layout import format_metadata
-from .decode import UPSERT, RangeDecoder
+from .decode import RangeDecoder
 from .fetch import CHUNK_RECORDS, Records
 from .offsets import PartitionRange
 from .spec import ReadSpec
@@ -70,7 +70,7 @@ class ChangeRangeDecoder(RangeDecoder):
                 batch, kinds = self._rows(chunk)
                 if not batch.num_rows:
                     continue
-                deleted = pc.equal(kinds, DELETE)
+                deleted = pc.equal(kinds, ChangeKind.DELETE)
                 columns = [
                     self._key_identity(batch),
                     pc.if_else(deleted, pa.scalar(None, pa.binary()), pa.scalar(b"", pa.binary())),
@@ -120,8 +120,8 @@ class ChangeRangeDecoder(RangeDecoder):
                     for r in records.filter(missing).to_pylist()
                 ]
         if self.full:
-            after_pre = _shifted(pc.equal(kinds, UPDATE_BEFORE))
-            orphan = pc.and_(pc.equal(kinds, UPDATE_AFTER), pc.invert(after_pre))
+            after_pre = _shifted(pc.equal(kinds, ChangeKind.UPDATE_BEFORE))
+            orphan = pc.and_(pc.equal(kinds, ChangeKind.UPDATE_AFTER), pc.invert(after_pre))
             if pc.any(orphan).as_py():
                 reason = (
                     "an update without its before image, which changelog-mode 'all' needs (have the source send "
@@ -133,14 +133,14 @@ class ChangeRangeDecoder(RangeDecoder):
 
     def _key_changes(self, rows: pa.RecordBatch, kinds: pa.Array) -> pa.Array:
         """An update whose pre- and post-image differ in the key: a delete of the old key, an insert of the new."""
-        pre = pc.equal(kinds, UPDATE_BEFORE)
+        pre = pc.equal(kinds, ChangeKind.UPDATE_BEFORE)
         if not len(kinds) or not pc.any(pre).as_py():
             return kinds
         same = self._same_key_as_next(rows)
         moved = pc.and_(pre, pc.invert(same))
         if not pc.any(moved).as_py():
             return kinds
-        return pc.if_else(moved, DELETE, pc.if_else(_shifted(moved), INSERT, kinds))
+        return pc.if_else(moved, ChangeKind.DELETE, pc.if_else(_shifted(moved), ChangeKind.INSERT, kinds))
 
     def _same_key_as_next(self, rows: pa.RecordBatch) -> pa.BooleanArray:
         n = rows.num_rows
@@ -152,17 +152,17 @@ class ChangeRangeDecoder(RangeDecoder):
         self, rows: pa.RecordBatch, kinds: pa.Array, records: pa.Array, metadata: dict[str, pa.Array]
     ) -> tuple[pa.RecordBatch, pa.Array, pa.Array, dict[str, pa.Array]]:
         """Upserts and deletes of keys: pre-images dropped, a delete's value columns null."""
-        keep = pc.not_equal(kinds, UPDATE_BEFORE)
+        keep = pc.not_equal(kinds, ChangeKind.UPDATE_BEFORE)
         if not pc.all(keep).as_py():
             rows, kinds, records = rows.filter(keep), kinds.filter(keep), records.filter(keep)
             metadata = {k: v.filter(keep) for k, v in metadata.items()}
-        deletes = pc.equal(kinds, DELETE)
+        deletes = pc.equal(kinds, ChangeKind.DELETE)
         if pc.any(deletes).as_py():
             nulled = pc.if_else(deletes, pa.scalar(None, pa.int64()), pa.array(range(rows.num_rows), pa.int64()))
             keys = set(self.layout.key_fields)
             columns = [c if f.name in keys else c.take(nulled) for f, c in zip(rows.schema, rows.columns)]
             rows = pa.RecordBatch.from_arrays(columns, schema=rows.schema)
-        return rows, pc.if_else(deletes, DELETE, UPSERT), records, metadata
+        return rows, pc.if_else(deletes, ChangeKind.DELETE, ChangeKind.UPSERT), records, metadata
 
     def _assemble_rows(
         self,

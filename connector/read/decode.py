@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import RecordError, escaped_prefix
-from ..formats import ChangelogCodec, Codec, Decoder
+from ..formats import ChangeKind, ChangelogCodec, Codec, Decoder
 from .fetch import CHUNK_RECORDS, Records
 from .offsets import PartitionRange
 from .spec import ReadSpec
@@ -23,7 +23,6 @@ from .table import HEADER_LIST, IDENT, KEY, OFFSET, LatestPerKey, key_identity, 
 
 log = logging.getLogger("upsert_kafka")
 
-UPSERT, DELETE = "upsert", "delete"
 KEY_COLUMN = "k:"  # the reducer's columns of decoded key fields are named KEY_COLUMN + field
 
 
@@ -184,7 +183,7 @@ class RangeDecoder:
         columns = []
         for f in layout.arrow_schema:
             if f.name == layout.changelog_column:
-                columns.append(pc.if_else(present_mask, UPSERT, DELETE))
+                columns.append(pc.if_else(present_mask, ChangeKind.UPSERT, ChangeKind.DELETE))
             elif f.name in metadata:
                 columns.append(self._metadata(metadata[f.name], records).cast(f.type))
             elif f.name in layout.key_fields:
