@@ -1,6 +1,6 @@
 """Key/value formats (codecs) for upsert-kafka: bytes <-> Arrow, per batch."""
 
-from .change_kind import ChangeKind, UpsertAction, upsert_action
+from .change_kind import ChangeKind
 from .codec import (
     SPARK_TYPES,
     ChangelogCodec,
@@ -45,11 +45,9 @@ __all__ = [
     "Decoder",
     "Encoder",
     "FormatOptionError",
-    "UpsertAction",
     "available_formats",
     "codec_class",
     "make_codec",
     "register_codec",
     "spark_type_name",
-    "upsert_action",
 ]

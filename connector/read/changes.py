@@ -16,16 +16,14 @@ reducer: within scan.table.memory-budget, spilled to local disk beyond it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..formats import ChangeKind, ChangelogCodec, DecodedChanges
 from ..options.layout import format_metadata
-from .decode import RangeDecoder
-from .fetch import CHUNK_RECORDS, Records
+from .fetch import Records
 from .offsets import PartitionRange
+from .range_decoder import RangeDecoder
 from .spec import ReadSpec
 from .table import KEY, OFFSET, VALUE, LatestPerKey, key_identity
 
@@ -33,64 +31,51 @@ _ROW = "row:"  # the reducer's columns of the table's row are named _ROW + colum
 
 
 class ChangeRangeDecoder(RangeDecoder):
+    """Change envelopes of a changelog value format: each record's envelope gives its rows and their kinds."""
+
     def __init__(self, spec: ReadSpec, rng: PartitionRange) -> None:
-        layout = spec.layout
-        self.spec, self.rng, self.layout = spec, rng, layout
+        super().__init__(spec, rng)
+        layout = self.layout
         self.codec: ChangelogCodec = layout.value_codec  # type: ignore[assignment]
         self.format_metadata = {c.column: c.value_key for c in layout.metadata if c.value_key is not None}
         self.decoder = self.codec.changelog_decoder(layout.value_schema, format_metadata(layout))
         # Flink's full changelog only where rows are not reduced to the last per key.
         self.full = self.codec.full_changelog and spec.changelog and not spec.compact
-        self.null_keys = self.bad_records = 0
+        self._seq = 0  # the reducer's `offset`: the row's number in record and envelope order
 
-    # -- the read modes --------------------------------------------------------------------------
+    # -- RangeDecoder's steps --------------------------------------------------------------------
 
-    def changelog(self, chunks: Iterable[Records]) -> Iterator[pa.RecordBatch]:
-        if self.spec.compact:
-            yield from self._latest(chunks, keep_deletes=True)
-            return
-        for chunk in chunks:
-            batch, _ = self._rows(chunk)
-            if batch.num_rows:
-                yield batch
-        self._log_skips()
+    def _rows(self, chunk: Records) -> pa.RecordBatch:
+        return self._rows_and_kinds(chunk)[0]
 
-    def table(self, chunks: Iterable[Records]) -> Iterator[pa.RecordBatch]:
-        yield from self._latest(chunks, keep_deletes=False)
-
-    def _latest(self, chunks: Iterable[Records], keep_deletes: bool) -> Iterator[pa.RecordBatch]:
-        """The last row of each key, by table.py's reducer: within scan.table.memory-budget, spilled to local disk
-        beyond it. Its `offset` is the row's number in record and envelope order (one record may carry several
+    def _reducer(self) -> LatestPerKey:
+        """The reducer's `offset` is the row's number in record and envelope order (one record may carry several
         rows), its `key` the key columns' identity, its `value` null for a delete; the rows ride along."""
-        reducer = LatestPerKey(self.spec.table_memory_budget)
-        names = self.layout.arrow_schema.names
-        seq = 0
-        try:
-            for chunk in chunks:
-                batch, kinds = self._rows(chunk)
-                if not batch.num_rows:
-                    continue
-                deleted = pc.equal(kinds, ChangeKind.DELETE)
-                columns = [
-                    self._key_identity(batch),
-                    pc.if_else(deleted, pa.scalar(None, pa.binary()), pa.scalar(b"", pa.binary())),
-                    pa.array(range(seq, seq + batch.num_rows), pa.int64()),
-                    *batch.columns,
-                ]
-                reducer.add(pa.Table.from_arrays(columns, names=[KEY, VALUE, OFFSET, *(_ROW + n for n in names)]))
-                seq += batch.num_rows
-            # A compacted changelog keeps its deletes, in record order; a table, the live keys.
-            for table in reducer.results(keep_deletes, CHUNK_RECORDS):
-                rows = [table[_ROW + n].combine_chunks() for n in names]
-                yield pa.RecordBatch.from_arrays(rows, schema=self.layout.arrow_schema)
-        finally:
-            reducer.close()
-        self._log_spill(reducer)
-        self._log_skips()
+        self._seq = 0
+        return LatestPerKey(self.spec.table_memory_budget)
+
+    def _keyed(self, chunk: Records) -> pa.Table | None:
+        batch, kinds = self._rows_and_kinds(chunk)
+        if not batch.num_rows:
+            return None
+        deleted = pc.equal(kinds, ChangeKind.DELETE)
+        columns = [
+            self._key_identity(batch),
+            pc.if_else(deleted, pa.scalar(None, pa.binary()), pa.scalar(b"", pa.binary())),
+            pa.array(range(self._seq, self._seq + batch.num_rows), pa.int64()),
+            *batch.columns,
+        ]
+        self._seq += batch.num_rows
+        names = [KEY, VALUE, OFFSET, *(_ROW + n for n in self.layout.arrow_schema.names)]
+        return pa.Table.from_arrays(columns, names=names)
+
+    def _reduced_rows(self, table: pa.Table) -> pa.RecordBatch:
+        rows = [table[_ROW + n].combine_chunks() for n in self.layout.arrow_schema.names]
+        return pa.RecordBatch.from_arrays(rows, schema=self.layout.arrow_schema)
 
     # -- one chunk ---------------------------------------------------------------------------------
 
-    def _rows(self, chunk: Records) -> tuple[pa.RecordBatch, pa.Array]:
+    def _rows_and_kinds(self, chunk: Records) -> tuple[pa.RecordBatch, pa.Array]:
         """The chunk's rows in the table's schema, and each row's kind (also in the changelog column)."""
         with_value = [i for i, v in enumerate(chunk.values) if v is not None]
         payloads = [chunk.values[i] for i in with_value]
