@@ -3,59 +3,99 @@ upserts and tombstones.
 
 Spark imports every installed top-level `pyspark_*` package that defines `DefaultSource` and registers it:
 installing this package is all it takes for `format("upsert-kafka")` to work.
+
+The public names load on first use (PEP 562), so that importing a subpackage, e.g. the formats, which know
+nothing of Spark, does not load the connector and pyspark first.
 """
 
-from .datasource import UpsertKafkaDataSource
-from .errors import (
-    DataLossError,
-    KafkaAuthenticationError,
-    KafkaAuthorizationError,
-    KafkaClientError,
-    KafkaUnavailableError,
-    OptionError,
-    RecordError,
-    SchemaError,
-    TopicError,
-    UpsertKafkaError,
-    WriteTaskError,
-)
-from .flink_ddl import FlinkTable, flink_table
-from .foreach_batch import upsert_writer
-from .formats import Codec, CodecContext, ColumnTypes, Decoded, Decoder, Encoder, FormatOptionError, register_codec
-from .lag import lag
-from .mirror import delta_mirror, mirror_to_delta
-from .secrets import SPARK_REDACTION_REGEX, redact_secret_options
+from __future__ import annotations
 
-DefaultSource = UpsertKafkaDataSource
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any
 
-__all__ = [
-    "SPARK_REDACTION_REGEX",
-    "Codec",
-    "CodecContext",
-    "ColumnTypes",
-    "DataLossError",
-    "Decoded",
-    "Decoder",
-    "DefaultSource",
-    "Encoder",
-    "FlinkTable",
-    "FormatOptionError",
-    "KafkaAuthenticationError",
-    "KafkaAuthorizationError",
-    "KafkaClientError",
-    "KafkaUnavailableError",
-    "OptionError",
-    "RecordError",
-    "SchemaError",
-    "TopicError",
-    "UpsertKafkaDataSource",
-    "UpsertKafkaError",
-    "WriteTaskError",
-    "delta_mirror",
-    "flink_table",
-    "lag",
-    "mirror_to_delta",
-    "redact_secret_options",
-    "register_codec",
-    "upsert_writer",
-]
+if TYPE_CHECKING:  # the names for type checkers; at run time __getattr__ imports them on first use
+    from .datasource import UpsertKafkaDataSource
+    from .errors import (  # noqa: F401
+        DataLossError,
+        KafkaAuthenticationError,
+        KafkaAuthorizationError,
+        KafkaClientError,
+        KafkaUnavailableError,
+        OptionError,
+        RecordError,
+        SchemaError,
+        TopicError,
+        UpsertKafkaError,
+        WriteTaskError,
+    )
+    from .flink_ddl import FlinkTable, flink_table  # noqa: F401
+    from .foreach_batch import upsert_writer  # noqa: F401
+    from .formats import Codec, CodecContext, ColumnTypes, Decoded, Decoder, Encoder, FormatOptionError, register_codec  # noqa: F401
+    from .lag import lag  # noqa: F401
+    from .mirror import delta_mirror, mirror_to_delta  # noqa: F401
+    from .secrets import SPARK_REDACTION_REGEX, redact_secret_options  # noqa: F401
+
+    DefaultSource = UpsertKafkaDataSource
+
+# Each public name's module (DefaultSource is UpsertKafkaDataSource: Spark's auto-registration looks it up).
+_HOMES = {
+    "UpsertKafkaDataSource": ".datasource",
+    "DataLossError": ".errors",
+    "KafkaAuthenticationError": ".errors",
+    "KafkaAuthorizationError": ".errors",
+    "KafkaClientError": ".errors",
+    "KafkaUnavailableError": ".errors",
+    "OptionError": ".errors",
+    "RecordError": ".errors",
+    "SchemaError": ".errors",
+    "TopicError": ".errors",
+    "UpsertKafkaError": ".errors",
+    "WriteTaskError": ".errors",
+    "FlinkTable": ".flink_ddl",
+    "flink_table": ".flink_ddl",
+    "upsert_writer": ".foreach_batch",
+    "Codec": ".formats",
+    "CodecContext": ".formats",
+    "ColumnTypes": ".formats",
+    "Decoded": ".formats",
+    "Decoder": ".formats",
+    "Encoder": ".formats",
+    "FormatOptionError": ".formats",
+    "register_codec": ".formats",
+    "lag": ".lag",
+    "delta_mirror": ".mirror",
+    "mirror_to_delta": ".mirror",
+    "SPARK_REDACTION_REGEX": ".secrets",
+    "redact_secret_options": ".secrets",
+}
+_ALIASES = {"DefaultSource": "UpsertKafkaDataSource"}
+
+__all__ = sorted([*_HOMES, *_ALIASES])
+
+
+def __getattr__(name: str) -> Any:
+    attribute = _ALIASES.get(name, name)
+    if attribute not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOMES[attribute], __name__), attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+class _Package(types.ModuleType):
+    """The import system binds a submodule to an attribute of its package: the submodule `lag` must not hide the
+    public function `lag` (which an eager `from .lag import lag` used to rebind)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in __all__ and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -15,10 +15,12 @@ it when building the session: `.config("spark.sql.redaction.options.regex", SPAR
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-REDACTED = "***"
+# Texts' redaction lives with the formats (the schema registry's errors need it), re-exported here.
+from .formats.redaction import REDACTED, strip_url_credentials
+from .formats.redaction import redact as redact
 
 # Parts of an option name that make its value a secret, whatever comes before them (`properties.`, `kafka.`,
 # `key.avro-confluent.`...): librdkafka's passwords, PEM keys, OAuth secrets and configs; the registry's
@@ -44,29 +46,10 @@ _SECRET_NAME = re.compile("|".join(_SECRET_PARTS), re.IGNORECASE)
 SPARK_REDACTION_REGEX = "(?i)url|" + "|".join(_SECRET_PARTS)
 SPARK_REDACTION_CONF = "spark.sql.redaction.options.regex"
 
-# `user:password@` in front of a host: after a scheme (`https://user:pw@host`, any user-info), or bare
-# (`user:pw@host:9092`, a colon needed so that `alice@example.com` stays). A password may hold '@'; the host may
-# be an IPv6 literal in brackets.
-_URL_USER_INFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+._-]*://)[^\s/?#@]+(?:@[^\s/?#@]*)*@")
-_BARE_USER_INFO = re.compile(r"(?P<lead>^|[\s,;'\"(=\[])[^\s,;'\"/@:\[\]]+:[^\s,;'\"/]*@(?=[\w\[])")
-
 
 def is_secret(name: str) -> bool:
     """Whether an option (or librdkafka property) of this name holds a secret."""
     return _SECRET_NAME.search(name) is not None
-
-
-def strip_url_credentials(text: str) -> str:
-    """`text` with the user-info of every URL or `user:password@host` replaced by ***."""
-    text = _URL_USER_INFO.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
-    return _BARE_USER_INFO.sub(lambda m: f"{m.group('lead')}{REDACTED}@", text)
-
-
-def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """`text` fit to show: URL credentials stripped, and each known secret value (longest first) replaced."""
-    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
-        text = text.replace(secret, REDACTED)
-    return strip_url_credentials(text)
 
 
 def redact_options(options: Mapping[str, Any]) -> dict[str, Any]:

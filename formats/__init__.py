@@ -1,11 +1,8 @@
 """Key/value formats (codecs) for upsert-kafka: bytes <-> Arrow, per batch."""
 
+from .change_kind import ChangeKind
 from .codec import (
-    DELETE,
-    INSERT,
     SPARK_TYPES,
-    UPDATE_AFTER,
-    UPDATE_BEFORE,
     ChangelogCodec,
     ChangelogDecoder,
     ChangelogEncoder,
@@ -21,12 +18,22 @@ from .codec import (
 )
 from .registry import available_formats, codec_class, make_codec, register_codec
 
+# The change kinds by their bare names, as custom codecs import them (`from pyspark_upsert_kafka.formats import
+# INSERT`): the ChangeKind members themselves.
+INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = (
+    ChangeKind.INSERT,
+    ChangeKind.UPDATE_BEFORE,
+    ChangeKind.UPDATE_AFTER,
+    ChangeKind.DELETE,
+)
+
 __all__ = [
     "DELETE",
     "INSERT",
     "SPARK_TYPES",
     "UPDATE_AFTER",
     "UPDATE_BEFORE",
+    "ChangeKind",
     "ChangelogCodec",
     "ChangelogDecoder",
     "ChangelogEncoder",

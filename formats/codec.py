@@ -134,19 +134,15 @@ class Encoder(ABC):
         """Encode every row of `batch` (columns in the encoder's schema) into one payload each."""
 
 
-# The change kinds a changelog decoder reports for each row it decodes (Flink's RowKinds, in the names of Delta's
-# change data feed): a pre-image is always directly followed by its post-image.
-INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = "insert", "update_preimage", "update_postimage", "delete"
-
-
 @dataclass(frozen=True)
 class DecodedChanges:
     """Decoded change envelopes (debezium-json, ...): each payload gave zero or more rows, each with a kind.
 
-    `batch`: the rows, in the decoder's schema; `kinds`: one of INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE
-    per row; `records`: per row, the index of the payload it came from (non-decreasing: rows come in payload
-    order, and a payload's rows in the order the envelope gives them); `metadata`: one array per requested
-    format metadata key, per row; `failures`: (index into the input, reason), payloads that gave no row.
+    `batch`: the rows, in the decoder's schema; `kinds`: per row, a ChangeKind (INSERT, UPDATE_BEFORE, UPDATE_AFTER
+    or DELETE; a pre-image is always directly followed by its post-image) as its string; `records`: per row, the
+    index of the payload it came from (non-decreasing: rows come in payload order, and a payload's rows in the
+    order the envelope gives them); `metadata`: one array per requested format metadata key, per row;
+    `failures`: (index into the input, reason), payloads that gave no row.
     """
 
     batch: pa.RecordBatch

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from datetime import date, datetime, timezone
 from decimal import Decimal, InvalidOperation
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import orjson
 import pyarrow as pa
@@ -20,13 +20,21 @@ from .codec import FormatOptionError, batch_from_records
 from .decimals import fit_decimal
 from .java_numbers import decimal_text, float_texts
 
-if TYPE_CHECKING:
-    from .json_codec import JsonCodec
-
 # What can go wrong converting one record (json.loads recurses on nesting: RecursionError).
 RECORD_ERRORS = (ValueError, TypeError, OverflowError, ArithmeticError, RecursionError, orjson.JSONDecodeError)
 
 Convert = Callable[[Any], Any]
+
+
+class JsonWriting(Protocol):
+    """How values are written as JSON: the json format's options, which its codec holds (no import of it here:
+    the codec builds on this module)."""
+
+    decimal_plain: bool  # encode.decimal-as-plain-number
+    iso8601: bool  # timestamp-format.standard ISO-8601 (else SQL)
+    map_null_key_mode: str  # FAIL, DROP or LITERAL
+    map_null_key_literal: str
+
 
 _INT_RANGES = {
     pa.int8(): (-(2**7), 2**7 - 1),
@@ -335,7 +343,7 @@ def _has_float(t: pa.DataType) -> bool:
     return pa.types.is_struct(t) and any(_has_float(f.type) for f in t)
 
 
-def arrow_to_json(t: pa.DataType, codec: JsonCodec) -> Convert | None:
+def arrow_to_json(t: pa.DataType, codec: JsonWriting) -> Convert | None:
     """A function from a Python value of Arrow type `t` to what orjson writes; None when as-is. The values
     come from json_values: a float is already its JSON text. Numbers are written as Flink's json format
     (Jackson) writes them."""
@@ -373,7 +381,7 @@ def _format_timestamp(ts: datetime, sep: str, zone: str) -> str:
     return ts.isoformat(sep, "microseconds").rstrip("0") + zone
 
 
-def _map_to_json(pairs: list[tuple[Any, Any]], key: Convert | None, item: Convert | None, codec: JsonCodec) -> dict:
+def _map_to_json(pairs: list[tuple[Any, Any]], key: Convert | None, item: Convert | None, codec: JsonWriting) -> dict:
     out = {}
     for k, v in pairs:
         if k is None:

@@ -28,7 +28,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..secrets import redact
+from .redaction import redact
 
 
 class RegistryError(RuntimeError):

@@ -24,7 +24,7 @@ import orjson
 from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType
 from pyspark_upsert_kafka.formats import make_codec
 from pyspark_upsert_kafka.formats.json_values import json_bytes
-from pyspark_upsert_kafka.read.decode import range_decoder
+from pyspark_upsert_kafka.read.decoders import range_decoder
 from pyspark_upsert_kafka.read.fetch import Records
 from pyspark_upsert_kafka.read.offsets import PartitionRange
 from pyspark_upsert_kafka.read.spec import parse_read_spec

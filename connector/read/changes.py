@@ -16,16 +16,14 @@ reducer: within scan.table.memory-budget, spilled to local disk beyond it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..formats import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE, ChangelogCodec, DecodedChanges
+from ..formats import ChangeKind, ChangelogCodec, DecodedChanges
 from ..options.layout import format_metadata
-from .decode import UPSERT, RangeDecoder
-from .fetch import CHUNK_RECORDS, Records
+from .fetch import Records
 from .offsets import PartitionRange
+from .range_decoder import RangeDecoder
 from .spec import ReadSpec
 from .table import KEY, OFFSET, VALUE, LatestPerKey, key_identity
 
@@ -33,64 +31,51 @@ _ROW = "row:"  # the reducer's columns of the table's row are named _ROW + colum
 
 
 class ChangeRangeDecoder(RangeDecoder):
+    """Change envelopes of a changelog value format: each record's envelope gives its rows and their kinds."""
+
     def __init__(self, spec: ReadSpec, rng: PartitionRange) -> None:
-        layout = spec.layout
-        self.spec, self.rng, self.layout = spec, rng, layout
+        super().__init__(spec, rng)
+        layout = self.layout
         self.codec: ChangelogCodec = layout.value_codec  # type: ignore[assignment]
         self.format_metadata = {c.column: c.value_key for c in layout.metadata if c.value_key is not None}
         self.decoder = self.codec.changelog_decoder(layout.value_schema, format_metadata(layout))
         # Flink's full changelog only where rows are not reduced to the last per key.
         self.full = self.codec.full_changelog and spec.changelog and not spec.compact
-        self.null_keys = self.bad_records = 0
+        self._seq = 0  # the reducer's `offset`: the row's number in record and envelope order
 
-    # -- the read modes --------------------------------------------------------------------------
+    # -- RangeDecoder's steps --------------------------------------------------------------------
 
-    def changelog(self, chunks: Iterable[Records]) -> Iterator[pa.RecordBatch]:
-        if self.spec.compact:
-            yield from self._latest(chunks, keep_deletes=True)
-            return
-        for chunk in chunks:
-            batch, _ = self._rows(chunk)
-            if batch.num_rows:
-                yield batch
-        self._log_skips()
+    def _rows(self, chunk: Records) -> pa.RecordBatch:
+        return self._rows_and_kinds(chunk)[0]
 
-    def table(self, chunks: Iterable[Records]) -> Iterator[pa.RecordBatch]:
-        yield from self._latest(chunks, keep_deletes=False)
-
-    def _latest(self, chunks: Iterable[Records], keep_deletes: bool) -> Iterator[pa.RecordBatch]:
-        """The last row of each key, by table.py's reducer: within scan.table.memory-budget, spilled to local disk
-        beyond it. Its `offset` is the row's number in record and envelope order (one record may carry several
+    def _reducer(self) -> LatestPerKey:
+        """The reducer's `offset` is the row's number in record and envelope order (one record may carry several
         rows), its `key` the key columns' identity, its `value` null for a delete; the rows ride along."""
-        reducer = LatestPerKey(self.spec.table_memory_budget)
-        names = self.layout.arrow_schema.names
-        seq = 0
-        try:
-            for chunk in chunks:
-                batch, kinds = self._rows(chunk)
-                if not batch.num_rows:
-                    continue
-                deleted = pc.equal(kinds, DELETE)
-                columns = [
-                    self._key_identity(batch),
-                    pc.if_else(deleted, pa.scalar(None, pa.binary()), pa.scalar(b"", pa.binary())),
-                    pa.array(range(seq, seq + batch.num_rows), pa.int64()),
-                    *batch.columns,
-                ]
-                reducer.add(pa.Table.from_arrays(columns, names=[KEY, VALUE, OFFSET, *(_ROW + n for n in names)]))
-                seq += batch.num_rows
-            # A compacted changelog keeps its deletes, in record order; a table, the live keys.
-            for table in reducer.results(keep_deletes, CHUNK_RECORDS):
-                rows = [table[_ROW + n].combine_chunks() for n in names]
-                yield pa.RecordBatch.from_arrays(rows, schema=self.layout.arrow_schema)
-        finally:
-            reducer.close()
-        self._log_spill(reducer)
-        self._log_skips()
+        self._seq = 0
+        return LatestPerKey(self.spec.table_memory_budget)
+
+    def _keyed(self, chunk: Records) -> pa.Table | None:
+        batch, kinds = self._rows_and_kinds(chunk)
+        if not batch.num_rows:
+            return None
+        deleted = pc.equal(kinds, ChangeKind.DELETE)
+        columns = [
+            self._key_identity(batch),
+            pc.if_else(deleted, pa.scalar(None, pa.binary()), pa.scalar(b"", pa.binary())),
+            pa.array(range(self._seq, self._seq + batch.num_rows), pa.int64()),
+            *batch.columns,
+        ]
+        self._seq += batch.num_rows
+        names = [KEY, VALUE, OFFSET, *(_ROW + n for n in self.layout.arrow_schema.names)]
+        return pa.Table.from_arrays(columns, names=names)
+
+    def _reduced_rows(self, table: pa.Table) -> pa.RecordBatch:
+        rows = [table[_ROW + n].combine_chunks() for n in self.layout.arrow_schema.names]
+        return pa.RecordBatch.from_arrays(rows, schema=self.layout.arrow_schema)
 
     # -- one chunk ---------------------------------------------------------------------------------
 
-    def _rows(self, chunk: Records) -> tuple[pa.RecordBatch, pa.Array]:
+    def _rows_and_kinds(self, chunk: Records) -> tuple[pa.RecordBatch, pa.Array]:
         """The chunk's rows in the table's schema, and each row's kind (also in the changelog column)."""
         with_value = [i for i, v in enumerate(chunk.values) if v is not None]
         payloads = [chunk.values[i] for i in with_value]
@@ -120,8 +105,8 @@ class ChangeRangeDecoder(RangeDecoder):
                     for r in records.filter(missing).to_pylist()
                 ]
         if self.full:
-            after_pre = _shifted(pc.equal(kinds, UPDATE_BEFORE))
-            orphan = pc.and_(pc.equal(kinds, UPDATE_AFTER), pc.invert(after_pre))
+            after_pre = _shifted(pc.equal(kinds, ChangeKind.UPDATE_BEFORE))
+            orphan = pc.and_(pc.equal(kinds, ChangeKind.UPDATE_AFTER), pc.invert(after_pre))
             if pc.any(orphan).as_py():
                 reason = (
                     "an update without its before image, which changelog-mode 'all' needs (have the source send "
@@ -133,14 +118,14 @@ class ChangeRangeDecoder(RangeDecoder):
 
     def _key_changes(self, rows: pa.RecordBatch, kinds: pa.Array) -> pa.Array:
         """An update whose pre- and post-image differ in the key: a delete of the old key, an insert of the new."""
-        pre = pc.equal(kinds, UPDATE_BEFORE)
+        pre = pc.equal(kinds, ChangeKind.UPDATE_BEFORE)
         if not len(kinds) or not pc.any(pre).as_py():
             return kinds
         same = self._same_key_as_next(rows)
         moved = pc.and_(pre, pc.invert(same))
         if not pc.any(moved).as_py():
             return kinds
-        return pc.if_else(moved, DELETE, pc.if_else(_shifted(moved), INSERT, kinds))
+        return pc.if_else(moved, ChangeKind.DELETE, pc.if_else(_shifted(moved), ChangeKind.INSERT, kinds))
 
     def _same_key_as_next(self, rows: pa.RecordBatch) -> pa.BooleanArray:
         n = rows.num_rows
@@ -152,17 +137,17 @@ class ChangeRangeDecoder(RangeDecoder):
         self, rows: pa.RecordBatch, kinds: pa.Array, records: pa.Array, metadata: dict[str, pa.Array]
     ) -> tuple[pa.RecordBatch, pa.Array, pa.Array, dict[str, pa.Array]]:
         """Upserts and deletes of keys: pre-images dropped, a delete's value columns null."""
-        keep = pc.not_equal(kinds, UPDATE_BEFORE)
+        keep = pc.not_equal(kinds, ChangeKind.UPDATE_BEFORE)
         if not pc.all(keep).as_py():
             rows, kinds, records = rows.filter(keep), kinds.filter(keep), records.filter(keep)
             metadata = {k: v.filter(keep) for k, v in metadata.items()}
-        deletes = pc.equal(kinds, DELETE)
+        deletes = pc.equal(kinds, ChangeKind.DELETE)
         if pc.any(deletes).as_py():
             nulled = pc.if_else(deletes, pa.scalar(None, pa.int64()), pa.array(range(rows.num_rows), pa.int64()))
             keys = set(self.layout.key_fields)
             columns = [c if f.name in keys else c.take(nulled) for f, c in zip(rows.schema, rows.columns)]
             rows = pa.RecordBatch.from_arrays(columns, schema=rows.schema)
-        return rows, pc.if_else(deletes, DELETE, UPSERT), records, metadata
+        return rows, pc.if_else(deletes, ChangeKind.DELETE, ChangeKind.UPSERT), records, metadata
 
     def _assemble_rows(
         self,

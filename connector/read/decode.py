@@ -8,85 +8,51 @@ only of what survives to the end, so values that were overwritten or deleted are
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import RecordError, escaped_prefix
-from ..formats import ChangelogCodec, Codec, Decoder
+from ..formats import ChangeKind, Codec, Decoder
 from .fetch import CHUNK_RECORDS, Records
 from .offsets import PartitionRange
+from .range_decoder import RangeDecoder
 from .spec import ReadSpec
-from .table import HEADER_LIST, IDENT, KEY, OFFSET, LatestPerKey, key_identity, records_table, table_records
+from .table import IDENT, KEY, OFFSET, LatestPerKey, key_identity, records_table, table_records
 
-log = logging.getLogger("upsert_kafka")
-
-UPSERT, DELETE = "upsert", "delete"
 KEY_COLUMN = "k:"  # the reducer's columns of decoded key fields are named KEY_COLUMN + field
 
 
-class RangeDecoder:
-    """Decodes the records of one partition range; counts what it skips and logs it at the end."""
+class RecordRangeDecoder(RangeDecoder):
+    """Records keyed by their record key: the key format gives the key columns, the value format the rest."""
 
     def __init__(self, spec: ReadSpec, rng: PartitionRange) -> None:
-        layout = spec.layout
-        self.spec, self.rng, self.layout = spec, rng, layout
-        self.key_decoder = layout.key_codec.decoder(layout.key_schema)
-        self.value_decoder = layout.value_codec.decoder(layout.value_schema)
-        self.null_keys = 0
-        self.bad_records = 0
+        super().__init__(spec, rng)
+        self.key_decoder = self.layout.key_codec.decoder(self.layout.key_schema)
+        self.value_decoder = self.layout.value_codec.decoder(self.layout.value_schema)
 
-    # -- the read modes --------------------------------------------------------------------------
+    # -- RangeDecoder's steps -----------------------------------------------------------------------
 
-    def changelog(self, chunks: Iterable[Records]) -> Iterator[pa.RecordBatch]:
-        if self.spec.compact:
-            yield from self._latest_per_key(chunks, keep_deletes=True)
-            return
-        for chunk in chunks:
-            records = self._drop_null_keys(chunk)
-            if len(records):
-                key_batch, records = self._decode_keys(records)
-                batch = self._with_values(key_batch, records)
-                if batch.num_rows:
-                    yield batch
-        self._log_skips()
+    def _rows(self, chunk: Records) -> pa.RecordBatch:
+        records = self._drop_null_keys(chunk)
+        if not len(records):
+            return pa.RecordBatch.from_pylist([], schema=self.layout.arrow_schema)
+        key_batch, records = self._decode_keys(records)
+        return self._with_values(key_batch, records)
 
-    def table(self, chunks: Iterable[Records]) -> Iterator[pa.RecordBatch]:
-        yield from self._latest_per_key(chunks, keep_deletes=False)
+    def _reducer(self) -> LatestPerKey:
+        return LatestPerKey(self.spec.table_memory_budget, self._identify)
 
-    def _latest_per_key(self, chunks: Iterable[Records], keep_deletes: bool) -> Iterator[pa.RecordBatch]:
-        reducer = LatestPerKey(self.spec.table_memory_budget, self._identify)
-        try:
-            for chunk in chunks:
-                records = self._drop_null_keys(chunk)
-                if len(records):
-                    reducer.add(records_table(records))
-            # A compacted changelog keeps its deletes, in offset order; a table, the live keys.
-            for table in reducer.results(keep_deletes, CHUNK_RECORDS):
-                key_batch = pa.RecordBatch.from_arrays(
-                    [table[KEY_COLUMN + f].combine_chunks() for f in self.layout.key_fields],
-                    names=list(self.layout.key_fields),
-                )
-                batch = self._with_values(key_batch, table_records(table))
-                if batch.num_rows:
-                    yield batch
-        finally:
-            reducer.close()
-        self._log_spill(reducer)
-        self._log_skips()
+    def _keyed(self, chunk: Records) -> pa.Table | None:
+        records = self._drop_null_keys(chunk)
+        return records_table(records) if len(records) else None
 
-    def _log_spill(self, reducer: LatestPerKey) -> None:
-        if reducer.spilled:
-            log.info(
-                "%s: the latest records per key outgrew a quarter of scan.table.memory-budget (%d bytes): %d run(s), "
-                "%d bytes, spilled to local disk",
-                self.rng,
-                self.spec.table_memory_budget,
-                reducer.runs,
-                reducer.spilled_bytes,
-            )
+    def _reduced_rows(self, table: pa.Table) -> pa.RecordBatch:
+        key_batch = pa.RecordBatch.from_arrays(
+            [table[KEY_COLUMN + f].combine_chunks() for f in self.layout.key_fields],
+            names=list(self.layout.key_fields),
+        )
+        return self._with_values(key_batch, table_records(table))
 
     def _identify(self, table: pa.Table) -> pa.Table:
         """Decode the keys of byte-reduced rows: their columns (as KEY_COLUMN + name) and identity, which two
@@ -104,7 +70,7 @@ class RangeDecoder:
             batches.append(pa.RecordBatch.from_arrays(columns, names=names))
         return pa.Table.from_batches(batches)
 
-    # -- steps -----------------------------------------------------------------------------------
+    # -- decoding -----------------------------------------------------------------------------------
 
     def _drop_null_keys(self, records: Records) -> Records:
         if None not in records.keys:
@@ -141,34 +107,6 @@ class RangeDecoder:
         decoded = decoder.decode(payloads)
         return decoded.batch, self._failed(role, codec, decoded.failures, payloads, offsets)
 
-    def _failed(
-        self,
-        role: str,
-        codec: Codec,
-        failures: Sequence[tuple[int, str]],
-        payloads: Sequence[bytes],
-        offsets: Sequence[int],
-    ) -> set[int]:
-        """The records that failed to decode, when ignore-parse-errors skips them (counted); else the error
-        naming the first."""
-        if not failures:
-            return set()
-        if not codec.ignore_parse_errors:
-            index, reason = failures[0]
-            hint = (
-                f" To skip such records set '{role}.{codec.name}.ignore-parse-errors' to true."
-                if "ignore-parse-errors" in codec.option_names
-                else ""
-            )
-            raise RecordError(
-                f"cannot decode the {role} of the record at topic '{self.rng.topic}' partition "
-                f"{self.rng.partition} offset {offsets[index]} with format '{codec.name}': {reason}; "
-                f"{role} bytes: {escaped_prefix(payloads[index])}.{hint}"
-            )
-        bad = {i for i, _ in failures}
-        self.bad_records += len(bad)
-        return bad
-
     def _assemble(
         self, key_batch: pa.RecordBatch, value_batch: pa.RecordBatch, present: list[bool], records: Records
     ) -> pa.RecordBatch:
@@ -184,7 +122,7 @@ class RangeDecoder:
         columns = []
         for f in layout.arrow_schema:
             if f.name == layout.changelog_column:
-                columns.append(pc.if_else(present_mask, UPSERT, DELETE))
+                columns.append(pc.if_else(present_mask, ChangeKind.UPSERT, ChangeKind.DELETE))
             elif f.name in metadata:
                 columns.append(self._metadata(metadata[f.name], records).cast(f.type))
             elif f.name in layout.key_fields:
@@ -192,45 +130,3 @@ class RangeDecoder:
             else:
                 columns.append(value_batch.column(f.name))
         return pa.RecordBatch.from_arrays(columns, schema=layout.arrow_schema)
-
-    def _metadata(self, kind: str, records: Records) -> pa.Array:
-        n, rng = len(records), self.rng
-        if kind == "topic":
-            return pa.repeat(pa.scalar(rng.topic, pa.string()), n)
-        if kind == "partition":
-            return pa.repeat(pa.scalar(rng.partition, pa.int32()), n)
-        if kind == "offset":
-            return pa.array(records.offsets, pa.int64())
-        if kind == "watermark":
-            millis = pa.scalar(rng.watermark_ms, pa.int64())
-            return pa.repeat(millis, n).cast(pa.timestamp("ms", tz="UTC"))
-        values = records.meta[kind]
-        if kind == "timestamp":  # -1: the record has no timestamp
-            millis = pa.array(values, pa.int64())
-            return pc.if_else(pc.less(millis, 0), None, millis).cast(pa.timestamp("ms", tz="UTC"))
-        if kind == "headers":
-            return pa.array(values, pa.map_(pa.string(), pa.binary()))
-        if kind == "header-list":
-            return pa.array(values, HEADER_LIST)
-        if kind == "leader-epoch":
-            return pa.array(values, pa.int32())
-        return pa.array(values, pa.string())  # timestamp-type
-
-    def _log_skips(self) -> None:
-        if self.null_keys or self.bad_records:
-            log.warning(
-                "%s: skipped %d record(s) with a null key and %d that failed to decode (ignore-parse-errors)",
-                self.rng,
-                self.null_keys,
-                self.bad_records,
-            )
-
-
-def range_decoder(spec: ReadSpec, rng: PartitionRange) -> RangeDecoder:
-    """The decoder of a partition range: records keyed by their record key, or change envelopes (a changelog
-    value format: read.changes)."""
-    if isinstance(spec.layout.value_codec, ChangelogCodec):
-        from .changes import ChangeRangeDecoder  # it builds on RangeDecoder
-
-        return ChangeRangeDecoder(spec, rng)
-    return RangeDecoder(spec, rng)

@@ -18,7 +18,7 @@ from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, Inp
 from ..errors import UpsertKafkaError
 from ..spark_internals import ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows, SupportsTriggerAvailableNow
 from . import offsets
-from .decode import range_decoder
+from .decoders import range_decoder
 from .fetch import fetch_range
 from .offsets import BatchPlan, PartitionRange, RangeGroup, clip_starts, coalesce_ranges, ranges_between, split_ranges
 from .planner import Planner, limit_by_backlog, with_new_partitions, within_log_end

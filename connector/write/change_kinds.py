@@ -1,5 +1,6 @@
-"""A row's change kind (the `changelog.column`): a value, a delete, or a before-image to drop. One reading of
-the kinds for the record writer, the multi-table write and the Delta mirror."""
+"""A row's change kind (the `changelog.column`) as the upsert write reads it: a value, a tombstone, or a
+before-image to drop (formats.change_kind's upsert_action). One reading of the column for the record writer,
+the multi-table write and the Delta mirror."""
 
 from __future__ import annotations
 
@@ -10,11 +11,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import RecordError
+from ..formats.change_kind import ChangeKind, UpsertAction, spellings
 
-# Case-insensitive: ours, Delta CDF's and Flink's RowKind short strings; null is an upsert.
-VALUE_KINDS = ("upsert", "insert", "update_postimage", "+i", "+u")
-DELETE_KINDS = ("delete", "-d")
-SKIP_KINDS = ("update_preimage", "-u")  # the row before an update: its after-image follows
+# Case-insensitive: every kind's value and Flink's short string (+I, -U, +U, -D); null is an upsert.
+_TOMBSTONES = pa.array(spellings(UpsertAction.TOMBSTONE))
+_SKIPPED = pa.array(spellings(UpsertAction.SKIP))
+_KNOWN = pa.array([s for action in UpsertAction for s in spellings(action)])
+_NAMES = ", ".join(k.value for k in ChangeKind)
+_SHORT = ", ".join(k.short for k in ChangeKind if k.short)
 
 Rows = TypeVar("Rows", pa.RecordBatch, pa.Table)
 
@@ -27,16 +31,15 @@ def classify(
     if column is None:
         return rows, pa.repeat(pa.scalar(False), rows.num_rows), 0
     kinds = pc.utf8_lower(rows.column(column))
-    unknown = pc.and_(pc.invert(pc.is_in(kinds, pa.array(VALUE_KINDS + DELETE_KINDS + SKIP_KINDS))), pc.is_valid(kinds))
+    unknown = pc.and_(pc.invert(pc.is_in(kinds, _KNOWN)), pc.is_valid(kinds))
     if pc.any(unknown).as_py():
         row = pc.index(unknown, True).as_py()
         raise RecordError(
             f"column '{column}' has the unknown change kind '{rows.column(column)[row].as_py()}'"
-            f"{f' in {where(rows, row)}' if where else ''}; use upsert, delete, insert, update_preimage or "
-            "update_postimage (or Flink's +I, -U, +U, -D)"
+            f"{f' in {where(rows, row)}' if where else ''}; use {_NAMES} (or Flink's {_SHORT})"
         )
-    skip = pc.fill_null(pc.is_in(kinds, pa.array(SKIP_KINDS)), False)
+    skip = pc.fill_null(pc.is_in(kinds, _SKIPPED), False)
     skipped = pc.sum(skip).as_py() or 0
     if skipped:
         rows, kinds = rows.filter(pc.invert(skip)), kinds.filter(pc.invert(skip))
-    return rows, pc.fill_null(pc.is_in(kinds, pa.array(DELETE_KINDS)), False), skipped
+    return rows, pc.fill_null(pc.is_in(kinds, _TOMBSTONES), False), skipped

@@ -23,7 +23,7 @@ from ..errors import OptionError
 from ..formats import ChangelogCodec
 from ..options.common import canonical_options, parse_topic_selection
 from ..options.layout import check_codecs
-from .overwrite import tombstone_missing_keys
+from ..overwrite import tombstone_missing_keys
 from .producer import fence, fence_scope
 from .spec import EXACTLY_ONCE, parse_write_spec
 from .target import describe_write_target

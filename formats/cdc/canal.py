@@ -19,7 +19,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..codec import DELETE, INSERT, ChangelogDecoder, ChangelogEncoder, CodecContext, FormatOptionError
+from ..change_kind import ChangeKind
+from ..codec import ChangelogDecoder, ChangelogEncoder, CodecContext, FormatOptionError
 from ..json_values import Convert
 from .columns import TIMESTAMP_MS, cast_columns, column_names, epoch_millis, equal_to, millis_to_timestamp, text
 from .envelope import EnvelopeCodec, EnvelopeDecoder, Envelopes, row_slots, update_rows
@@ -173,9 +174,9 @@ class CanalDecoder(EnvelopeDecoder):
         if not isinstance(data, list) or None in data:
             raise ValueError(f"a {kind} message needs 'data', an array of rows")
         if kind == "INSERT":
-            rows = [(INSERT, row) for row in data]
+            rows = [(ChangeKind.INSERT, row) for row in data]
         elif kind == "DELETE":
-            rows = [(DELETE, row) for row in data]
+            rows = [(ChangeKind.DELETE, row) for row in data]
         else:
             old = envelope.get("old")
             if not isinstance(old, list) or len(old) != len(data) or not all(isinstance(o, dict) for o in old):

@@ -18,11 +18,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..change_kind import ChangeKind
 from ..codec import (
-    DELETE,
-    INSERT,
-    UPDATE_AFTER,
-    UPDATE_BEFORE,
     ChangelogDecoder,
     ChangelogEncoder,
     CodecContext,
@@ -92,10 +89,10 @@ class DebeziumDecoder(EnvelopeDecoder):
         has_before, has_after = before.is_valid(), after.is_valid()
         good = pc.or_(pc.and_(pc.or_(created, updated), has_after), pc.and_(deleted, has_before))
         slots = [
-            Slot(before, UPDATE_BEFORE, pc.and_(updated, has_before)),
-            Slot(after, UPDATE_AFTER, updated),
-            Slot(after, INSERT, created),
-            Slot(before, DELETE, deleted),
+            Slot(before, ChangeKind.UPDATE_BEFORE, pc.and_(updated, has_before)),
+            Slot(after, ChangeKind.UPDATE_AFTER, updated),
+            Slot(after, ChangeKind.INSERT, created),
+            Slot(before, ChangeKind.DELETE, deleted),
         ]
         return Envelopes(slots, pc.invert(good), self._metadata(event))
 
@@ -128,15 +125,15 @@ class DebeziumDecoder(EnvelopeDecoder):
         if op in ("c", "r", "u") and after is None:
             raise ValueError(f"an event with op '{op}' has no 'after' row")
         if op in ("c", "r"):
-            rows = [(INSERT, after)]
+            rows = [(ChangeKind.INSERT, after)]
         elif op == "u":
-            rows = ([] if before is None else [(UPDATE_BEFORE, before)]) + [(UPDATE_AFTER, after)]
+            rows = ([] if before is None else [(ChangeKind.UPDATE_BEFORE, before)]) + [(ChangeKind.UPDATE_AFTER, after)]
         elif op == "d":
             if before is None:
                 raise ValueError(
                     f"an event with op 'd' has no 'before' row to name the deleted key; {_REPLICA_IDENTITY}"
                 )
-            rows = [(DELETE, before)]
+            rows = [(ChangeKind.DELETE, before)]
         elif op == "t":
             raise ValueError("a truncate event (op 't') empties the whole table: it is not a change of keys")
         else:

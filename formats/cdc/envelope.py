@@ -19,11 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
+from ..change_kind import ChangeKind
 from ..codec import (
-    DELETE,
-    INSERT,
-    UPDATE_AFTER,
-    UPDATE_BEFORE,
     ChangelogCodec,
     ChangelogDecoder,
     ChangelogEncoder,
@@ -87,7 +84,7 @@ class Slot:
     """One kind of row an element (an envelope, or one row of a Canal envelope) may give."""
 
     image: pa.StructArray  # per element
-    kind: str
+    kind: ChangeKind
     mask: pa.BooleanArray  # per element: whether this slot gives a row
 
 
@@ -97,16 +94,16 @@ def row_slots(
     """The slots of envelopes that carry a row and, for an update, its changed fields `old` (Canal, Maxwell): an
     update gives the pre-image (the row with its `old` fields put back) and the row; an insert or delete the row."""
     return [
-        Slot(overlay(olds, rows), UPDATE_BEFORE, updated),
-        Slot(rows, UPDATE_AFTER, updated),
-        Slot(rows, INSERT, inserted),
-        Slot(rows, DELETE, deleted),
+        Slot(overlay(olds, rows), ChangeKind.UPDATE_BEFORE, updated),
+        Slot(rows, ChangeKind.UPDATE_AFTER, updated),
+        Slot(rows, ChangeKind.INSERT, inserted),
+        Slot(rows, ChangeKind.DELETE, deleted),
     ]
 
 
 def update_rows(row: dict, old: dict) -> list[tuple[str, Any]]:
     """row_slots' update for the per-envelope path: the pre-image and the row."""
-    return [(UPDATE_BEFORE, {**row, **old}), (UPDATE_AFTER, row)]
+    return [(ChangeKind.UPDATE_BEFORE, {**row, **old}), (ChangeKind.UPDATE_AFTER, row)]
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..codec import DELETE, INSERT, ChangelogDecoder, ChangelogEncoder
+from ..change_kind import ChangeKind
+from ..codec import ChangelogDecoder, ChangelogEncoder
 from .columns import TIMESTAMP_MS, column_names, epoch_millis, equal_to, millis_to_timestamp, text
 from .envelope import EnvelopeCodec, EnvelopeDecoder, Envelopes, row_slots, update_rows
 
@@ -92,7 +93,7 @@ class MaxwellDecoder(EnvelopeDecoder):
                 raise ValueError("an update message needs 'data' and 'old' objects")
             rows = update_rows(data, old)
         else:
-            rows = [(DELETE if kind == "delete" else INSERT, data)]
+            rows = [(ChangeKind.DELETE if kind == "delete" else ChangeKind.INSERT, data)]
         return rows, {k: self._metadata_value(k, envelope) for k in self.metadata}
 
     def _metadata_value(self, key: str, envelope: dict) -> Any:

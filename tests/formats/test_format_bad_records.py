@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.types import StructType
 from pyspark_upsert_kafka.formats import CodecContext, make_codec
-from pyspark_upsert_kafka.read.decode import RangeDecoder
+from pyspark_upsert_kafka.read.decode import RecordRangeDecoder
 from pyspark_upsert_kafka.read.fetch import Records
 from pyspark_upsert_kafka.read.offsets import PartitionRange
 from pyspark_upsert_kafka.read.spec import parse_read_spec
@@ -130,7 +130,7 @@ def test_skipped_records_are_counted_in_the_task_log(caplog):
         "read.mode": "changelog",
     }
     spec = parse_read_spec(raw, StructType.fromDDL(SCHEMA + ", _change_type STRING"), streaming=False)
-    decoder = RangeDecoder(spec, PartitionRange("t", 0, 0, 4))
+    decoder = RecordRangeDecoder(spec, PartitionRange("t", 0, 0, 4))
     records = Records(
         [b'{"id":1}', b'{"id":2}', b'{"id":3}', None],
         [b'{"name":"a"}', b"\xff", b"[not an object]", b'{"name":"d"}'],

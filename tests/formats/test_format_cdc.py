@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
-from pyspark_upsert_kafka.read.decode import range_decoder
+from pyspark_upsert_kafka.read.decoders import range_decoder
 from pyspark_upsert_kafka.read.fetch import Records
 from pyspark_upsert_kafka.read.offsets import PartitionRange
 from pyspark_upsert_kafka.read.spec import parse_read_spec

@@ -27,7 +27,7 @@ from pyspark.sql.types import StructField, StructType
 from pyspark_upsert_kafka.errors import RecordError
 from pyspark_upsert_kafka.formats.codec import batch_from_records
 from pyspark_upsert_kafka.options.ddl import parse_ddl
-from pyspark_upsert_kafka.read.decode import RangeDecoder
+from pyspark_upsert_kafka.read.decode import RecordRangeDecoder
 from pyspark_upsert_kafka.read.fetch import Records
 from pyspark_upsert_kafka.read.offsets import PartitionRange
 from pyspark_upsert_kafka.read.spec import ReadSpec, parse_read_spec
@@ -205,10 +205,10 @@ _WHERE = re.compile(
 
 def decode(
     spec: ReadSpec, keys: list[bytes | None], values: list[bytes | None], first: int = FIRST_OFFSET
-) -> tuple[list[dict], RangeDecoder]:
+) -> tuple[list[dict], RecordRangeDecoder]:
     """The changelog rows the read side makes of these records (offsets from `first`)."""
     offsets = list(range(first, first + len(keys)))
-    decoder = RangeDecoder(spec, PartitionRange(TOPIC, PARTITION, offsets[0], offsets[-1] + 1))
+    decoder = RecordRangeDecoder(spec, PartitionRange(TOPIC, PARTITION, offsets[0], offsets[-1] + 1))
     with hang_limit(HANG_LIMIT_S):
         batches = list(decoder.changelog([Records(list(keys), list(values), offsets)]))
     return [row for batch in batches for row in batch.to_pylist()], decoder

@@ -12,11 +12,11 @@ import pyspark.sql.datasource as ds  # its Filter classes are pyspark 4.1+ (this
 import pytest
 from confluent_kafka import Producer
 from pyspark_upsert_kafka import UpsertKafkaDataSource
+from pyspark_upsert_kafka.kafka_partitioner import java_partition
 from pyspark_upsert_kafka.read.offsets import PartitionRange
 from pyspark_upsert_kafka.read.source import UpsertKafkaBatchReader, UpsertKafkaLookupReader
 from pyspark_upsert_kafka.read.spec import parse_read_spec
 from pyspark_upsert_kafka.spark_internals import parse_schema
-from pyspark_upsert_kafka.write.partitioners import java_partition
 
 from tests.support.kafka_io import consume_all
 from tests.support.read_helpers import load, rec, recent_minute, send

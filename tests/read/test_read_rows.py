@@ -9,7 +9,7 @@ import logging
 import orjson
 import pytest
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
-from pyspark_upsert_kafka.read.decode import RangeDecoder
+from pyspark_upsert_kafka.read.decode import RecordRangeDecoder
 from pyspark_upsert_kafka.read.fetch import Records
 from pyspark_upsert_kafka.read.offsets import PartitionRange
 from pyspark_upsert_kafka.read.spec import parse_read_spec
@@ -98,7 +98,7 @@ def test_skipped_null_key_records_are_counted_in_the_task_log(caplog):
     )
     chunk = Records([None, b'{"id":1}', None], [b"{}", b"{}", None], [0, 1, 2])
     with caplog.at_level(logging.WARNING, logger="upsert_kafka"):
-        batches = list(RangeDecoder(spec, PartitionRange("t", 3, 0, 3)).changelog([chunk]))
+        batches = list(RecordRangeDecoder(spec, PartitionRange("t", 3, 0, 3)).changelog([chunk]))
     assert [b.to_pylist() for b in batches] == [[{"id": 1, "_change_type": "upsert"}]]
     assert "topic 't' partition 3 offsets [0, 3): skipped 2 record(s) with a null key" in caplog.text
 

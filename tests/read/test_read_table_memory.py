@@ -17,10 +17,10 @@ from pyspark_upsert_kafka import UpsertKafkaDataSource
 from pyspark_upsert_kafka.errors import OptionError
 from pyspark_upsert_kafka.formats.json_values import json_bytes  # right-sized: the data sets are held in memory
 from pyspark_upsert_kafka.options.values import parse_table_memory_budget
+from pyspark_upsert_kafka.overwrite import missing_keys
 from pyspark_upsert_kafka.read.fetch import Records
 from pyspark_upsert_kafka.read.spec import parse_read_spec
 from pyspark_upsert_kafka.read.table import FAN_IN, KEY, OFFSET, VALUE, LatestPerKey, key_identity, records_table
-from pyspark_upsert_kafka.write.overwrite import missing_keys
 
 from tests.support.kafka_io import produce
 from tests.support.read_helpers import rows_of

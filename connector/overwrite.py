@@ -11,6 +11,9 @@ latest record per key in Arrow, spilled to local disk beyond scan.table.memory-b
 holds every key of the topic. What it does hold: the keys the tasks wrote, which reach the commit in the tasks'
 messages all at once (kept as Arrow arrays, deduplicated per topic, not as a Python set), and while a block of
 live keys is compared with them, Arrow's hash set of them.
+
+Here, above read/ and write/: it reads the topic the way a table read does and writes tombstones the way the
+writer does.
 """
 
 from __future__ import annotations
@@ -22,13 +25,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from confluent_kafka.admin import OffsetSpec
 
-from ..kafka import Brokers
-from ..options.common import KafkaSpec
-from ..read.fetch import CHUNK_RECORDS, Records, fetch_range
-from ..read.offsets import PartitionRange
-from ..read.table import KEY, OFFSET, VALUE, LatestPerKey
-from .producer import Sender
-from .task import WritePlan, WriteResult
+from .kafka import Brokers
+from .options.common import KafkaSpec
+from .read.fetch import CHUNK_RECORDS, Records, fetch_range
+from .read.offsets import PartitionRange
+from .read.table import KEY, OFFSET, VALUE, LatestPerKey
+from .write.producer import Sender
+from .write.task import WritePlan, WriteResult
 
 log = logging.getLogger("upsert_kafka")
 
