@@ -39,9 +39,10 @@ def _options(bootstrap: str, orders: str, lines: str, more: dict | None = None) 
 
 
 def _write(spark, opts: dict) -> None:
-    spark.createDataFrame(ROWS, SCHEMA).repartition(3).write.format("upsert-kafka").options(**opts).mode(
-        "append"
-    ).save()
+    # Three tasks, each key's changes in one of them and in order (as a CDC pipeline delivers them): one map side
+    # (coalesce(1)) hashed by table and key. A round-robin repartition could split an insert from its update.
+    rows = spark.createDataFrame(ROWS, SCHEMA).coalesce(1).repartition(3, "table_id", "order_id")
+    rows.write.format("upsert-kafka").options(**opts).mode("append").save()
 
 
 def _check_records(bootstrap: str, topic: str, table_name: str, key_fields: list[str], key_of) -> list[dict]:
