@@ -3,7 +3,7 @@ each format holds, generated from the codecs' declarations (Codec.column_types),
 
     integration/dev python -m integration.readme_options    # rewrites the tables between the markers
 
-tests/api/test_options.py checks that the README holds exactly these tables.
+tests/unit/test_options.py checks that the README holds exactly these tables.
 """
 
 from __future__ import annotations
