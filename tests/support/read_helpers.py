@@ -106,12 +106,12 @@ def run_available_now(df, checkpoint: str) -> Collector:
     return sink
 
 
-def finish_available_now(query) -> None:
-    """Wait for an AvailableNow query to stop by itself; fail if it failed or did not stop."""
+def finish_available_now(query, timeout_s: float = 120) -> None:
+    """Wait for an AvailableNow query to stop by itself; fail if it failed or did not stop within `timeout_s`."""
     try:
-        query.awaitTermination(120)
+        query.awaitTermination(timeout_s)
         assert query.exception() is None, query.exception()
-        assert not query.isActive, "an availableNow query must stop by itself"
+        assert not query.isActive, f"an availableNow query must stop by itself (not within {timeout_s} s)"
     finally:
         query.stop()
 
