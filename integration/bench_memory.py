@@ -173,8 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
-    from pyspark.sql import SparkSession
-    from pyspark_upsert_kafka import UpsertKafkaDataSource
+    from integration.spark_session import local_session
 
     with ExitStack() as stack:
         bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
@@ -195,16 +194,9 @@ def main(argv: list[str] | None = None) -> int:
         largest = max(b for _, b in sizes.values())
         tiny = kb.create_topic(bootstrap, f"bench-memory-tiny-{uuid.uuid4().hex[:8]}")
         kb.produce(bootstrap, tiny, [(b'{"id":%d}' % i, kb.orjson.dumps(kb.row(i))) for i in range(16)])
-        spark = (
-            SparkSession.builder.master("local[2]")
-            .appName("upsert-kafka-bench-memory")
-            .config("spark.ui.enabled", "false")
-            .config("spark.driver.memory", "2g")
-            .config("spark.python.worker.reuse", "false")
-            .getOrCreate()
+        spark = local_session(
+            "upsert-kafka-bench-memory", config={"spark.driver.memory": "2g", "spark.python.worker.reuse": "false"}
         )
-        spark.sparkContext.setLogLevel("ERROR")
-        spark.dataSource.register(UpsertKafkaDataSource)
         baseline = measure_table_memory(spark, bootstrap, tiny, None, 16)["peak_worker_mb"]
         live_mb = largest / 2**20
         print(

@@ -394,17 +394,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def bench_session(app: str, master: str = "local[2]", **config: str):
-    """The benchmarks' SparkSession: the JVM Kafka connector's jars, this connector registered, quiet logs."""
-    from pyspark.sql import SparkSession
-    from pyspark_upsert_kafka import UpsertKafkaDataSource
+    """The benchmarks' SparkSession: the JVM Kafka connector's jars (its peer), this connector registered."""
+    from integration.spark_session import local_session
 
-    builder = SparkSession.builder.master(master).appName(app).config("spark.jars", ",".join(ensure_spark_kafka_jars()))
-    for key, value in {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", **config}.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    spark.dataSource.register(UpsertKafkaDataSource)
-    return spark
+    return local_session(app, master, config, jars=ensure_spark_kafka_jars())
 
 
 def _infrastructure(stack: ExitStack) -> tuple[str, str]:

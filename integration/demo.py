@@ -57,8 +57,9 @@ def _orders(wave: int, rng: random.Random) -> list[dict]:
 
 def run(bootstrap: str, spark=None, sales_topic: str = "shop_sales", table_topic: str = "shop_sales_num") -> DemoRun:
     """The demo against `bootstrap`; creates both topics. Uses `spark` when given (and leaves it running)."""
-    from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
+
+    from integration.spark_session import local_session
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for name, future in admin.create_topics([NewTopic(sales_topic, 3, 1), NewTopic(table_topic, 2, 1)]).items():
@@ -67,15 +68,7 @@ def run(bootstrap: str, spark=None, sales_topic: str = "shop_sales", table_topic
 
     own_session = spark is None
     if own_session:
-        spark = (
-            SparkSession.builder.master("local[2]")
-            .appName("upsert-kafka-demo")
-            .config("spark.ui.enabled", "false")
-            .config("spark.sql.shuffle.partitions", "2")
-            .config("spark.ui.showConsoleProgress", "false")
-            .getOrCreate()
-        )
-        spark.sparkContext.setLogLevel("ERROR")
+        spark = local_session("upsert-kafka-demo", config={"spark.sql.shuffle.partitions": "2"})
     kafka = {"properties.bootstrap.servers": bootstrap, "key.format": "json", "value.format": "json"}
     table_options = {**kafka, "topic": table_topic, "key.fields": "category"}
     seen = DemoRun()

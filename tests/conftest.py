@@ -1,4 +1,7 @@
-"""One real Kafka broker and one SparkSession per test session; a fresh topic per test."""
+"""One real Kafka broker and one SparkSession per test session; a fresh topic per test. Every test is put in one
+group (a marker, registered in pyproject.toml; tests/README.md says how to run each): `faults` (tests/faults/),
+`security` (tests/security/), `broker` (its fixtures reach a Kafka broker, the Schema Registry or the
+SparkSession) or `unit` (pure logic: no JVM at all, which `_refuse_a_jvm` enforces while a unit test runs)."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ import re
 import sys
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -20,6 +24,68 @@ pytest_plugins = ["tests.support.servers", "tests.support.registry_fixtures", "t
 settings.register_profile("dev", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("ci", parent=settings.get_profile("dev"), derandomize=True, database=None, print_blob=True)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+# The session fixtures that start (or reach) a server or the SparkSession: a test whose fixtures include one, however
+# indirectly, is a `broker` test.
+SERVER_FIXTURES = frozenset({"bootstrap", "spark", "registry_url", "secure_kafka", "_own_broker"})
+GROUPS = ("faults", "security", "broker", "unit")
+_FOLDER_GROUPS = {"faults": "faults", "security": "security"}
+
+
+def _folder(item: pytest.Item) -> str:
+    """The folder of tests/ the test is in ("" for one outside it)."""
+    path = Path(item.path)
+    return path.relative_to(Path(__file__).parent).parts[0] if path.is_relative_to(Path(__file__).parent) else ""
+
+
+def _group(item: pytest.Item) -> str:
+    explicit = [g for g in GROUPS if item.get_closest_marker(g)]
+    if explicit:  # a test that starts a server without a fixture says so itself
+        return explicit[0]
+    if _folder(item) in _FOLDER_GROUPS:
+        return _FOLDER_GROUPS[_folder(item)]
+    return "broker" if SERVER_FIXTURES.intersection(getattr(item, "fixturenames", ())) else "unit"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        item.add_marker(_group(item))
+        if _folder(item) == "compat":
+            item.add_marker(pytest.mark.compat)  # .ci/run: `pytest -m compat` on every supported pyspark
+
+
+# While a unit test runs, launching a JVM (a Kafka broker, the Schema Registry, Spark's gateway: all `java` or
+# `spark-submit` processes) raises: `pytest -m unit` stays a run of seconds with no server, and a test that starts
+# one without saying so fails here instead of being counted as a unit test. An audit hook cannot be removed, so it
+# consults the running test's group.
+_running_unit_test: list[str] = []
+
+
+def _refuse_a_jvm(event: str, args: tuple) -> None:
+    if event != "subprocess.Popen" or not _running_unit_test:
+        return
+    command = args[1] if isinstance(args[1], (list, tuple)) else [args[1]]
+    names = {Path(str(a)).name for a in (args[0], *command[:1]) if a is not None}
+    if names & {"java", "spark-submit", "spark-class"}:
+        raise RuntimeError(
+            f"unit test {_running_unit_test[0]} started {' '.join(map(str, command))[:200]}: a test that needs a JVM "
+            "(Kafka, the Schema Registry, Spark) takes the fixture for it (tests/conftest.py SERVER_FIXTURES) or is "
+            "marked @pytest.mark.broker"
+        )
+
+
+sys.addaudithook(_refuse_a_jvm)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    if item.get_closest_marker("unit"):  # its setup, call and teardown
+        _running_unit_test.append(item.nodeid)
+    try:
+        return (yield)
+    finally:
+        _running_unit_test.clear()
+
 
 # Spark's Python workers must run this interpreter (the one with the project installed).
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -42,24 +108,20 @@ def bootstrap() -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def spark():
-    from pyspark.sql import SparkSession
-
-    from tests.support.registration import register_source
+    from integration.spark_session import local_session
 
     # local[2,2]: two cores, and a failed task is retried once (as on a cluster), which the exactly-once
-    # tests need; plain local[N] never retries.
-    session = (
-        SparkSession.builder.master("local[2,2]")
-        .appName("upsert-kafka-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", "1g")
-        .getOrCreate()
+    # tests need.
+    session = local_session(
+        "upsert-kafka-tests",
+        "local[2,2]",
+        {
+            "spark.sql.shuffle.partitions": "2",
+            "spark.default.parallelism": "2",
+            "spark.sql.session.timeZone": "UTC",
+            "spark.driver.memory": "1g",
+        },
     )
-    session.sparkContext.setLogLevel("ERROR")
-    register_source(session)
     yield session
     session.stop()
 

@@ -1,4 +1,4 @@
-"""The generated bad-input suite, schemas (issue 19): duplicate names, reserved columns of other types, missing
+"""The generated bad-input suite, schemas: duplicate names, reserved columns of other types, missing
 key and reserved columns; for reads, streaming reads and writes. Each mistake must be one error of the connector's
 own type naming the column or option, raised on the driver before any Kafka call or task. Most cases build the
 spec as pure logic; the last group goes through spark.read / readStream / write / writeStream with a broker address

@@ -1,4 +1,4 @@
-"""The generated bad-input suite, column types (issue 19): every Spark type in key and value position for every
+"""The generated bad-input suite, column types: every Spark type in key and value position for every
 built-in format (a changelog format: value only), for reads, streaming reads and writes. A type the format declares
 is accepted and survives its codec; any other is one SchemaError naming the column, the format option and the types
 the format holds, raised on the driver before any Kafka call or task. Pure logic: no broker, no Spark. The rest of

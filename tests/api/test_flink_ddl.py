@@ -1,5 +1,5 @@
-"""Flink's CREATE TABLE statements as they are (flink_table): the seeds' own statements, copied verbatim from the
-Flink documentation in the project's reference folder, read and written through the real broker."""
+"""Flink's CREATE TABLE statements as they are (flink_table): statements copied verbatim from Flink's Kafka and
+Upsert Kafka documentation pages and the Flink 1.13 release notes, read and written through the real broker."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 driver before any task runs (Spark wraps it in AnalysisException [PYTHON_DATA_SOURCE_ERROR], whose text
 carries the connector's error type and message), or a column the user may reasonably list is accepted.
 
-The first three tests are the raw crashes of issue 19 (a JVM IllegalArgumentException, a worker's KeyError,
+The first three tests are mistakes that once crashed raw (a JVM IllegalArgumentException, a worker's KeyError,
 a worker's ArrowInvalid)."""
 
 from __future__ import annotations

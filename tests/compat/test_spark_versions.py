@@ -34,14 +34,14 @@ def test_latest_offset_without_arguments_limits_each_batch_from_the_last_planned
     topic = new_topic(partitions=2)
     send(bootstrap, topic, [rec(i, partition=i % 2) for i in range(20)])
     opts = options(topic, {"maxOffsetsPerTrigger": "6"})
-    reader = stream_reader(spark, opts)
+    reader = stream_reader(opts)
     first = as_checkpointed(reader.latestOffset())
     assert _total(first, topic) == 6
     reader.partitions(as_checkpointed(reader.initialOffset()), first)
     second = as_checkpointed(reader.latestOffset())
     assert _total(second, topic) == 12
 
-    restarted = stream_reader(spark, opts)
+    restarted = stream_reader(opts)
     assert restarted.partitions(second, second) == []
     third = as_checkpointed(restarted.latestOffset())
     assert _total(third, topic) == 18
@@ -52,7 +52,7 @@ def test_latest_offset_without_arguments_limits_each_batch_from_the_last_planned
 def test_min_offsets_per_trigger_holds_a_batch_back_without_arguments(spark, new_topic, options, bootstrap):
     topic = new_topic()
     send(bootstrap, topic, [rec(i) for i in range(3)])
-    reader = stream_reader(spark, options(topic, {"minOffsetsPerTrigger": "5", "maxTriggerDelay": "1h"}))
+    reader = stream_reader(options(topic, {"minOffsetsPerTrigger": "5", "maxTriggerDelay": "1h"}))
     first = as_checkpointed(reader.latestOffset())  # the first trigger always goes
     assert _total(first, topic) == 3
     reader.partitions(as_checkpointed(reader.initialOffset()), first)

@@ -15,26 +15,22 @@ import os
 import sys
 from pathlib import Path
 
-from pyspark.sql import SparkSession
-
+from integration.spark_session import local_session
 from tests.faults.helpers import CHANGES, guarantee_options
 from tests.faults.hooks import block_first_attempt
-from tests.support.registration import register_source
 
 
 def main(argv: list[str]) -> int:
     config = json.loads(argv[0])
-    spark = (
-        SparkSession.builder.master("local[2,2]")
-        .appName("upsert-kafka-driver-kill")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.memory", "512m")
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(config["arrow_rows"]))
-        .getOrCreate()
+    spark = local_session(
+        "upsert-kafka-driver-kill",
+        "local[2,2]",
+        {
+            "spark.sql.shuffle.partitions": "2",
+            "spark.driver.memory": "512m",
+            "spark.sql.execution.arrow.maxRecordsPerBatch": str(config["arrow_rows"]),
+        },
     )
-    spark.sparkContext.setLogLevel("ERROR")
-    register_source(spark)
     jvm_pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
     pids = Path(config["pids"])
     pids.with_suffix(".tmp").write_text(json.dumps({"python": os.getpid(), "jvm": int(jvm_pid)}))

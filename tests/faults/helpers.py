@@ -4,7 +4,6 @@ test prints, the state of a query's checkpoint, and processes killed by pid (onl
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import signal
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import orjson
 
+from tests.support.checkpoints import committed_batches, planned_batches, planned_offsets
 from tests.support.kafka_io import produce
 from tests.support.read_helpers import wait_for
 from tests.support.write_helpers import key_counts
@@ -139,14 +139,10 @@ def cause(error: BaseException) -> str:
 # -- a query's checkpoint ----------------------------------------------------------------------------
 
 
-def _batch_ids(folder: Path) -> list[int]:
-    return sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit()) if folder.is_dir() else []
-
-
 def next_batch(checkpoint: Path) -> int:
     """The id of the first micro-batch a (re)started query runs: the last planned one when it was not
     committed (Spark replays it), else the one after the last committed."""
-    planned, committed = _batch_ids(checkpoint / "offsets"), _batch_ids(checkpoint / "commits")
+    planned, committed = planned_batches(checkpoint), committed_batches(checkpoint)
     if planned and (not committed or committed[-1] < planned[-1]):
         return planned[-1]
     return committed[-1] + 1 if committed else 0
@@ -154,18 +150,16 @@ def next_batch(checkpoint: Path) -> int:
 
 def uncommitted_batch(checkpoint: Path) -> int | None:
     """A planned micro-batch without its commit (the restart replays it), or None."""
-    planned, committed = _batch_ids(checkpoint / "offsets"), _batch_ids(checkpoint / "commits")
+    planned, committed = planned_batches(checkpoint), committed_batches(checkpoint)
     return planned[-1] if planned and (not committed or committed[-1] < planned[-1]) else None
 
 
 def committed_source_offsets(checkpoint: Path, topic: str) -> dict[int, int]:
     """The next offset per partition of `topic` after the last committed micro-batch ({} before any)."""
-    committed = _batch_ids(checkpoint / "commits")
+    committed = committed_batches(checkpoint)
     if not committed:
         return {}
-    # An offset log file: a version line, the batch metadata, then one line per source.
-    source = json.loads((checkpoint / "offsets" / str(committed[-1])).read_text().strip().splitlines()[-1])
-    return {int(p): o for p, o in source.get(topic, {}).items()}
+    return {int(p): o for p, o in planned_offsets(checkpoint, committed[-1]).get(topic, {}).items()}
 
 
 # -- processes -----------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from tests.faults.helpers import (
     tally,
 )
 from tests.faults.hooks import OPEN_AFTER, fail_first_attempts, failing_row
+from tests.support.read_helpers import finish_available_now
 
 ROWS_PER_TASK = 800
 BATCHES = 10
@@ -47,12 +48,7 @@ def test_twenty_failed_task_attempts_over_ten_micro_batches_write_every_record_e
             .trigger(availableNow=True)
             .start()
         )
-        try:
-            query.awaitTermination(240)
-            assert query.exception() is None, query.exception()
-            assert not query.isActive, "the availableNow query did not finish in 240 s"
-        finally:
-            query.stop()
+        finish_available_now(query, 240)
 
     batches = sorted({p["batchId"] for p in query.recentProgress if p["numInputRows"]})
     injected = Counter(f.name.rsplit("-", 3)[0] for f in failures.iterdir())

@@ -24,7 +24,7 @@ from pyspark_upsert_kafka.formats.avro_schema import avro_schema
 from pyspark_upsert_kafka.formats.avro_vector import Layout
 
 from tests.formats.test_format_avro_confluent import confluent_client
-from tests.formats.test_format_roundtrips import PRIMITIVES, batches
+from tests.support.arrow_strategies import PRIMITIVES, batches
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 CTX = CodecContext(role="value", topics=("t",))

@@ -10,14 +10,13 @@ from decimal import Decimal
 
 import pyarrow as pa
 import pytest
-from pyspark.sql.types import StructType
 from pyspark_upsert_kafka.formats import CodecContext, make_codec
 from pyspark_upsert_kafka.read.decode import RecordRangeDecoder
 from pyspark_upsert_kafka.read.fetch import Records
 from pyspark_upsert_kafka.read.offsets import PartitionRange
-from pyspark_upsert_kafka.read.spec import parse_read_spec
 
 from tests.support.kafka_io import produce
+from tests.support.read_helpers import read_spec
 
 SCHEMA = "id INT, name STRING"
 ROWS = pa.RecordBatch.from_pylist(
@@ -129,7 +128,7 @@ def test_skipped_records_are_counted_in_the_task_log(caplog):
         "value.json.ignore-parse-errors": "true",
         "read.mode": "changelog",
     }
-    spec = parse_read_spec(raw, StructType.fromDDL(SCHEMA + ", _change_type STRING"), streaming=False)
+    spec = read_spec(raw, SCHEMA + ", _change_type STRING")
     decoder = RecordRangeDecoder(spec, PartitionRange("t", 0, 0, 4))
     records = Records(
         [b'{"id":1}', b'{"id":2}', b'{"id":3}', None],

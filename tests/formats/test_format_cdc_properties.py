@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from pyspark_upsert_kafka.formats import DELETE, INSERT, CodecContext, make_codec
 
 from tests.formats.test_format_fuzz import mutated
-from tests.formats.test_format_roundtrips import PRIMITIVES, SETTINGS, batches
+from tests.support.arrow_strategies import PRIMITIVES, SETTINGS, batches
 
 FORMATS = ["debezium-json", "canal-json", "maxwell-json"]
 CONTEXT = CodecContext(role="value", topics=("t",))

@@ -5,13 +5,12 @@ unknown formats and options."""
 from __future__ import annotations
 
 import pytest
-from pyspark.sql.types import StructType
 from pyspark_upsert_kafka.errors import OptionError
 from pyspark_upsert_kafka.formats import CodecContext, FormatOptionError, available_formats, make_codec
 from pyspark_upsert_kafka.formats.registry import ENTRY_POINT_GROUP
-from pyspark_upsert_kafka.read.spec import parse_read_spec
 
 from tests.support.kafka_io import consume_all, produce
+from tests.support.read_helpers import read_spec
 from tests.workers.tsv_codec import TsvCodec
 
 TSV = "tests.workers.tsv_codec:TsvCodec"
@@ -87,7 +86,7 @@ def test_entry_point_codec_takes_its_options_in_the_connectors_option_parsing(ts
         "value.format": "tsv",
         "value.tsv.null-literal": "-",
     }
-    spec = parse_read_spec(raw, StructType.fromDDL(SCHEMA), streaming=False)
+    spec = read_spec(raw, SCHEMA)
     assert isinstance(spec.layout.value_codec, TsvCodec) and spec.layout.value_codec.null == "-"
 
 
@@ -138,4 +137,4 @@ def test_option_of_another_format_is_rejected_naming_the_right_prefix():
         "value.json.ignore-parse-errors": "true",
     }
     with pytest.raises(OptionError, match=r"'value\.json\.ignore-parse-errors' does not belong .* 'value\.avro\.'"):
-        parse_read_spec(raw, StructType.fromDDL(SCHEMA), streaming=False)
+        read_spec(raw, SCHEMA)

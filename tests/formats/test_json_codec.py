@@ -14,72 +14,16 @@ import orjson
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from pyspark_upsert_kafka.formats import CodecContext, FormatOptionError, make_codec
 from pyspark_upsert_kafka.formats.json_values import _map_to_json
+
+from tests.support.arrow_strategies import batches
 
 VALUE = CodecContext(role="value", topics=("t",))
 
 
 def codec(**options: str):
     return make_codec("json", "value.format", options, VALUE)
-
-
-# -- random schemas and rows ------------------------------------------------------------------
-
-PRIMITIVES = {
-    pa.bool_(): st.booleans(),
-    pa.int8(): st.integers(-(2**7), 2**7 - 1),
-    pa.int16(): st.integers(-(2**15), 2**15 - 1),
-    pa.int32(): st.integers(-(2**31), 2**31 - 1),
-    pa.int64(): st.integers(-(2**63), 2**63 - 1),
-    pa.float32(): st.floats(width=32, allow_nan=False, allow_infinity=False),
-    pa.float64(): st.floats(allow_nan=False, allow_infinity=False),
-    pa.decimal128(10, 2): st.decimals(
-        min_value=-(10**7), max_value=10**7, places=2, allow_nan=False, allow_infinity=False
-    ),
-    pa.string(): st.text(),
-    pa.binary(): st.binary(max_size=20),
-    pa.date32(): st.dates(),
-    pa.timestamp("us", tz="UTC"): st.datetimes(timezones=st.just(dt.timezone.utc)),
-    pa.timestamp("us"): st.datetimes(),
-}
-
-
-def types(depth: int = 2) -> st.SearchStrategy[pa.DataType]:
-    leaf = st.sampled_from(list(PRIMITIVES))
-    if depth == 0:
-        return leaf
-    inner = types(depth - 1)
-    return st.one_of(
-        leaf,
-        inner.map(pa.list_),
-        inner.map(lambda t: pa.map_(pa.string(), t)),
-        st.lists(inner, min_size=1, max_size=3).map(lambda ts: pa.struct([(f"f{i}", t) for i, t in enumerate(ts)])),
-    )
-
-
-def values(t: pa.DataType) -> st.SearchStrategy:
-    if pa.types.is_list(t):
-        inner = values(t.value_type)
-    elif pa.types.is_map(t):
-        inner = st.dictionaries(st.text(max_size=5), st.none() | values(t.item_type), max_size=3).map(
-            lambda d: list(d.items())
-        )
-    elif pa.types.is_struct(t):
-        inner = st.fixed_dictionaries({f.name: st.none() | values(f.type) for f in t})
-    else:
-        return PRIMITIVES[t]
-    return st.lists(st.none() | values(t.value_type), max_size=3) if pa.types.is_list(t) else inner
-
-
-@st.composite
-def batches(draw) -> pa.RecordBatch:
-    fields = draw(st.lists(types(), min_size=1, max_size=4))
-    schema = pa.schema([(f"c{i}", t) for i, t in enumerate(fields)])
-    rows = draw(st.lists(st.tuples(*(st.none() | values(t) for t in fields)), max_size=8))
-    columns = [pa.array([r[i] for r in rows], type=f.type) for i, f in enumerate(schema)]
-    return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -10,6 +10,7 @@ from datetime import UTC
 import pytest
 from pyspark_upsert_kafka.spark_internals import ReadAllAvailable
 
+from tests.support.checkpoints import planned_batches, planned_offsets
 from tests.support.kafka_io import add_partition
 from tests.support.read_helpers import (
     Collector,
@@ -90,16 +91,14 @@ def test_stream_reads_only_the_assigned_partitions_and_never_a_new_one(spark, ne
     finally:
         query.stop()
     assert sorted(r[:3] for r in sink.rows) == [(2, "v", 1), (3, "v", 1), (6, "v", 1)]
-    offsets_dir = checkpoint / "offsets"
-    last = max((p for p in offsets_dir.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
-    stored = json.loads(last.read_text().strip().splitlines()[-1])
+    stored = planned_offsets(checkpoint, planned_batches(checkpoint)[-1])
     assert {k: v for k, v in stored.items() if not k.startswith("@")} == {topic: {"1": 3}}
 
 
 def test_stream_reader_plans_the_assigned_partitions_only(spark, new_topic, bootstrap):
     topic = new_topic(partitions=3)
     send(bootstrap, topic, [rec(i, partition=i % 3) for i in range(6)])
-    reader = stream_reader(spark, _opts(bootstrap, {topic: [0, 2]}), ROWS + ", _change_type STRING")
+    reader = stream_reader(_opts(bootstrap, {topic: [0, 2]}), ROWS + ", _change_type STRING")
     start = reader.initialOffset()
     assert {k: v for k, v in start.items() if not k.startswith("@")} == {topic: {"0": 0, "2": 0}}
     end = reader.latestOffset(start, ReadAllAvailable())

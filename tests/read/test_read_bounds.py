@@ -309,4 +309,4 @@ def test_the_timestamp_strategy_without_a_spark_timestamp_start_is_refused(spark
     from tests.support.read_helpers import stream_reader
 
     with pytest.raises(OptionError, match="'startingOffsetsByTimestampStrategy' applies to a start given by"):
-        stream_reader(spark, options("t", {"startingOffsetsByTimestampStrategy": "latest"}), ROWS)
+        stream_reader(options("t", {"startingOffsetsByTimestampStrategy": "latest"}), ROWS)

@@ -61,12 +61,12 @@ def four_partitions(bootstrap: str, topic: str, per_partition: int = 5) -> None:
 def test_a_micro_batchs_small_ranges_are_one_task_and_its_end_offset_says_so(spark, new_topic, options, bootstrap):
     topic = new_topic(partitions=4)
     four_partitions(bootstrap, topic)
-    reader = stream_reader(spark, options(topic))
+    reader = stream_reader(options(topic))
     end, tasks = _plan(reader, as_checkpointed(reader.initialOffset()))
     assert shape(tasks) == [[0, 1, 2, 3]]
     assert end["@plan"]["split"] == {"coalesce": 20000}
 
-    small = stream_reader(spark, options(topic, {"scan.coalesce.max-records": "10"}))
+    small = stream_reader(options(topic, {"scan.coalesce.max-records": "10"}))
     assert shape(_plan(small, as_checkpointed(small.initialOffset()))[1]) == [[0, 1], [2, 3]]
 
 
@@ -76,7 +76,7 @@ def test_a_micro_batchs_small_ranges_are_one_task_and_its_end_offset_says_so(spa
 def test_no_coalescing_when_turned_off_or_ranges_are_split(spark, new_topic, options, bootstrap, split):
     topic = new_topic(partitions=4)
     four_partitions(bootstrap, topic)
-    reader = stream_reader(spark, options(topic, split))
+    reader = stream_reader(options(topic, split))
     end, tasks = _plan(reader, as_checkpointed(reader.initialOffset()))
     assert all(isinstance(t, PartitionRange) for t in tasks) and len(tasks) >= 4
     assert "coalesce" not in end["@plan"]["split"]
@@ -85,7 +85,7 @@ def test_no_coalescing_when_turned_off_or_ranges_are_split(spark, new_topic, opt
 def test_trigger_available_now_reads_a_task_per_range(spark, new_topic, options, bootstrap):
     topic = new_topic(partitions=4)
     four_partitions(bootstrap, topic)
-    reader = stream_reader(spark, options(topic))
+    reader = stream_reader(options(topic))
     reader.prepareForTriggerAvailableNow()
     _, tasks = _plan(reader, as_checkpointed(reader.initialOffset()))
     assert shape(tasks) == [[0], [1], [2], [3]]
@@ -95,12 +95,12 @@ def test_a_replay_keeps_the_grouping_when_records_were_deleted_meanwhile(spark, 
     topic = new_topic(partitions=4)
     four_partitions(bootstrap, topic, per_partition=10)
     opts = options(topic, {"scan.coalesce.max-records": "20", "scan.fail-on-data-loss": "false"})
-    start = as_checkpointed(stream_reader(spark, opts).initialOffset())
-    end, planned = _plan(stream_reader(spark, opts), start)
+    start = as_checkpointed(stream_reader(opts).initialOffset())
+    end, planned = _plan(stream_reader(opts), start)
     assert shape(planned) == [[0, 1], [2, 3]]
 
     delete_before(bootstrap, topic, 8, partition=0)  # retention, between the first run and the replay
-    replayed = stream_reader(spark, options(topic, {"scan.fail-on-data-loss": "false"})).partitions(start, end)
+    replayed = stream_reader(options(topic, {"scan.fail-on-data-loss": "false"})).partitions(start, end)
     assert shape(replayed) == [[0, 1], [2, 3]], "the records that survive stay in their task"
     assert [(r.start, r.end) for r in replayed[0].ranges] == [(8, 10), (0, 10)]
     assert replayed[1] == planned[1]

@@ -5,24 +5,22 @@ from __future__ import annotations
 
 import pytest
 from confluent_kafka.admin import AdminClient
-from pyspark_upsert_kafka import OptionError, UpsertKafkaDataSource
+from pyspark_upsert_kafka import OptionError
 from pyspark_upsert_kafka.pool import POOL
 from pyspark_upsert_kafka.read.source import read_range
-from pyspark_upsert_kafka.spark_internals import parse_schema
 
-from tests.support.read_helpers import CHANGES, rec, send
+from tests.support.read_helpers import batch_reader, rec, send
 
 
-def _group_ids_of_range_consumers(opts: dict) -> set[str]:
-    """Read every range of a batch read in this process; the group ids of the consumers it pooled."""
+def _read_by_range_consumers(opts: dict) -> tuple[int, set[str]]:
+    """Read every range of a batch read in this process: the rows read and the group ids of the consumers it
+    pooled."""
     POOL.clear()
-    reader = UpsertKafkaDataSource({k.lower(): v for k, v in opts.items()}).reader(parse_schema(CHANGES))
-    for partition in reader.partitions():
-        for batch in read_range(reader.spec, partition):
-            assert batch.num_rows >= 0
+    reader = batch_reader(opts)
+    rows = sum(batch.num_rows for partition in reader.partitions() for batch in read_range(reader.spec, partition))
     keys = [p.key for p in list(POOL._idle.values()) if p.key[0] == "consumer"]
     POOL.clear()
-    return {value for key in keys for name, value in key[1:] if name == "group.id"}
+    return rows, {value for key in keys for name, value in key[1:] if name == "group.id"}
 
 
 @pytest.mark.parametrize(
@@ -36,13 +34,12 @@ def _group_ids_of_range_consumers(opts: dict) -> set[str]:
 def test_range_consumers_use_the_group_id_given_and_never_join_it(spark, new_topic, options, bootstrap, more, group):
     topic = new_topic(partitions=2)
     send(bootstrap, topic, [rec(i, partition=i % 2) for i in range(4)])
-    assert _group_ids_of_range_consumers(options(topic, {"read.mode": "changelog"} | more)) == {group}
+    rows, groups = _read_by_range_consumers(options(topic, {"read.mode": "changelog"} | more))
+    assert (rows, groups) == (4, {group}), "every record read, by consumers of the group given"
     listed = AdminClient({"bootstrap.servers": bootstrap}).list_consumer_groups(request_timeout=30).result()
     assert group not in {g.group_id for g in listed.valid}, "a range consumer never joins its group"
 
 
 def test_group_id_prefix_and_kafka_group_id_together_are_refused(spark, options):
     with pytest.raises(OptionError, match=r"'groupIdPrefix' and 'properties\.group\.id'"):
-        UpsertKafkaDataSource(
-            {k.lower(): v for k, v in options("t", {"groupIdPrefix": "a", "kafka.group.id": "b"}).items()}
-        ).reader(parse_schema(CHANGES))
+        batch_reader(options("t", {"groupIdPrefix": "a", "kafka.group.id": "b"}))

@@ -7,10 +7,8 @@ import json
 import logging
 
 import pytest
-from pyspark_upsert_kafka import UpsertKafkaDataSource
-from pyspark_upsert_kafka.spark_internals import parse_schema
 
-from tests.support.read_helpers import CHANGES, rec, recent_minute, send, stream_reader
+from tests.support.read_helpers import CHANGES, batch_reader, rec, recent_minute, send, stream_reader
 
 LATE = [
     {"scan.startup.mode": "latest-offset"},
@@ -42,7 +40,7 @@ def test_a_table_read_starting_late_warns_that_keys_are_missing(spark, new_topic
     topic = new_topic()
     send(bootstrap, topic, [rec(i, ts=recent_minute() + i) for i in range(3)])
     opts = _opts(options, topic, more)
-    reader = UpsertKafkaDataSource({k.lower(): v for k, v in opts.items()}).reader(parse_schema("id INT, name STRING"))
+    reader = batch_reader(opts, "id INT, name STRING")
     with caplog.at_level(logging.WARNING, logger="upsert_kafka"):
         reader.partitions()
     found = _warnings(caplog)
@@ -51,7 +49,7 @@ def test_a_table_read_starting_late_warns_that_keys_are_missing(spark, new_topic
 
 def test_a_stream_starting_late_warns_once_when_it_first_starts(spark, new_topic, options, bootstrap, caplog):
     topic = new_topic()
-    reader = stream_reader(spark, options(topic, {"startingOffsets": "latest"}), CHANGES)
+    reader = stream_reader(options(topic, {"startingOffsets": "latest"}), CHANGES)
     with caplog.at_level(logging.WARNING, logger="upsert_kafka"):
         reader.initialOffset()
         reader.initialOffset()  # Spark asks again when it runs batch 0: still one warning
@@ -62,9 +60,7 @@ def test_a_stream_starting_late_warns_once_when_it_first_starts(spark, new_topic
 @pytest.mark.parametrize("more", [{}, {"scan.startup.mode": "earliest-offset"}, {"startingOffsets": "earliest"}])
 def test_a_read_from_the_earliest_offset_does_not_warn(spark, new_topic, options, bootstrap, caplog, more):
     topic = new_topic()
-    reader = UpsertKafkaDataSource({k.lower(): v for k, v in options(topic, more).items()}).reader(
-        parse_schema("id INT, name STRING")
-    )
+    reader = batch_reader(options(topic, more), "id INT, name STRING")
     with caplog.at_level(logging.WARNING, logger="upsert_kafka"):
         reader.partitions()
     assert _warnings(caplog) == []

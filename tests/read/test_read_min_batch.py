@@ -60,7 +60,7 @@ def test_a_micro_batch_waits_for_min_offsets_per_trigger_records(spark, new_topi
 def test_max_trigger_delay_lets_a_small_batch_go_once_it_has_passed(spark, new_topic, options, bootstrap):
     topic = new_topic(partitions=1)
     send(bootstrap, topic, [rec(i) for i in range(2)])
-    reader = stream_reader(spark, options(topic, {"minOffsetsPerTrigger": "10", "maxTriggerDelay": "2s"}))
+    reader = stream_reader(options(topic, {"minOffsetsPerTrigger": "10", "maxTriggerDelay": "2s"}))
     start = as_checkpointed(reader.initialOffset())
     first = as_checkpointed(reader.latestOffset(start, ReadMinRows(10)))
     went = time.monotonic()
@@ -80,7 +80,7 @@ def test_max_trigger_delay_lets_a_small_batch_go_once_it_has_passed(spark, new_t
 
 def test_min_offsets_per_trigger_gives_way_to_read_all_available(spark, new_topic, options, bootstrap):
     topic = new_topic(partitions=1)
-    reader = stream_reader(spark, options(topic, {"minOffsetsPerTrigger": "10", "maxOffsetsPerTrigger": "50"}))
+    reader = stream_reader(options(topic, {"minOffsetsPerTrigger": "10", "maxOffsetsPerTrigger": "50"}))
     assert reader.getDefaultReadLimit() == ReadMaxRows(50)  # PySpark has no composite limit: the reader keeps min
     start = as_checkpointed(reader.initialOffset())
     first = as_checkpointed(reader.latestOffset(start, ReadMaxRows(50)))
@@ -102,4 +102,4 @@ def test_available_now_ignores_min_offsets_per_trigger_and_reads_everything(
 
 def test_max_trigger_delay_without_min_offsets_per_trigger_is_refused(spark, options):
     with pytest.raises(OptionError, match=r"'maxTriggerDelay'.*'minOffsetsPerTrigger'"):
-        stream_reader(spark, options("t", {"maxTriggerDelay": "5m"}))
+        stream_reader(options("t", {"maxTriggerDelay": "5m"}))

@@ -14,6 +14,7 @@ from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark_upsert_kafka.spark_internals import ReadAllAvailable
 
+from tests.support.checkpoints import uncommit
 from tests.support.kafka_io import add_partition
 from tests.support.read_helpers import (
     as_checkpointed,
@@ -24,7 +25,6 @@ from tests.support.read_helpers import (
     send,
     stream,
     stream_reader,
-    uncommit_last_batch,
 )
 
 ROWS = "id INT, name STRING, off BIGINT, _change_type STRING"
@@ -148,7 +148,7 @@ def test_a_replayed_batch_0_whose_records_were_deleted_is_data_loss(spark, new_t
     checkpoint = str(tmp_path / "cp")
     first = run_available_now(stream(spark, _opts(options, topic), ROWS), checkpoint)
     assert first.batches == [0] and len(first.rows) == 6
-    assert uncommit_last_batch(checkpoint) == 0
+    assert uncommit(checkpoint) == 0
     delete_before(bootstrap, topic, 3)
 
     with pytest.raises(Exception, match=rf"offsets \[0, 3\) of topic '{topic}' partition 0 are no longer in Kafka"):
@@ -180,7 +180,7 @@ def _recreate(bootstrap: str, topic: str) -> None:
 
 def _planned(spark, opts: dict) -> tuple:
     """A stream reader and the ranges of its first micro-batch, as the driver plans them."""
-    reader = stream_reader(spark, opts, ROWS)
+    reader = stream_reader(opts, ROWS)
     start = as_checkpointed(reader.initialOffset())
     end = as_checkpointed(reader.latestOffset(start, ReadAllAvailable()))
     return reader, reader.partitions(start, end)

@@ -52,7 +52,7 @@ def test_report_latest_offset_reuses_the_look_up_of_latest_offset_without_asking
 ):
     topic = new_topic(partitions=2)
     send(bootstrap, topic, [rec(i, partition=i % 2) for i in range(6)])
-    reader = stream_reader(spark, options(topic))
+    reader = stream_reader(options(topic))
     assert reader.reportLatestOffset() is None, "nothing looked up yet: nothing to report"
     start = as_checkpointed(reader.initialOffset())
     reader.latestOffset(start, ReadMaxRows(2))
@@ -73,7 +73,7 @@ def test_each_planned_micro_batch_logs_the_records_behind_per_topic_and_the_merg
     send(bootstrap, first, [rec(i, partition=i % 2, ts=base + i) for i in range(8)])
     send(bootstrap, second, [rec(i, ts=base + 100 + i) for i in range(2)])
     opts = options(f"{first};{second}", {"metadata.columns": "wm=watermark", "maxOffsetsPerTrigger": "5"})
-    reader = stream_reader(spark, opts, ROWS)
+    reader = stream_reader(opts, ROWS)
     start = as_checkpointed(reader.initialOffset())
     with caplog.at_level(logging.INFO, logger="upsert_kafka"):
         end = as_checkpointed(reader.latestOffset(start, ReadMaxRows(5)))
@@ -117,7 +117,7 @@ def test_stop_closes_the_drivers_clients_and_leaves_no_connection(spark, new_top
     send(bootstrap, topic, [rec(i, partition=i % 2, ts=recent_minute() + i) for i in range(6)])
     gc.collect()  # the readers of earlier tests, and their clients, gone first
     before = _connections_to(bootstrap)
-    reader = stream_reader(spark, options(topic, {"metadata.columns": "wm=watermark"}), ROWS)
+    reader = stream_reader(options(topic, {"metadata.columns": "wm=watermark"}), ROWS)
     start = as_checkpointed(reader.initialOffset())
     reader.latestOffset(start, ReadAllAvailable())  # the admin client and the watermark consumer, both used
     assert _connections_to(bootstrap) > before

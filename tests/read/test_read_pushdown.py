@@ -11,15 +11,12 @@ import orjson
 import pyspark.sql.datasource as ds  # its Filter classes are pyspark 4.1+ (this module runs on the newest only)
 import pytest
 from confluent_kafka import Producer
-from pyspark_upsert_kafka import UpsertKafkaDataSource
 from pyspark_upsert_kafka.kafka_partitioner import java_partition
 from pyspark_upsert_kafka.read.offsets import PartitionRange
 from pyspark_upsert_kafka.read.source import UpsertKafkaBatchReader, UpsertKafkaLookupReader
-from pyspark_upsert_kafka.read.spec import parse_read_spec
-from pyspark_upsert_kafka.spark_internals import parse_schema
 
 from tests.support.kafka_io import consume_all
-from tests.support.read_helpers import load, rec, recent_minute, send
+from tests.support.read_helpers import batch_reader, load, read_spec, rec, recent_minute, send
 
 PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
 PARTITIONS = 8
@@ -64,7 +61,7 @@ def _both_ways(spark, df_of) -> tuple[list[tuple], int, list[tuple], int]:
 
 def _planned(options: dict, schema: str, filters: list) -> list[PartitionRange]:
     """The ranges the pushdown reader plans for `filters`, as Spark's planning worker would get them."""
-    spec = parse_read_spec({k.lower(): v for k, v in options.items()}, parse_schema(schema), False)
+    spec = read_spec(options, schema)
     reader = UpsertKafkaLookupReader(spec)
     assert list(reader.pushFilters(filters)) == filters  # every filter stays with Spark
     return [r for r in reader.partitions() if isinstance(r, PartitionRange)]
@@ -164,8 +161,7 @@ def test_a_key_lookup_works_with_pushdown_off_and_on(spark, options, keyed_topic
     assert _rows(load(spark, options(keyed_topic), TABLE).where("id = 1")) == [(1, "b")]
     spark.conf.set(PUSHDOWN, "true")
     assert _rows(load(spark, options(keyed_topic), TABLE).where("id = 1")) == [(1, "b")]
-    plain = UpsertKafkaDataSource({k.lower(): v for k, v in options(keyed_topic).items()})
-    assert type(plain.reader(parse_schema(TABLE))) is UpsertKafkaBatchReader  # not called by Spark
+    assert type(batch_reader(options(keyed_topic), TABLE)) is UpsertKafkaBatchReader  # not called by Spark
 
 
 # -- metadata filters ------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from pyspark_upsert_kafka.read import offsets
 from pyspark_upsert_kafka.read.offsets import PartitionRange, RangeGroup
 from pyspark_upsert_kafka.spark_internals import ReadAllAvailable
 
+from tests.support.checkpoints import uncommit
 from tests.support.read_helpers import (
     as_checkpointed,
     delete_before,
@@ -24,7 +25,6 @@ from tests.support.read_helpers import (
     send,
     stream,
     stream_reader,
-    uncommit_last_batch,
 )
 from tests.support.write_helpers import key_counts
 
@@ -51,13 +51,13 @@ def test_a_replayed_range_plans_the_same_partitions_after_the_split_options_chan
 ):
     topic = new_topic(partitions=2)
     send(bootstrap, topic, [rec(i, partition=0) for i in range(30)] + [rec(100 + i, partition=1) for i in range(10)])
-    first = stream_reader(spark, options(topic, before))
+    first = stream_reader(options(topic, before))
     start, end, planned = _plan_batch(first)
     assert all(isinstance(r, PartitionRange | RangeGroup) for r in planned)
     assert sum(r.size for r in planned) == 40
 
     send(bootstrap, topic, [rec(200 + i, partition=0) for i in range(10)])  # the topic moved on meanwhile
-    restarted = stream_reader(spark, options(topic, after))
+    restarted = stream_reader(options(topic, after))
     assert restarted.partitions(start, end) == planned, "same ranges in the same order"
 
     # The new options apply to the next batch (10 records of partition 0).
@@ -71,9 +71,9 @@ def test_the_end_offset_records_the_split_canonically(spark, new_topic, options,
     topic = new_topic(partitions=2)
     send(bootstrap, topic, [rec(i, partition=i % 2) for i in range(6)])
     opts = options(topic, {"scan.split.max-records": "2", "minPartitions": "5"})
-    _, end, _ = _plan_batch(stream_reader(spark, opts))
+    _, end, _ = _plan_batch(stream_reader(opts))
     text = json.dumps(end)
-    assert text == json.dumps(_plan_batch(stream_reader(spark, opts))[1]), "equal offsets, equal text"
+    assert text == json.dumps(_plan_batch(stream_reader(opts))[1]), "equal offsets, equal text"
     assert list(end) == ["@format", "@plan", topic]
     # batch 0 also records its start (Spark keeps none for it)
     assert end["@plan"] == {"split": {"max-records": 2, "min-partitions": 5}, "start": {topic: {"0": 0, "1": 0}}}
@@ -86,7 +86,7 @@ def test_an_end_offset_without_a_recorded_plan_splits_by_the_current_options(spa
     """A checkpoint written before the plan was recorded stays readable."""
     topic = new_topic()
     send(bootstrap, topic, [rec(i) for i in range(12)])
-    reader = stream_reader(spark, options(topic, {"minPartitions": "3"}))
+    reader = stream_reader(options(topic, {"minPartitions": "3"}))
     ranges = reader.partitions({topic: {"0": 0}}, {topic: {"0": 12}})
     assert [(r.start, r.end) for r in ranges] == [(0, 4), (4, 8), (8, 12)]
 
@@ -96,8 +96,8 @@ def test_no_new_record_leaves_the_offset_unchanged_whatever_the_options(spark, n
     older version) must not cause an empty batch."""
     topic = new_topic()
     send(bootstrap, topic, [rec(i) for i in range(3)])
-    _, end, _ = _plan_batch(stream_reader(spark, options(topic, {"minPartitions": "2"})))
-    restarted = stream_reader(spark, options(topic, {"scan.split.max-records": "9"}))
+    _, end, _ = _plan_batch(stream_reader(options(topic, {"minPartitions": "2"})))
+    restarted = stream_reader(options(topic, {"scan.split.max-records": "9"}))
     assert json.dumps(restarted.latestOffset(end, ReadAllAvailable())) == json.dumps(end)
     old_form = {topic: {"0": 3}}
     assert json.dumps(restarted.latestOffset(old_form, ReadAllAvailable())) == json.dumps(old_form)
@@ -176,7 +176,7 @@ def test_a_replay_after_a_commit_was_lost_writes_nothing_twice_with_more_partiti
         assert query.exception() is None, query.exception()
 
     run("2")
-    assert uncommit_last_batch(checkpoint) == 0
+    assert uncommit(checkpoint) == 0
     run("4")
     assert key_counts(bootstrap, target) == {i: 1 for i in range(n)}
 
@@ -210,7 +210,7 @@ def test_batch_0_reads_from_the_start_it_was_planned_with_when_run_and_when_repl
     _commit_group(bootstrap, group, topic, 5)
     start_at = {"startingOffsets": "latest"} if kind == "latest" else {"scan.startup.mode": "group-offsets"}
     opts = options(topic, start_at | {"properties.group.id": group})
-    first = stream_reader(spark, opts)
+    first = stream_reader(opts)
     start = as_checkpointed(first.initialOffset())
     assert offsets.from_json(start)[0] == {topic: {0: 5}}
     send(bootstrap, topic, [rec(i) for i in range(5, 10)])  # after the query started, before batch 0 was planned
@@ -221,7 +221,7 @@ def test_batch_0_reads_from_the_start_it_was_planned_with_when_run_and_when_repl
     _move_on(kind, bootstrap, topic, group)
     assert first.partitions(as_checkpointed(first.initialOffset()), end) == planned, "as Spark runs batch 0"
     _move_on(kind, bootstrap, topic, group)
-    restarted = stream_reader(spark, opts)
+    restarted = stream_reader(opts)
     assert restarted.partitions(as_checkpointed(restarted.initialOffset()), end) == planned, "and replays it"
     if kind == "latest":  # the next batch goes on from batch 0's end
         later = as_checkpointed(restarted.latestOffset(end, ReadAllAvailable()))
@@ -234,12 +234,12 @@ def test_batch_0_planned_with_nothing_to_read_records_its_start(spark, new_topic
     topic = new_topic()
     send(bootstrap, topic, [rec(i) for i in range(3)])
     opts = options(topic, {"startingOffsets": "latest"})
-    first = stream_reader(spark, opts)
+    first = stream_reader(opts)
     start = as_checkpointed(first.initialOffset())
     end = as_checkpointed(first.latestOffset(start, ReadAllAvailable()))
     assert end["@plan"]["start"] == {topic: {"0": 3}} and end[topic] == {"0": 3}
     send(bootstrap, topic, [rec(i) for i in range(3, 6)])
-    restarted = stream_reader(spark, opts)
+    restarted = stream_reader(opts)
     assert restarted.partitions(as_checkpointed(restarted.initialOffset()), end) == []
     later = as_checkpointed(restarted.latestOffset(end, ReadAllAvailable()))
     assert [(r.start, r.end) for r in restarted.partitions(end, later)] == [(3, 6)]
@@ -257,10 +257,10 @@ def test_a_replay_after_records_were_deleted_keeps_every_surviving_record_in_its
     topic = new_topic()
     send(bootstrap, topic, [rec(i) for i in range(40)])
     opts = options(topic, {"minPartitions": "4", "failOnDataLoss": "false"})
-    start, end, planned = _plan_batch(stream_reader(spark, opts))
+    start, end, planned = _plan_batch(stream_reader(opts))
     assert [(r.start, r.end) for r in planned] == [(0, 10), (10, 20), (20, 30), (30, 40)]
     delete_before(bootstrap, topic, 15)
-    replayed = stream_reader(spark, opts).partitions(start, end)
+    replayed = stream_reader(opts).partitions(start, end)
     assert [(r.start, r.end) for r in replayed] == [(10, 10), (15, 20), (20, 30), (30, 40)]
 
 
@@ -292,11 +292,11 @@ def test_a_batch_planned_after_records_were_deleted_splits_only_what_is_left(spa
     the log's first offset, recorded with it, rather than split over deleted records into empty tasks."""
     topic = new_topic()
     send(bootstrap, topic, [rec(i) for i in range(20)])
-    reader = stream_reader(spark, options(topic, {"minPartitions": "2", "failOnDataLoss": "false"}))
+    reader = stream_reader(options(topic, {"minPartitions": "2", "failOnDataLoss": "false"}))
     stored = {topic: {"0": 0}}  # the end offset of the previous batch, in the checkpoint
     delete_before(bootstrap, topic, 12)
     end = as_checkpointed(reader.latestOffset(stored, ReadAllAvailable()))
     assert end["@plan"]["start"] == {topic: {"0": 12}} and end[topic] == {"0": 20}
     assert [(r.start, r.end) for r in reader.partitions(stored, end)] == [(12, 16), (16, 20)]
-    restarted = stream_reader(spark, options(topic, {"failOnDataLoss": "false"}))
+    restarted = stream_reader(options(topic, {"failOnDataLoss": "false"}))
     assert [(r.start, r.end) for r in restarted.partitions(stored, end)] == [(12, 16), (16, 20)], "replayed"

@@ -12,29 +12,21 @@ import re
 import orjson
 import pyarrow as pa
 import pytest
-from pyspark.sql.types import IntegerType, StringType, StructField, StructType
-from pyspark_upsert_kafka import UpsertKafkaDataSource
 from pyspark_upsert_kafka.errors import OptionError
 from pyspark_upsert_kafka.formats.json_values import json_bytes  # right-sized: the data sets are held in memory
 from pyspark_upsert_kafka.options.values import parse_table_memory_budget
 from pyspark_upsert_kafka.overwrite import missing_keys
 from pyspark_upsert_kafka.read.fetch import Records
-from pyspark_upsert_kafka.read.spec import parse_read_spec
 from pyspark_upsert_kafka.read.table import FAN_IN, KEY, OFFSET, VALUE, LatestPerKey, key_identity, records_table
 
 from tests.support.kafka_io import produce
-from tests.support.read_helpers import rows_of
+from tests.support.read_helpers import batch_reader, read_spec, rows_of
 from tests.support.write_helpers import table, write
 
 SCHEMA = "id INT, name STRING"
 CHANGES = SCHEMA + ", _change_type STRING"
 TINY = "64 kb"  # far below what each test's records take: every fetched chunk spills
 _SPILL = re.compile(r"spilled (\d+) run\(s\)|(\d+) run\(s\), \d+ bytes, spilled to local disk")
-
-
-def _struct(ddl: str) -> StructType:
-    types = {"INT": IntegerType(), "STRING": StringType()}
-    return StructType([StructField(n, types[t]) for n, t in (c.strip().split() for c in ddl.split(","))])
 
 
 def _history(keys: int, rounds: int, seed: int) -> list[tuple[bytes, bytes | None]]:
@@ -60,7 +52,7 @@ def _latest(history: list[tuple[bytes, bytes | None]]) -> dict[int, tuple[int, s
 
 def _read_in_process(opts: dict, ddl: str, caplog) -> tuple[list[tuple], int]:
     """The read as Spark's tasks run it, here in this process: its rows and the runs it spilled."""
-    reader = UpsertKafkaDataSource(opts).reader(_struct(ddl))
+    reader = batch_reader(opts, ddl)
     with caplog.at_level(logging.INFO, logger="upsert_kafka"):
         caplog.clear()
         rows = [tuple(r.values()) for p in reader.partitions() for b in reader.read(p) for r in b.to_pylist()]
@@ -180,7 +172,7 @@ def test_overwrite_finds_the_live_keys_partition_by_partition_over_its_budget(
     live = {k for k, (_, name) in _latest(history).items() if name is not None}
     kept = sorted(random.Random(4).sample(range(6000), 500))  # live and deleted keys alike
     opts = options(topic, {"scan.table.memory-budget": TINY})
-    spec = parse_read_spec(opts, _struct(SCHEMA), streaming=False)
+    spec = read_spec(opts, SCHEMA)
     written = pa.array([json_bytes({"id": k}) for k in kept], pa.binary())
 
     with caplog.at_level(logging.INFO, logger="upsert_kafka"):

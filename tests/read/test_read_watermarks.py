@@ -13,6 +13,7 @@ from pathlib import Path
 from confluent_kafka import Producer
 from pyspark.sql import functions as F
 
+from tests.support.checkpoints import uncommit
 from tests.support.read_helpers import (
     Collector,
     rec,
@@ -21,7 +22,6 @@ from tests.support.read_helpers import (
     send,
     start_collecting,
     stream,
-    uncommit_last_batch,
     wait_for,
 )
 
@@ -158,7 +158,7 @@ def test_a_replayed_batch_gets_the_same_watermark_column_though_idleness_is_wall
         wait_for(lambda: len(first.rows) >= 3, "the next record")
     finally:
         query.stop()
-    replayed = uncommit_last_batch(checkpoint)
+    replayed = uncommit(checkpoint)
     assert [(r[0], _ms(r[4])) for r in first.by_batch[replayed]] == [(3, T0)], "partition 1 was idle"
 
     second = run_available_now(stream(spark, opts, WM_ROWS), checkpoint)

@@ -11,6 +11,10 @@ from pathlib import Path
 import orjson
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
+from pyspark.sql.types import StructType
+from pyspark_upsert_kafka import UpsertKafkaDataSource
+from pyspark_upsert_kafka.options.ddl import parse_ddl
+from pyspark_upsert_kafka.read.spec import ReadSpec, parse_read_spec
 
 from tests.support.kafka_io import produce as send  # the read tests' name for the one producer
 from tests.support.write_helpers import task_marker
@@ -18,18 +22,20 @@ from tests.support.write_helpers import task_marker
 __all__ = [
     "Collector",
     "as_checkpointed",
+    "batch_reader",
     "delete_before",
     "fail_tasks",
     "finish_available_now",
     "load",
+    "read_spec",
     "rec",
     "recent_minute",
     "rows_of",
     "run_available_now",
+    "schema_of",
     "send",
     "stream",
     "stream_reader",
-    "uncommit_last_batch",
     "wait_for",
 ]
 
@@ -100,12 +106,12 @@ def run_available_now(df, checkpoint: str) -> Collector:
     return sink
 
 
-def finish_available_now(query) -> None:
-    """Wait for an AvailableNow query to stop by itself; fail if it failed or did not stop."""
+def finish_available_now(query, timeout_s: float = 120) -> None:
+    """Wait for an AvailableNow query to stop by itself; fail if it failed or did not stop within `timeout_s`."""
     try:
-        query.awaitTermination(120)
+        query.awaitTermination(timeout_s)
         assert query.exception() is None, query.exception()
-        assert not query.isActive, "an availableNow query must stop by itself"
+        assert not query.isActive, f"an availableNow query must stop by itself (not within {timeout_s} s)"
     finally:
         query.stop()
 
@@ -115,13 +121,35 @@ def recent_minute() -> int:
     return (int(time.time()) // 60 - 60) * 60_000
 
 
-def stream_reader(spark, opts: dict, schema: str = CHANGES):
+def schema_of(ddl: str) -> StructType:
+    """A DDL column list as Spark reads `.schema(...)`, by the connector's own parser: no JVM needed
+    (tests/api/test_bad_schemas.py checks that it reads DDL as Spark does)."""
+    return parse_ddl(ddl)
+
+
+def _as_spark_passes(opts: dict) -> dict:
+    # Spark hands a data source its options with keys in lower case.
+    return {k.lower(): v for k, v in opts.items()}
+
+
+def _source(opts: dict) -> UpsertKafkaDataSource:
+    return UpsertKafkaDataSource(_as_spark_passes(opts))
+
+
+def batch_reader(opts: dict, schema: str = CHANGES):
+    """The connector's batch reader as Spark's driver builds it: to call partitions()/read() directly."""
+    return _source(opts).reader(schema_of(schema))
+
+
+def stream_reader(opts: dict, schema: str = CHANGES):
     """The connector's stream reader as Spark's driver builds it: to call initialOffset/latestOffset/partitions
     directly (a new reader for the same options is what a restarted query gets)."""
-    from pyspark_upsert_kafka import UpsertKafkaDataSource
-    from pyspark_upsert_kafka.spark_internals import parse_schema
+    return _source(opts).streamReader(schema_of(schema))
 
-    return UpsertKafkaDataSource({k.lower(): v for k, v in opts.items()}).streamReader(parse_schema(schema))
+
+def read_spec(opts: dict, schema: str = CHANGES, *, streaming: bool = False) -> ReadSpec:
+    """The read spec the connector parses from `opts` (keys in any case) for a `.schema(...)` DDL."""
+    return parse_read_spec(_as_spark_passes(opts), schema_of(schema), streaming=streaming)
 
 
 def as_checkpointed(offset: dict) -> dict:
@@ -134,15 +162,6 @@ def delete_before(bootstrap: str, topic: str, offset: int, partition: int = 0) -
     admin = AdminClient({"bootstrap.servers": bootstrap})
     where = TopicPartition(topic, partition, offset)
     admin.delete_records([where])[where].result(30)
-
-
-def uncommit_last_batch(checkpoint: str) -> int:
-    """A crash after the sink wrote the last micro-batch but before Spark logged it as committed: the next
-    run replays that batch with the same offsets. Returns its id."""
-    last = max(int(p.name) for p in Path(checkpoint, "offsets").iterdir() if p.name.isdigit())
-    for name in (str(last), f".{last}.crc"):
-        Path(checkpoint, "commits", name).unlink(missing_ok=True)
-    return last
 
 
 def fail_tasks(

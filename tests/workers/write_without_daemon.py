@@ -9,20 +9,12 @@ from __future__ import annotations
 
 import sys
 
-from pyspark.sql import SparkSession
-
-from tests.support.registration import register_source
+from integration.spark_session import local_session
 from tests.workers.failure_injection import fail_first_attempt
 
 
 def main(bootstrap: str, topic: str, failures: str, n: int) -> None:
-    spark = (
-        SparkSession.builder.master("local[2,2]")
-        .config("spark.python.use.daemon", "false")
-        .config("spark.ui.enabled", "false")
-        .getOrCreate()
-    )
-    register_source(spark)
+    spark = local_session("upsert-kafka-write-without-daemon", "local[2,2]", {"spark.python.use.daemon": "false"})
     rows = spark.range(0, n, 1, numPartitions=2).selectExpr(
         "cast(id as int) as id", "concat('name-', id) as name", "cast(id as double) as price"
     )

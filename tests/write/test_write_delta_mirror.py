@@ -12,7 +12,8 @@ from deltalake import DeltaTable, QueryBuilder
 from pyspark_upsert_kafka import OptionError, RecordError, delta_mirror, mirror_to_delta
 from pyspark_upsert_kafka.mirror import last_changes
 
-from tests.support.read_helpers import finish_available_now, rec, send, stream, uncommit_last_batch
+from tests.support.checkpoints import planned_batches, query_id, uncommit
+from tests.support.read_helpers import finish_available_now, rec, send, stream
 
 SCHEMA = "id INT, name STRING, _change_type STRING"
 
@@ -41,10 +42,6 @@ def _mirror(spark, options, topic: str, table: Path, checkpoint: Path, more: dic
     )
 
 
-def _batch_ids(checkpoint: Path) -> list[int]:
-    return sorted(int(p.name) for p in (checkpoint / "offsets").iterdir() if p.name.isdigit())
-
-
 def test_a_mirrored_changelog_equals_the_topic_read_as_a_table_and_a_replayed_batch_is_merged_once(
     spark, new_topic, options, bootstrap, tmp_path, caplog
 ):
@@ -54,35 +51,29 @@ def test_a_mirrored_changelog_equals_the_topic_read_as_a_table_and_a_replayed_ba
     send(bootstrap, topic, [rec(1, "v1b"), rec(1, "v1c"), rec(2, None), rec(8, "v8"), rec(8, None)])
     _mirror(spark, options, topic, table, checkpoint)
     assert _delta_rows(table) == _topic_as_table(spark, options, topic)
-    assert len(_batch_ids(checkpoint)) == 1
+    assert len(planned_batches(checkpoint)) == 1
 
     # Several micro-batches of at most 3 records: updates, deletes, a deleted key back, deletes of absent keys.
     send(bootstrap, topic, [rec(3, "v3b"), rec(2, "v2 again"), rec(4, None), rec(9, None), rec(5, "v5b")])
     send(bootstrap, topic, [rec(5, "v5c"), rec(6, None), rec(10, "v10"), rec(3, "v3c")])
     _mirror(spark, options, topic, table, checkpoint, {"maxOffsetsPerTrigger": "3"})
-    batches = _batch_ids(checkpoint)
+    batches = planned_batches(checkpoint)
     assert len(batches) >= 3, batches
     assert _delta_rows(table) == _topic_as_table(spark, options, topic)
     versions = DeltaTable(str(table)).version()
 
     # Spark replays a batch it ran but did not log as committed (a crash right after the sink): the table
     # already records that batch of this query, so the replay merges nothing.
-    replayed = uncommit_last_batch(str(checkpoint))
+    replayed = uncommit(str(checkpoint))
     send(bootstrap, topic, [rec(7, "v7b"), rec(0, None)])
     with caplog.at_level(logging.INFO, logger="upsert_kafka"):
         _mirror(spark, options, topic, table, checkpoint)
     skipped = [r.getMessage() for r in caplog.records if "already in" in r.getMessage()]
     assert len(skipped) == 1 and f"batch {replayed} " in skipped[0], skipped
-    new_batches = [b for b in _batch_ids(checkpoint) if b not in batches]
+    new_batches = [b for b in planned_batches(checkpoint) if b not in batches]
     assert DeltaTable(str(table)).version() == versions + len(new_batches), "one Delta commit per new batch"
-    assert DeltaTable(str(table)).transaction_version(_query_id(checkpoint)) == max(new_batches)
+    assert DeltaTable(str(table)).transaction_version(query_id(checkpoint)) == max(new_batches)
     assert _delta_rows(table) == _topic_as_table(spark, options, topic)
-
-
-def _query_id(checkpoint: Path) -> str:
-    import json
-
-    return json.loads((checkpoint / "metadata").read_text().splitlines()[0])["id"]
 
 
 def test_the_mirror_keeps_each_keys_last_change_and_drops_before_images():

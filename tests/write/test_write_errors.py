@@ -54,7 +54,7 @@ def test_value_the_format_cannot_encode_names_the_rows_key(spark, new_topic, opt
 
 
 def test_type_the_json_format_cannot_hold_fails_the_plan_naming_the_column(spark, new_topic, options, bootstrap):
-    # Before issue 19 a task failed on the first row ("cannot encode ... timedelta"): now the driver refuses the
+    # A task once failed on the first row ("cannot encode ... timedelta"): now the driver refuses the
     # column before any task, naming it, the format option and the types json holds.
     topic = new_topic()
     df = spark.sql("SELECT 7 AS id, INTERVAL '1' DAY AS wait")

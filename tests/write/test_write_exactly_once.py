@@ -14,6 +14,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from pyspark_upsert_kafka.spark_internals import ADMISSION_CONTROL
 
+from tests.support.checkpoints import uncommit
 from tests.support.kafka_io import consume_all, log_ends, produce
 from tests.support.read_helpers import fail_tasks
 from tests.support.write_helpers import key_counts, task_markers, write
@@ -163,8 +164,7 @@ def test_streaming_write_under_task_failures_restarts_and_a_replayed_batch_write
     produce_range(0, 3 * per_batch)
     assert run() == [0, 1, 2]
     # A crash after the sink committed batch 2 but before Spark logged it: the restart replays batch 2.
-    for name in ("2", ".2.crc"):
-        Path(checkpoint, "commits", name).unlink(missing_ok=True)
+    uncommit(checkpoint, 2)
     produce_range(3 * per_batch, 4 * per_batch)
     assert run() == [2, 3]
 

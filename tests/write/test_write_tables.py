@@ -1,5 +1,5 @@
 """The multi-table write (Flink CDC's Kafka pipeline sink), against the real broker: two tables of different
-schemas in one write, each to its topic keyed by its own primary key, read back with the CDC formats (issue 17)."""
+schemas in one write, each to its topic keyed by its own primary key, read back with the CDC formats."""
 
 from __future__ import annotations
 

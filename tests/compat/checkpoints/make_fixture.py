@@ -15,12 +15,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pyspark.sql import SparkSession
-
 from integration.kafka import KafkaBroker
+from integration.spark_session import local_session
+from tests.support.checkpoints import uncommit
 from tests.support.kafka_io import create_topic
-from tests.support.read_helpers import rec, run_available_now, send, stream, uncommit_last_batch
-from tests.support.registration import register_source
+from tests.support.read_helpers import rec, run_available_now, send, stream
 
 FIXTURE_TOPIC = "upsert-kafka-checkpoint-fixture"
 RECORDS = 10
@@ -45,9 +44,8 @@ def main(folder: str) -> None:
     out = Path(folder)
     broker = KafkaBroker()
     broker.start()
-    spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
+    spark = local_session("upsert-kafka-checkpoint-fixture")
     try:
-        register_source(spark)
         create_topic(broker.bootstrap_servers, FIXTURE_TOPIC, 2)
         send(broker.bootstrap_servers, FIXTURE_TOPIC, records(0, RECORDS))
         with tempfile.TemporaryDirectory() as work:
@@ -56,7 +54,7 @@ def main(folder: str) -> None:
             for _ in range(6):  # pyspark 4.0/4.1 run AvailableNow as one micro-batch: runs until one reads nothing
                 if not run_available_now(df, checkpoint).rows:
                     break
-            assert uncommit_last_batch(checkpoint) == 2, "batches of 4, 4 and 2 records"
+            assert uncommit(checkpoint) == 2, "batches of 4, 4 and 2 records"
             shutil.rmtree(out, ignore_errors=True)
             shutil.copytree(checkpoint, out, ignore=shutil.ignore_patterns("*.crc"))
     finally:

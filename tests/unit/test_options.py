@@ -112,7 +112,7 @@ def test_schema_option_gets_the_change_column_unless_table_mode():
 
 
 def test_schema_option_listing_the_change_column_gets_it_once():
-    # issue 19: the column was added a second time and the read failed inside the JVM
+    # The column was once added a second time and the read failed inside the JVM
     listed = table_schema({"key.fields": "id", "schema": "id INT, _Change_Type STRING"})
     assert listed.simpleString() == "struct<id:int,_Change_Type:string>"
 
