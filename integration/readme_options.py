@@ -6,7 +6,7 @@ page that shows it, so that no table drifts from what it describes. One command 
 
     integration/dev python -m integration.readme_options
 
-tests/api/test_docs.py regenerates every page and fails when one differs from the file.
+tests/unit/test_docs.py regenerates every page and fails when one differs from the file.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ COMMAND = "integration/dev python -m integration.readme_options"
 # The first line of every generated page: what is generated, and how to regenerate it.
 HEADER = (
     "<!-- The tables between 'generated' markers are written from the code and the results files by "
-    f"integration/readme_options.py: regenerate them with `{COMMAND}` (tests/api/test_docs.py fails when one "
+    f"integration/readme_options.py: regenerate them with `{COMMAND}` (tests/unit/test_docs.py fails when one "
     "is stale); edit the text around them by hand. -->"
 )
 BUILT_IN_FORMATS = ("json", "csv", "raw", "avro", "avro-confluent", "debezium-json", "canal-json", "maxwell-json")

@@ -470,7 +470,7 @@ PARTICULAR: dict[str, list[OptionCase]] = {
         (label, {"sink.delivery-guarantee": "exactly-once", "sink.transactional-id-prefix": v}, OptionError, None)
         for label, v in (("empty", ""), ("blank", "  "))
     ],
-    # BASE has 'key.fields', which a multi-table write refuses; its other mistakes: tests/api/test_tables_options.py
+    # BASE has 'key.fields', which a multi-table write refuses; its other mistakes: tests/unit/test_tables_options.py
     "multi-table": [
         ("without-the-table-column", {"sink.custom-header": "a:b"}, OptionError, None),
         ("with-key-fields", {"sink.table-id.column": "name"}, OptionError, None),
