@@ -11,11 +11,10 @@ nothing of Spark, does not load the connector and pyspark first.
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the names for type checkers; at run time __getattr__ imports them on first use
+    from .consumer_lag import lag  # noqa: F401
     from .datasource import UpsertKafkaDataSource
     from .errors import (  # noqa: F401
         DataLossError,
@@ -33,7 +32,6 @@ if TYPE_CHECKING:  # the names for type checkers; at run time __getattr__ import
     from .flink_ddl import FlinkTable, flink_table  # noqa: F401
     from .foreach_batch import upsert_writer  # noqa: F401
     from .formats import Codec, CodecContext, ColumnTypes, Decoded, Decoder, Encoder, FormatOptionError, register_codec  # noqa: F401
-    from .lag import lag  # noqa: F401
     from .mirror import delta_mirror, mirror_to_delta  # noqa: F401
     from .secrets import SPARK_REDACTION_REGEX, redact_secret_options  # noqa: F401
 
@@ -64,7 +62,7 @@ _HOMES = {
     "Encoder": ".formats",
     "FormatOptionError": ".formats",
     "register_codec": ".formats",
-    "lag": ".lag",
+    "lag": ".consumer_lag",
     "delta_mirror": ".mirror",
     "mirror_to_delta": ".mirror",
     "SPARK_REDACTION_REGEX": ".secrets",
@@ -86,16 +84,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
-
-
-class _Package(types.ModuleType):
-    """The import system binds a submodule to an attribute of its package: the submodule `lag` must not hide the
-    public function `lag` (which an eager `from .lag import lag` used to rebind)."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in __all__ and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

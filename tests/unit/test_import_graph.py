@@ -169,15 +169,15 @@ def test_formats_import_without_spark_or_the_connector():
 
 
 def test_the_connectors_public_names_load_on_first_use():
-    """The package's __init__ imports nothing until a name is used; each name in __all__ then resolves, and
-    `lag` is the function even once its module was imported (the import system binds a submodule to its
-    package)."""
+    """The package's __init__ imports nothing until a name is used; each name in __all__ then resolves, and none
+    is also a module's name (the import system binds an imported submodule to its package, which would hide a
+    public function of the same name: the module of `lag` is consumer_lag)."""
     loaded = _fresh(
         f"""
         import json, sys, types
         import {PACKAGE} as package
         before = sorted(m for m in sys.modules if m.split(".")[0] == "pyspark")
-        import {PACKAGE}.lag
+        import {PACKAGE}.consumer_lag
         names = {{n: type(getattr(package, n)).__name__ for n in package.__all__}}
         print(json.dumps({{"before": before, "names": names, "default": package.DefaultSource.name(),
                           "same": package.DefaultSource is package.UpsertKafkaDataSource}}))
@@ -187,3 +187,7 @@ def test_the_connectors_public_names_load_on_first_use():
     assert loaded["names"]["lag"] == "function"
     assert loaded["default"] == "upsert-kafka" and loaded["same"]
     assert "module" not in loaded["names"].values()
+    modules = {p.stem for p in (ROOT / "connector").glob("*.py")} | {
+        p.name for p in (ROOT / "connector").iterdir() if p.is_dir()
+    }
+    assert set(loaded["names"]) & modules == set()
