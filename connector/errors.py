@@ -3,25 +3,10 @@
 from __future__ import annotations
 
 # Defined under formats/ (which may not import the connector), so that a format's option error is an OptionError.
-from .formats.errors import FormatOptionError, OptionError, UpsertKafkaError
-from .formats.option_kinds import did_you_mean
-
-__all__ = [
-    "DataLossError",
-    "FormatOptionError",
-    "KafkaAuthenticationError",
-    "KafkaAuthorizationError",
-    "KafkaClientError",
-    "KafkaUnavailableError",
-    "OptionError",
-    "RecordError",
-    "SchemaError",
-    "TopicError",
-    "UpsertKafkaError",
-    "WriteTaskError",
-    "did_you_mean",
-    "escaped_prefix",
-]
+from .formats.errors import FormatOptionError as FormatOptionError
+from .formats.errors import OptionError as OptionError
+from .formats.errors import UpsertKafkaError as UpsertKafkaError
+from .formats.option_kinds import did_you_mean as did_you_mean
 
 
 class KafkaClientError(UpsertKafkaError):

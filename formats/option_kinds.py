@@ -109,13 +109,13 @@ class Count(Kind):
 
 @dataclass(frozen=True)
 class Regex(Kind):
-    """A regular expression; the value is the compiled pattern."""
+    """A regular expression (surrounding blanks dropped); the value is the compiled pattern."""
 
     type_name: str = "regex"
 
     def parse(self, raw: str) -> re.Pattern[str]:
         try:
-            return re.compile(raw)
+            return re.compile(raw.strip())
         except re.error as e:
             raise Invalid(f"is not a valid regular expression: {e}") from None
 
