@@ -48,9 +48,24 @@ FLINK_NAMESPACE = "org.apache.flink.avro.generated"
 class AvroConfluentCodec(Codec):
     name = "avro-confluent"
     declared_options = (
-        Option("url", None, FORMAT, "The schema registry's address (required).", kind=Text()),
+        # `schema-registry.url` / `.subject`: Flink's older spellings (its 1.13 release notes; Flink keeps them).
         Option(
-            "subject", None, FORMAT, "The subject the schema is registered under.", kind=Text(), note="`<topic>-<role>`"
+            "url",
+            None,
+            FORMAT,
+            "The schema registry's address.",
+            ("schema-registry.url",),
+            kind=Text(),
+            note="required",
+        ),
+        Option(
+            "subject",
+            None,
+            FORMAT,
+            "The subject the schema is registered under (required with `topic-pattern`).",
+            ("schema-registry.subject",),
+            kind=Text(),
+            note="`<topic>-key` / `<topic>-value`",
         ),
         Option(
             "schema", None, FORMAT, "The Avro schema to write (default: derived from the columns).", kind=AvroSchema()

@@ -19,6 +19,11 @@ from .errors import OptionError
 READ, WRITE, BOTH, FORMAT = "read", "write", "read/write", "format"
 
 
+def same_option_twice(first: str, second: str) -> str:
+    """The error of an option given under two of its names with different values."""
+    return f"options '{first}' and '{second}' mean the same thing but have different values; give only one of them"
+
+
 def did_you_mean(given: str, candidates: Iterable[str], cutoff: float = 0.6) -> str:
     """' Did you mean 'x'?' for the closest candidate, or '' when none is close."""
     close = difflib.get_close_matches(given, list(candidates), n=1, cutoff=cutoff)
@@ -95,7 +100,7 @@ class Count(Kind):
 
     @property
     def type_name(self) -> str:  # type: ignore[override]
-        return "integer" if self.minimum == 0 else f"integer >= {self.minimum}"
+        return f"integer >= {self.minimum}"
 
     def parse(self, raw: str) -> int:
         text = raw.strip()
@@ -216,14 +221,18 @@ def parse_values(
     by_name = {o.name: o for o in declared}
     aliases = {a: o.name for o in declared for a in o.aliases}
     folded: dict[str, str] = {}
+    given_as: dict[str, str] = {}
     for key, raw in given.items():
         name = aliases.get(key, key)
+        if name in folded and folded[name] != raw:
+            raise error(same_option_twice(prefix + given_as[name], prefix + key))
         if name not in by_name and not unknown_ok:
             unknown = sorted(k for k in given if aliases.get(k, k) not in by_name)
             valid = ", ".join(prefix + o for o in sorted(by_name)) or "none"
             hint = did_you_mean(prefix + unknown[0], [prefix + n for n in (*by_name, *aliases)])
             names = ", ".join(prefix + o for o in unknown)
             raise error(f"unknown option(s) {names}{owner}; valid options: {valid}.{hint}")
-        folded[name] = raw
-    typed = {n: by_name[n].parse(raw, prefix + n, error) for n, raw in folded.items() if n in by_name}
+        folded[name], given_as[name] = raw, key
+    # A kind's error names the option as the user spelled it.
+    typed = {n: by_name[n].parse(raw, prefix + given_as[n], error) for n, raw in folded.items() if n in by_name}
     return OptionValues(by_name, folded, typed)

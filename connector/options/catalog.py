@@ -127,23 +127,6 @@ COMMON_OPTIONS: tuple[Option, ...] = (
         ("fetchOffset.retryIntervalMs",),
         kind=Duration(allow_zero=True),
     ),
-    *(
-        Option(
-            f"{role}.avro-confluent.{name}",
-            None,
-            BOTH,
-            f"With `{role}.format` = `avro-confluent`: {meaning} `{role}.avro-confluent.schema-registry.{name}` is "
-            "Flink's older spelling (its 1.13 release notes; Flink keeps it as a fallback key).",
-            (f"{role}.avro-confluent.schema-registry.{name}",),
-            kind=Text(),
-            note=shown,
-        )
-        for role in ("key", "value")
-        for name, shown, meaning in (
-            ("url", "required", "the schema registry's address (the other `avro-confluent` options: see Formats)."),
-            ("subject", "`<topic>-" + role + "`", "the subject the schema is registered under."),
-        )
-    ),
     Option(
         "client.pool.idle-timeout",
         "5 min",

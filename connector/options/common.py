@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import OptionError
-from ..formats.option_kinds import OptionValues, parse_values
+from ..formats.option_kinds import OptionValues, parse_values, same_option_twice
 from ..secrets import redact, redact_options, secret_values, strip_url_credentials
 from .catalog import OPTIONS, PASS_THROUGH_PREFIXES
 from .flink_only import JAVA_ONLY_PROPERTIES, not_in_spark
@@ -94,10 +94,7 @@ def canonical_options(raw: Mapping[str, str]) -> OptionValues:
         if not (name in _DECLARED.values() or name.startswith(PASS_THROUGH_PREFIXES) or FORMAT_OPTION.match(name)):
             raise OptionError(_unknown_option_message(key))
         if name in out and out[name] != value:
-            raise OptionError(
-                f"options '{given_as[name]}' and '{key}' mean the same thing but have different values; "
-                "give only one of them"
-            )
+            raise OptionError(same_option_twice(given_as[name], key))
         out[name], given_as[name] = value, key
     return parse_values(OPTIONS, out, unknown_ok=True)  # pass-through and format options: checked by their users
 

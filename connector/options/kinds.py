@@ -36,7 +36,7 @@ class Duration(Kind):
 
     @property
     def type_name(self) -> str:  # type: ignore[override]
-        return "duration" + (" (0: off)" if self.allow_zero else "")
+        return "duration" + (" (or 0)" if self.allow_zero else "")
 
     def parse(self, raw: str) -> float:
         match = _DURATION.match(raw.lower())
@@ -132,7 +132,10 @@ class SparkOffsets(Kind):
     `{"topic":{"0":23,"1":-2}}` (-2 earliest, -1 latest; an end cannot be -2): the word, or offsets per topic."""
 
     ending: bool = False
-    type_name: str = "`earliest` / `latest` or JSON offsets"
+
+    @property
+    def type_name(self) -> str:  # type: ignore[override]
+        return ("" if self.ending else "`earliest` / ") + "`latest` or JSON offsets"
 
     def parse(self, raw: str) -> str | TopicValues:
         text = raw.strip()

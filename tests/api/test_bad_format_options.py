@@ -24,7 +24,7 @@ RULES: dict[str, dict[str, list[tuple[str, str]]]] = {
         "escape-character": [("same-as-quote", '"')],
         "array-element-delimiter": [("empty", "")],
     },
-    "avro-confluent": {"url": [("empty", ""), ("not-http", "ftp://registry:8081")]},
+    "avro-confluent": {"url": [("empty", ""), ("not-http", "ftp://registry:8081"), ("no-scheme", "registry:8081")]},
 }
 
 
@@ -38,24 +38,35 @@ def _bad(fmt: str) -> dict[str, list[tuple[str, str]]]:
 def _format_cases() -> list:
     cases = []
     for fmt in FORMATS:
+        declared = codec_class(fmt, "value.format").declared_options
         for role in ("value",) if fmt in CHANGELOG_FORMATS else ("key", "value"):  # a changelog one: value only
-            for option, values in _bad(fmt).items():
-                name = f"{role}.{fmt}.{option}"
-                for label, value in values:
-                    for context in (READ, WRITE):
-                        more = format_options(fmt, role) | {name: value}
-                        cases.append(pytest.param(context, more, name, id=f"{context}-{name}-{label}"))
-            unknown = f"{role}.{fmt}.no-such-option"
-            for context in (READ, WRITE):
-                more = format_options(fmt, role) | {unknown: "x"}
-                cases.append(pytest.param(context, more, unknown, id=f"{context}-{unknown}"))
+            prefix, base = f"{role}.{fmt}.", format_options(fmt, role)
+            for option in declared:
+                for spelling in (option.name, *option.aliases):
+                    name = prefix + spelling
+                    for label, value in _bad(fmt)[option.name]:
+                        for context in (READ, WRITE):
+                            more = {k: v for k, v in base.items() if k != prefix + option.name} | {name: value}
+                            names = (name, prefix + option.name)  # a rule between options names the declared one
+                            cases.append(pytest.param(context, more, names, id=f"{context}-{name}-{label}"))
+                for alias in option.aliases:  # an alias disagreeing with the declared name
+                    more = base | {prefix + option.name: "a", prefix + alias: "b"}
+                    names = (prefix + option.name, prefix + alias)
+                    cases.append(pytest.param(WRITE, more, names, id=f"write-{prefix}{alias}-disagrees"))
+            mistakes = {"no-such-option": f"{prefix}no-such-option"}
+            if fmt != "json":  # the format's option given while the role's format is another
+                mistakes["of-another-format"] = prefix + declared[0].name
+            for label, name in mistakes.items():
+                for context in (READ, WRITE):
+                    more = (base if label == "no-such-option" else {f"{role}.format": "json"}) | {name: "x"}
+                    cases.append(pytest.param(context, more, (name,), id=f"{context}-{name}-{label}"))
     return cases
 
 
-@pytest.mark.parametrize(("context", "more", "name"), _format_cases())
-def test_bad_format_option_is_one_error_naming_it(context, more, name):
+@pytest.mark.parametrize(("context", "more", "names"), _format_cases())
+def test_bad_format_option_is_one_error_naming_it(context, more, names):
     schema = struct(("id", IntegerType()), ("name", StringType()), ("_change_type", StringType()))
-    rejected(context, BASE | more, schema if context != WRITE else None, OptionError, (name,), quoted=False)
+    rejected(context, BASE | more, schema if context != WRITE else None, OptionError, names, quoted=False)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

@@ -21,7 +21,6 @@ from tests.support.bad_inputs import (
     CONTEXTS,
     READ,
     READ_STREAM,
-    REGISTRY,
     WRITE,
     plan,
     rejected,
@@ -349,28 +348,6 @@ RULES: dict[str, list[OptionCase]] = {
     "sink.parallelism": [
         (label, {"sink.parallelism": v}, OptionError, None) for label, v in (("four", "4"), ("empty", ""))
     ],
-    # The registry's options belong to the avro-confluent format: given with another format they are a mistake.
-    **{
-        f"{role}.avro-confluent.subject": [
-            (f"{spelling}-without-avro-confluent", {f"{role}.avro-confluent.{spelling}": "s"}, OptionError, None)
-            for spelling in ("subject", "schema-registry.subject")
-        ]
-        for role in ("key", "value")
-    },
-    **{
-        f"{role}.avro-confluent.url": [  # the registry's other options: test_bad_format_options.py
-            (
-                label,
-                {f"{role}.format": "avro-confluent", f"{role}.avro-confluent.{spelling}": value},
-                OptionError,
-                None,
-            )
-            for spelling in ("url", "schema-registry.url")
-            for label, value in ((f"{spelling}-empty", ""), (f"{spelling}-not-http", "registry:8081"))
-        ]
-        + [("without-avro-confluent", {f"{role}.avro-confluent.url": REGISTRY}, OptionError, None)]
-        for role in ("key", "value")
-    },
     "sink.write-id": [
         ("without-exactly-once", {"sink.write-id": "nightly"}, OptionError, None),
     ]
