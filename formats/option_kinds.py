@@ -214,10 +214,12 @@ def parse_values(
     error: type[OptionError] = OptionError,
     unknown_ok: bool = False,
     owner: str = "",
+    spelled: Mapping[str, str] | None = None,
 ) -> OptionValues:
     """Every given option of `declared` parsed once by its kind (aliases folded onto the declared name). Unknown
     names are an `error` listing the valid ones of `owner` (with a did-you-mean), unless `unknown_ok` (the
-    connector folds and checks its names itself: pass-through and format options are not its catalog's)."""
+    connector folds and checks its names itself: pass-through and format options are not its catalog's). A value's
+    error names the option as the user spelled it: `spelled` (declared name -> spelling) or its key in `given`."""
     by_name = {o.name: o for o in declared}
     aliases = {a: o.name for o in declared for a in o.aliases}
     folded: dict[str, str] = {}
@@ -234,5 +236,6 @@ def parse_values(
             raise error(f"unknown option(s) {names}{owner}; valid options: {valid}.{hint}")
         folded[name], given_as[name] = raw, key
     # A kind's error names the option as the user spelled it.
-    typed = {n: by_name[n].parse(raw, prefix + given_as[n], error) for n, raw in folded.items() if n in by_name}
+    shown = {**given_as, **(spelled or {})}
+    typed = {n: by_name[n].parse(raw, prefix + shown[n], error) for n, raw in folded.items() if n in by_name}
     return OptionValues(by_name, folded, typed)

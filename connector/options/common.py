@@ -59,7 +59,9 @@ GUARANTEE_PROPERTIES = ("enable.idempotence", "acks")
 
 # Spark spellings are camelCase; Spark hands us lower-cased keys: each is folded onto its declared spelling.
 _DECLARED = {doc.name.lower(): doc.name for doc in OPTIONS if not doc.name.endswith("*")}
+_NAMES = frozenset(_DECLARED.values())
 _ALIASES = {alias.lower(): doc.name for doc in OPTIONS for alias in doc.aliases}
+_ALIAS_SPELLINGS = {alias.lower(): alias for doc in OPTIONS for alias in doc.aliases}
 # Format options (`key.json.ignore-parse-errors`) are validated by their codec, not here.
 FORMAT_OPTION = re.compile(r"^(key|value)\.[a-z0-9_-]+\..+$")
 
@@ -78,6 +80,7 @@ def canonical_options(raw: Mapping[str, str]) -> OptionValues:
     alias pairs; parse every catalog option given by its declared kind, once."""
     out: dict[str, str] = {}
     given_as: dict[str, str] = {}
+    spelled: dict[str, str] = {}  # the declared spelling of the name each was given under, for errors
     for key, value in raw.items():
         name = key.lower()
         if name in _ENGINE_OPTIONS:
@@ -90,13 +93,15 @@ def canonical_options(raw: Mapping[str, str]) -> OptionValues:
         if name.startswith("kafka."):
             name = "properties." + name[len("kafka.") :]
         name = _value_format_option(name)
+        spelling = _ALIAS_SPELLINGS.get(name)
         name = _ALIASES.get(name) or _DECLARED.get(name, name)
-        if not (name in _DECLARED.values() or name.startswith(PASS_THROUGH_PREFIXES) or FORMAT_OPTION.match(name)):
+        if not (name in _NAMES or name.startswith(PASS_THROUGH_PREFIXES) or FORMAT_OPTION.match(name)):
             raise OptionError(_unknown_option_message(key))
         if name in out and out[name] != value:
             raise OptionError(same_option_twice(given_as[name], key))
-        out[name], given_as[name] = value, key
-    return parse_values(OPTIONS, out, unknown_ok=True)  # pass-through and format options: checked by their users
+        out[name], given_as[name], spelled[name] = value, key, spelling or name
+    # Pass-through and format options are not the catalog's: their users check them.
+    return parse_values(OPTIONS, out, unknown_ok=True, spelled=spelled)
 
 
 def _value_format_option(name: str) -> str:

@@ -428,3 +428,12 @@ def test_every_default_is_a_value_of_the_options_kind(option):
     # query that never gave the option.
     for streaming in (False, True):
         option.default_value(streaming)
+
+
+@pytest.mark.parametrize("context", CONTEXTS)
+def test_a_bad_value_under_an_alias_is_named_as_given(context):
+    # Spark hands keys lower-cased; the error spells the alias as the catalog declares it, which the user wrote.
+    message = rejected(
+        context, BASE | {"fetchoffset.numretries": "many"}, None, OptionError, ("fetchOffset.numRetries",)
+    )
+    assert "must be a whole number" in message
