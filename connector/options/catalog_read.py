@@ -13,6 +13,9 @@ from .kinds import (
     SparkTimestamps,
 )
 
+# Flink's modes of scan.startup.mode; scan.bounded.mode takes all but the first (read/bounds.py reads them).
+STARTUP_MODES = ("earliest-offset", "latest-offset", "group-offsets", "timestamp", "specific-offsets")
+
 READ_OPTIONS: tuple[Option, ...] = (
     Option(
         "topic-pattern",
@@ -67,7 +70,7 @@ READ_OPTIONS: tuple[Option, ...] = (
         "Where to start: `earliest-offset`, `latest-offset`, `group-offsets` (committed offsets of "
         "`properties.group.id`; a partition without one falls back to `properties.auto.offset.reset`), "
         "`timestamp`, `specific-offsets`.",
-        kind=Choice(("earliest-offset", "latest-offset", "group-offsets", "timestamp", "specific-offsets")),
+        kind=Choice(STARTUP_MODES),
     ),
     Option(
         "scan.startup.timestamp-millis",
@@ -124,7 +127,7 @@ READ_OPTIONS: tuple[Option, ...] = (
         "Where to stop: `latest-offset` (the end when the query starts), `group-offsets`, `timestamp`, "
         "`specific-offsets`.",
         note="batch; a stream is unbounded",
-        kind=Choice(("latest-offset", "group-offsets", "timestamp", "specific-offsets")),
+        kind=Choice(STARTUP_MODES[1:]),  # a read cannot stop at the earliest offset
     ),
     Option(
         "scan.bounded.timestamp-millis",

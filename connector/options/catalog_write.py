@@ -5,6 +5,9 @@ from __future__ import annotations
 from ..formats.option_kinds import WRITE, Choice, Count, Flag, Option, Text
 from .kinds import Duration
 
+# The delivery guarantees, weakest first (write/spec.py names them).
+GUARANTEES = ("none", "at-least-once", "exactly-once")
+
 WRITE_OPTIONS: tuple[Option, ...] = (
     Option(
         "sink.partitioner",
@@ -39,7 +42,7 @@ WRITE_OPTIONS: tuple[Option, ...] = (
         "`none` (acks=1), `at-least-once` (idempotent producer, acks=all, a task succeeds only when Kafka has "
         "every record) or `exactly-once` (one Kafka transaction per task, replays never write twice).",
         ("sink.semantic",),
-        kind=Choice(("none", "at-least-once", "exactly-once"), dashes=True),
+        kind=Choice(GUARANTEES, dashes=True),
     ),
     Option(
         "sink.transactional-id-prefix",

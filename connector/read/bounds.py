@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from ..errors import OptionError
 from ..formats.option_kinds import OptionValues
+from ..options.catalog_read import STARTUP_MODES
 from ..options.common import TopicSelection
 from ..options.kinds import EARLIEST, FLINK_OFFSETS_EXAMPLE, LATEST
 
@@ -56,13 +57,8 @@ def check_named_topics(bound: Bound, topics: TopicSelection, option: str) -> Non
             )
 
 
-_FLINK_MODES = {
-    "earliest-offset": "earliest",
-    "latest-offset": "latest",
-    "group-offsets": "group",
-    "timestamp": "timestamp",
-    "specific-offsets": "specific",
-}
+# Flink's modes as Bound kinds.
+_FLINK_MODES = dict(zip(STARTUP_MODES, ("earliest", "latest", "group", "timestamp", "specific"), strict=True))
 
 
 def parse_bound(options: OptionValues, which: str, streaming: bool) -> Bound:

@@ -2,7 +2,8 @@
 
 Flink's names are canonical; Spark's `kafka` source spellings (startingOffsets, endingOffsets,
 startingTimestamp, endingTimestamp, maxOffsetsPerTrigger, minPartitions, failOnDataLoss, subscribe,
-subscribePattern) are translated here into the same typed values.
+subscribePattern) are catalog options or aliases too: every value arrives here typed by its declared kind
+(canonical_options), and this module adds the rules between options.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from pyspark.sql.types import StructType
 
 from ..errors import OptionError
 from ..formats.option_kinds import OptionValues
+from ..options.catalog_write import GUARANTEES
 from ..options.common import (
     GUARANTEE_PROPERTIES,
     KafkaSpec,
@@ -28,8 +29,7 @@ from ..options.layout import Layout, parse_layout
 from .partitioners import parse_partitioner
 from .tables import TablesSpec, route_tables
 
-# The choices of option 'sink.delivery-guarantee' (catalog_write.py).
-NONE, AT_LEAST_ONCE, EXACTLY_ONCE = "none", "at-least-once", "exactly-once"
+NONE, AT_LEAST_ONCE, EXACTLY_ONCE = GUARANTEES  # the choices of option 'sink.delivery-guarantee'
 
 
 @dataclass(frozen=True)
