@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Iterable
-
-
-class UpsertKafkaError(Exception):
-    """Base class of every error the connector raises on purpose."""
-
-
-class OptionError(UpsertKafkaError, ValueError):
-    """An option is missing, unknown, invalid or in conflict with another."""
+# Defined under formats/ (which may not import the connector), so that a format's option error is an OptionError.
+from .formats.errors import FormatOptionError as FormatOptionError
+from .formats.errors import OptionError as OptionError
+from .formats.errors import UpsertKafkaError as UpsertKafkaError
+from .formats.option_kinds import did_you_mean as did_you_mean
 
 
 class KafkaClientError(UpsertKafkaError):
@@ -56,12 +51,6 @@ class DataLossError(UpsertKafkaError):
 class WriteTaskError(UpsertKafkaError):
     """A write task must not commit: its input was cut short, or it cannot tell, or it holds other rows than
     an earlier attempt committed under its exactly-once id."""
-
-
-def did_you_mean(given: str, candidates: Iterable[str], cutoff: float = 0.6) -> str:
-    """' Did you mean 'x'?' for the closest candidate, or '' when none is close."""
-    close = difflib.get_close_matches(given, list(candidates), n=1, cutoff=cutoff)
-    return f" Did you mean '{close[0]}'?" if close else ""
 
 
 class SchemaError(OptionError):

@@ -21,6 +21,7 @@ from fastavro import parse_schema, schemaless_reader, schemaless_writer
 from .avro_schema import AVRO_TYPES, AvroType, arrow_schema, avro_schema, reader_schema, table_avro_schema
 from .avro_vector import Layout, VectorReader
 from .codec import (
+    IGNORE_PARSE_ERRORS,
     Codec,
     CodecContext,
     Decoded,
@@ -30,19 +31,48 @@ from .codec import (
     batch_from_records,
 )
 from .decimals import rounded_values
+from .option_kinds import FORMAT, Invalid, Kind, Option, Text
 from .schema_registry import RegistryError
+
+
+class AvroSchema(Kind):
+    """An Avro schema as JSON text, checked when the option is parsed so that a typo fails at planning; blank: none."""
+
+    type_name = "Avro schema (JSON)"
+
+    def parse(self, raw: str) -> AvroType | None:
+        if not raw.strip():
+            return None
+        try:
+            schema = json.loads(raw)
+            parse_schema(schema)
+        except Exception as e:  # json or fastavro's schema errors, of several types
+            raise Invalid(f"is not a valid Avro schema: {e}") from None
+        return schema
 
 
 class AvroCodec(Codec):
     name = "avro"
-    option_names = frozenset({"schema", "record-name", "record-namespace", "ignore-parse-errors"})
+    declared_options = (
+        Option(
+            "schema",
+            None,
+            FORMAT,
+            "The Avro schema records are written and read with, JSON text (default: derived from the columns).",
+            kind=AvroSchema(),
+        ),
+        Option("record-name", "record", FORMAT, "The record name of a derived schema.", kind=Text()),
+        Option("record-namespace", None, FORMAT, "The namespace of a derived schema (none by default).", kind=Text()),
+        IGNORE_PARSE_ERRORS,
+    )
     column_types = AVRO_TYPES
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
-        self.record_name = options.get("record-name", "record").strip()
-        self.record_namespace = options.get("record-namespace", "").strip() or None
-        self.given_schema = load_schema_option(options.get("schema"), f"{self.prefix}schema")
+        values = self.option_values
+        self.record_name = values.value("record-name").strip()
+        self.record_namespace = (values.value("record-namespace") or "").strip() or None
+        self.given_schema = values.value("schema")
 
     def writer_schema(self, schema: pa.Schema) -> AvroType:
         """The schema records are written with: the given one, or the table's as Flink derives it (a key's
@@ -59,18 +89,6 @@ class AvroCodec(Codec):
 
     def inferred_schema(self) -> pa.Schema | None:
         return None if self.given_schema is None else arrow_schema(self.given_schema)
-
-
-def load_schema_option(text: str | None, option: str) -> AvroType | None:
-    """An Avro schema given as JSON text in an option; checked here, so a typo fails at planning."""
-    if text is None or not text.strip():
-        return None
-    try:
-        schema = json.loads(text)
-        parse_schema(schema)
-    except Exception as e:  # json or fastavro's schema errors, of several types
-        raise FormatOptionError(f"option '{option}' is not a valid Avro schema: {e}") from None
-    return schema
 
 
 class AvroBodyReader:

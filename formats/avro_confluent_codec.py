@@ -15,10 +15,11 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from .avro_codec import AvroBodyReader, AvroEncoder, load_schema_option
+from .avro_codec import AvroBodyReader, AvroEncoder, AvroSchema
 from .avro_schema import AVRO_TYPES, arrow_schema, table_avro_schema
 from .avro_vector import Layout
 from .codec import (
+    IGNORE_PARSE_ERRORS,
     Codec,
     CodecContext,
     Decoded,
@@ -26,9 +27,8 @@ from .codec import (
     Encoder,
     FormatOptionError,
     empty_batch,
-    option_choice,
-    option_flag,
 )
+from .option_kinds import FORMAT, Choice, Flag, Option, OptionValues, Text
 from .schema_registry import (
     RegistryError,
     RegistrySettings,
@@ -47,36 +47,67 @@ FLINK_NAMESPACE = "org.apache.flink.avro.generated"
 
 class AvroConfluentCodec(Codec):
     name = "avro-confluent"
-    option_names = frozenset(
-        {
+    declared_options = (
+        # `schema-registry.url` / `.subject`: Flink's older spellings (its 1.13 release notes; Flink keeps them).
+        Option(
             "url",
+            None,
+            FORMAT,
+            "The schema registry's address.",
+            ("schema-registry.url",),
+            kind=Text(),
+            note="required",
+        ),
+        Option(
             "subject",
-            "schema",
-            "auto.register.schemas",
+            None,
+            FORMAT,
+            "The subject the schema is registered under (required with `topic-pattern`).",
+            ("schema-registry.subject",),
+            kind=Text(),
+            note="`<topic>-key` / `<topic>-value`",
+        ),
+        Option(
+            "schema", None, FORMAT, "The Avro schema to write (default: derived from the columns).", kind=AvroSchema()
+        ),
+        Option("auto.register.schemas", "true", FORMAT, "Register the write schema when missing.", kind=Flag()),
+        Option(
             "basic-auth.credentials-source",
-            "basic-auth.user-info",
+            None,
+            FORMAT,
+            "Where the registry's basic credentials come from: `USER_INFO` (`basic-auth.user-info`) or `URL`.",
+            kind=Choice(("USER_INFO", "URL")),
+        ),
+        Option("basic-auth.user-info", None, FORMAT, "`<user>:<password>` for the registry.", kind=Text()),
+        Option(
             "bearer-auth.credentials-source",
-            "bearer-auth.token",
-            "ssl.keystore.location",
-            "ssl.keystore.password",
-            "ssl.truststore.location",
-            "ssl.truststore.password",
-            "record-name",
-            "record-namespace",
-            "ignore-parse-errors",
-        }
+            None,
+            FORMAT,
+            "Where the registry's bearer token comes from: `STATIC_TOKEN` (`bearer-auth.token`).",
+            kind=Choice(("STATIC_TOKEN",)),
+        ),
+        Option("bearer-auth.token", None, FORMAT, "The registry's bearer token.", kind=Text()),
+        Option(
+            "ssl.keystore.location", None, FORMAT, "A PEM file with this client's certificate and key.", kind=Text()
+        ),
+        Option("ssl.keystore.password", None, FORMAT, "The password of the key in the key store.", kind=Text()),
+        Option("ssl.truststore.location", None, FORMAT, "A PEM file with the registry's CA certificates.", kind=Text()),
+        Option("ssl.truststore.password", None, FORMAT, "Needs `ssl.truststore.location`.", kind=Text()),
+        Option("record-name", "record", FORMAT, "The record name of a derived schema.", kind=Text()),
+        Option("record-namespace", FLINK_NAMESPACE, FORMAT, "The namespace of a derived schema.", kind=Text()),
+        IGNORE_PARSE_ERRORS,
     )
     column_types = AVRO_TYPES
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
-        prefix = self.prefix
-        self.auto_register = option_flag(options, "auto.register.schemas", prefix, default=True)
-        self.given_schema = load_schema_option(options.get("schema"), f"{prefix}schema")
-        self.record_name = options.get("record-name", "record").strip()
-        self.record_namespace = options.get("record-namespace", FLINK_NAMESPACE).strip() or None
-        self.subject = options.get("subject", "").strip() or None
-        self.settings = _settings(options, prefix)
+        values = self.option_values
+        self.auto_register = values.value("auto.register.schemas")
+        self.given_schema = values.value("schema")
+        self.record_name = values.value("record-name").strip()
+        self.record_namespace = values.value("record-namespace").strip() or None
+        self.subject = (values.value("subject") or "").strip() or None
+        self.settings = _settings(values, self.prefix)
 
     def __repr__(self) -> str:  # the options hold credentials: show only what is safe
         return f"AvroConfluentCodec({self.context.role}, {self.settings!r}, subject={self.subject!r})"
@@ -144,8 +175,8 @@ class AvroConfluentCodec(Codec):
         return columns
 
 
-def _settings(options: Mapping[str, str], prefix: str) -> RegistrySettings:
-    raw_url = options.get("url", "").strip()
+def _settings(options: OptionValues, prefix: str) -> RegistrySettings:
+    raw_url = (options.value("url") or "").strip()
     if not raw_url:
         raise FormatOptionError(
             f"option '{prefix}url' is required: the schema registry's address, e.g. http://registry:8081"
@@ -159,7 +190,7 @@ def _settings(options: Mapping[str, str], prefix: str) -> RegistrySettings:
         raise FormatOptionError(
             f"options '{prefix}basic-auth.*' and '{prefix}bearer-auth.*' cannot both be set: choose one"
         )
-    if options.get("ssl.truststore.password") is not None and options.get("ssl.truststore.location") is None:
+    if options.value("ssl.truststore.password") is not None and options.value("ssl.truststore.location") is None:
         raise FormatOptionError(f"option '{prefix}ssl.truststore.password' needs '{prefix}ssl.truststore.location'")
     return RegistrySettings(
         url=url,
@@ -167,14 +198,13 @@ def _settings(options: Mapping[str, str], prefix: str) -> RegistrySettings:
         bearer_token=bearer,
         ca_file=_pem_file(options, "ssl.truststore.location", prefix),
         cert_file=_pem_file(options, "ssl.keystore.location", prefix),
-        key_password=options.get("ssl.keystore.password"),
+        key_password=options.value("ssl.keystore.password"),
     )
 
 
-def _basic_user_info(options: Mapping[str, str], prefix: str, url_info: str | None) -> str | None:
-    user_info = options.get("basic-auth.user-info")
-    default = "USER_INFO" if user_info is not None else "URL"
-    source = option_choice(options, "basic-auth.credentials-source", prefix, ("USER_INFO", "URL"), default)
+def _basic_user_info(options: OptionValues, prefix: str, url_info: str | None) -> str | None:
+    user_info = options.value("basic-auth.user-info")
+    source = options.value("basic-auth.credentials-source") or ("USER_INFO" if user_info is not None else "URL")
     if source == "USER_INFO":
         if not user_info or ":" not in user_info:
             raise FormatOptionError(
@@ -185,19 +215,17 @@ def _basic_user_info(options: Mapping[str, str], prefix: str, url_info: str | No
     return url_info
 
 
-def _bearer_token(options: Mapping[str, str], prefix: str) -> str | None:
-    token = options.get("bearer-auth.token")
-    source = options.get("bearer-auth.credentials-source")
-    if source is not None:
-        option_choice(options, "bearer-auth.credentials-source", prefix, ("STATIC_TOKEN",), "STATIC_TOKEN")
-        if not token:
-            raise FormatOptionError(f"option '{prefix}bearer-auth.token' is required with a bearer credentials source")
+def _bearer_token(options: OptionValues, prefix: str) -> str | None:
+    token = options.value("bearer-auth.token")
+    # STATIC_TOKEN, the one source: it needs the token.
+    if options.value("bearer-auth.credentials-source") is not None and not token:
+        raise FormatOptionError(f"option '{prefix}bearer-auth.token' is required with a bearer credentials source")
     return token or None
 
 
-def _pem_file(options: Mapping[str, str], name: str, prefix: str) -> str | None:
+def _pem_file(options: OptionValues, name: str, prefix: str) -> str | None:
     """A trust or key store path. Python's TLS reads PEM, not Java's JKS / PKCS#12 stores."""
-    path = options.get(name, "").strip()
+    path = (options.value(name) or "").strip()
     if not path:
         return None
     try:

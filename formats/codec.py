@@ -13,9 +13,17 @@ from typing import ClassVar
 
 import pyarrow as pa
 
+from .errors import FormatOptionError
+from .option_kinds import FORMAT, Flag, Option, OptionValues, Text, parse_values
 
-class FormatOptionError(ValueError):
-    """A format option is unknown or has an invalid value."""
+#: Flink's option of every format, parsed by Codec itself.
+IGNORE_PARSE_ERRORS = Option(
+    "ignore-parse-errors",
+    "false",
+    FORMAT,
+    "Skip (count and log) records that fail to decode instead of failing the query.",
+    kind=Flag(),
+)
 
 
 @dataclass(frozen=True)
@@ -168,27 +176,33 @@ class ChangelogEncoder(Encoder):
 
 
 class Codec(ABC):
-    """A named key/value format. Subclasses declare their option names (without the prefix)."""
+    """A named key/value format. Subclasses declare their options (`declared_options`, named without the
+    `<role>.<format>.` prefix), parsed once here by their kinds into `option_values`; a codec that lists only
+    `option_names` takes any text for each."""
 
     name: ClassVar[str]
-    option_names: ClassVar[frozenset[str]] = frozenset()
+    declared_options: ClassVar[tuple[Option, ...]] = ()
+    option_names: ClassVar[frozenset[str]] = frozenset()  # derived from declared_options
     #: The column types the format holds, checked before any task runs; None: not declared (every column is
     #: handed to the codec, whose encoder or decoder may refuse it).
     column_types: ClassVar[ColumnTypes | None] = None
 
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "declared_options" in cls.__dict__:
+            cls.option_names = frozenset(o.name for o in cls.declared_options)
+        elif "option_names" in cls.__dict__:  # names only (a plug-in codec): each takes any text
+            cls.declared_options = tuple(Option(n, None, FORMAT, "", kind=Text()) for n in sorted(cls.option_names))
+
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         #: How the format's options are named: `value.json.` for `value.json.<option>`.
         self.prefix = prefix = f"{context.role}.{self.name}."
-        unknown = sorted(set(options) - self.option_names)
-        if unknown:
-            valid = ", ".join(prefix + o for o in sorted(self.option_names)) or "none"
-            raise FormatOptionError(
-                f"unknown option(s) {', '.join(prefix + o for o in unknown)} for format '{self.name}'; "
-                f"valid options: {valid}"
-            )
+        self.option_values: OptionValues = parse_values(
+            self.declared_options, options, prefix=prefix, error=FormatOptionError, owner=f" for format '{self.name}'"
+        )
         self.context = context
-        if "ignore-parse-errors" in self.option_names:  # Flink's option of every format, parsed here once
-            self.ignore_parse_errors = option_flag(options, "ignore-parse-errors", prefix)
+        if IGNORE_PARSE_ERRORS.name in self.option_names:
+            self.ignore_parse_errors = self.option_values.value(IGNORE_PARSE_ERRORS.name)
 
     #: True when records that fail to decode are skipped (counted and logged) instead of failing.
     ignore_parse_errors: bool = False
@@ -231,28 +245,6 @@ class ChangelogCodec(Codec):
 
     @abstractmethod
     def encoder(self, schema: pa.Schema) -> ChangelogEncoder: ...
-
-
-def option_flag(options: Mapping[str, str], name: str, prefix: str, default: bool = False) -> bool:
-    """Parse a boolean format option, naming it in the error."""
-    raw = options.get(name)
-    if raw is None:
-        return default
-    value = raw.strip().lower()
-    if value not in ("true", "false"):
-        raise FormatOptionError(f"option '{prefix}{name}' must be true or false, got '{raw}'")
-    return value == "true"
-
-
-def option_choice(options: Mapping[str, str], name: str, prefix: str, choices: Sequence[str], default: str) -> str:
-    """Parse an enumerated format option (case-insensitive), naming it and the choices in the error."""
-    raw = options.get(name)
-    if raw is None:
-        return default
-    for choice in choices:
-        if raw.strip().upper() == choice.upper():
-            return choice
-    raise FormatOptionError(f"option '{prefix}{name}' must be one of {', '.join(choices)}, got '{raw}'")
 
 
 def empty_batch(schema: pa.Schema) -> pa.RecordBatch:

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
 from .codec import (
+    IGNORE_PARSE_ERRORS,
     STRING_KEYED_TYPES,
     Codec,
     CodecContext,
@@ -33,51 +34,55 @@ from .codec import (
     FormatOptionError,
     batch_from_records,
     empty_batch,
-    option_flag,
 )
 from .csv_text import ColumnReader, TextForm, column_reader, column_text, native_csv_type
 from .json_values import datetime_out_of_range, has_datetime, outside_datetime_range
+from .option_kinds import FORMAT, Char, Flag, Option, Text
 
 
 class CsvCodec(Codec):
     name = "csv"
-    option_names = frozenset(
-        {
-            "field-delimiter",
-            "quote-character",
-            "disable-quote-character",
-            "allow-comments",
-            "ignore-parse-errors",
-            "array-element-delimiter",
-            "escape-character",
-            "null-literal",
+    declared_options = (
+        Option("field-delimiter", ",", FORMAT, "The field separator, one character (`\\t` for a tab).", kind=Char()),
+        Option("quote-character", '"', FORMAT, "The character that quotes a field.", kind=Char()),
+        Option("disable-quote-character", "false", FORMAT, "Never quote fields.", kind=Flag()),
+        Option("allow-comments", "false", FORMAT, "Skip lines starting with `#`.", kind=Flag()),
+        IGNORE_PARSE_ERRORS,
+        Option("array-element-delimiter", ";", FORMAT, "The separator of an ARRAY's elements.", kind=Text()),
+        Option("escape-character", None, FORMAT, "The escape character (none by default).", kind=Char()),
+        Option("null-literal", None, FORMAT, "The text of a null field (none by default: empty).", kind=Text()),
+        Option(
             "write-bigdecimal-in-scientific-notation",
-        }
+            "true",
+            FORMAT,
+            "Write DECIMALs in scientific notation where shorter (Jackson's default).",
+            kind=Flag(),
+        ),
     )
     column_types = STRING_KEYED_TYPES  # a MAP is a field of JSON text
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
-        prefix = self.prefix
-        self.delimiter = _char(options, "field-delimiter", prefix, ",")
-        self.quote: str | None = _char(options, "quote-character", prefix, '"')
-        if option_flag(options, "disable-quote-character", prefix):
+        prefix, values = self.prefix, self.option_values
+        self.delimiter = values.value("field-delimiter")
+        self.quote: str | None = values.value("quote-character")
+        if values.value("disable-quote-character"):
             if "quote-character" in options:
                 raise FormatOptionError(
                     f"options '{prefix}disable-quote-character' and '{prefix}quote-character' cannot be set together"
                 )
             self.quote = None
-        self.escape = _char(options, "escape-character", prefix, None)
-        self.allow_comments = option_flag(options, "allow-comments", prefix)
-        self.element_delimiter = options.get("array-element-delimiter", ";")
+        self.escape = values.value("escape-character")
+        self.allow_comments = values.value("allow-comments")
+        self.element_delimiter = values.value("array-element-delimiter")
         if not self.element_delimiter:
             raise FormatOptionError(f"option '{prefix}array-element-delimiter' must not be empty")
-        self.null_literal = options.get("null-literal")
+        self.null_literal = values.value("null-literal")
         if self.null_literal is not None and self.escape is not None and self.escape in self.null_literal:
             raise FormatOptionError(  # the reader takes the escape away before it compares with the literal
                 f"option '{prefix}null-literal' must not hold the '{prefix}escape-character' '{self.escape}'"
             )
-        self.decimal_plain = not option_flag(options, "write-bigdecimal-in-scientific-notation", prefix, True)
+        self.decimal_plain = not values.value("write-bigdecimal-in-scientific-notation")
         specials = [c for c in (self.delimiter, self.quote, self.escape) if c is not None]
         if len(set(specials)) != len(specials):
             raise FormatOptionError(
@@ -90,16 +95,6 @@ class CsvCodec(Codec):
 
     def encoder(self, schema: pa.Schema) -> Encoder:
         return CsvEncoder(schema, self)
-
-
-def _char(options: Mapping[str, str], name: str, prefix: str, default: str | None) -> str | None:
-    raw = options.get(name)
-    if raw is None:
-        return default
-    value = {"\\t": "\t", "tab": "\t"}.get(raw.lower(), raw)
-    if len(value) != 1 or value in "\r\n":
-        raise FormatOptionError(f"option '{prefix}{name}' must be a single character (or \\t), got '{raw}'")
-    return value
 
 
 # ---------------------------------------------------------------------------------------------

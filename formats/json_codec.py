@@ -20,6 +20,7 @@ import pyarrow.json as pa_json
 
 from . import json_vector
 from .codec import (
+    IGNORE_PARSE_ERRORS,
     STRING_KEYED_TYPES,
     Codec,
     CodecContext,
@@ -28,8 +29,6 @@ from .codec import (
     Encoder,
     FormatOptionError,
     empty_batch,
-    option_choice,
-    option_flag,
 )
 from .decimals import decimals_fit
 from .json_values import (
@@ -47,40 +46,58 @@ from .json_values import (
     outside_datetime_range,
     rows_to_batch,
 )
+from .option_kinds import FORMAT, Choice, Flag, Option, Text
 
 
 class JsonCodec(Codec):
     name = "json"
-    option_names = frozenset(
-        {
-            "fail-on-missing-field",
-            "ignore-parse-errors",
+    declared_options = (
+        Option("fail-on-missing-field", "false", FORMAT, "Fail on a record that lacks a column.", kind=Flag()),
+        IGNORE_PARSE_ERRORS,
+        Option(
             "timestamp-format.standard",
+            "SQL",
+            FORMAT,
+            "How timestamps are written and read: `SQL` (`2020-12-30 12:13:14.123`) or `ISO-8601`.",
+            kind=Choice(("SQL", "ISO-8601")),
+        ),
+        Option(
             "map-null-key.mode",
-            "map-null-key.literal",
+            "FAIL",
+            FORMAT,
+            "A MAP's null key on write: `FAIL`, `DROP` the entry, or write `LITERAL` (`map-null-key.literal`).",
+            kind=Choice(("FAIL", "DROP", "LITERAL")),
+        ),
+        Option(
+            "map-null-key.literal", "null", FORMAT, "The key written for a null MAP key in LITERAL mode.", kind=Text()
+        ),
+        Option(
             "encode.decimal-as-plain-number",
-            "encode.ignore-null-fields",
-        }
+            "false",
+            FORMAT,
+            "Write DECIMALs as plain numbers, never in scientific notation.",
+            kind=Flag(),
+        ),
+        Option("encode.ignore-null-fields", "false", FORMAT, "Leave null columns out of the JSON.", kind=Flag()),
     )
     column_types = STRING_KEYED_TYPES
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
-        prefix = self.prefix  # a changelog format's row JSON: its own name
-        self.fail_on_missing_field = option_flag(options, "fail-on-missing-field", prefix)
+        prefix, values = self.prefix, self.option_values  # a changelog format's row JSON: its own name
+        # A changelog format's row JSON does not declare it (an envelope's rows are whole).
+        self.fail_on_missing_field = "fail-on-missing-field" in self.option_names and values.value(
+            "fail-on-missing-field"
+        )
         if self.fail_on_missing_field and self.ignore_parse_errors:
             raise FormatOptionError(
                 f"options '{prefix}fail-on-missing-field' and '{prefix}ignore-parse-errors' cannot both be true"
             )
-        self.iso8601 = (
-            option_choice(options, "timestamp-format.standard", prefix, ("SQL", "ISO-8601"), "SQL") == "ISO-8601"
-        )
-        self.map_null_key_mode = option_choice(
-            options, "map-null-key.mode", prefix, ("FAIL", "DROP", "LITERAL"), "FAIL"
-        )
-        self.map_null_key_literal = options.get("map-null-key.literal", "null")
-        self.decimal_plain = option_flag(options, "encode.decimal-as-plain-number", prefix)
-        self.ignore_null_fields = option_flag(options, "encode.ignore-null-fields", prefix)
+        self.iso8601 = values.value("timestamp-format.standard") == "ISO-8601"
+        self.map_null_key_mode = values.value("map-null-key.mode")
+        self.map_null_key_literal = values.value("map-null-key.literal")
+        self.decimal_plain = values.value("encode.decimal-as-plain-number")
+        self.ignore_null_fields = values.value("encode.ignore-null-fields")
 
     def decoder(self, schema: pa.Schema) -> Decoder:
         return JsonDecoder(schema, self.fail_on_missing_field)

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 
 from .codec import (
+    IGNORE_PARSE_ERRORS,
     Codec,
     CodecContext,
     ColumnTypes,
@@ -22,8 +23,8 @@ from .codec import (
     Encoder,
     FormatOptionError,
     empty_batch,
-    option_choice,
 )
+from .option_kinds import FORMAT, Choice, Invalid, Kind, Option
 
 # Fixed-width types: (width in bytes, the `array` module's type code).
 _FIXED: dict[pa.DataType, tuple[int, str]] = {
@@ -37,25 +38,44 @@ _FIXED: dict[pa.DataType, tuple[int, str]] = {
 }
 
 
+class Charset(Kind):
+    """A text charset Python knows (its name as given, stripped)."""
+
+    type_name = "charset"
+
+    def parse(self, raw: str) -> str:
+        name = raw.strip()
+        try:
+            info = codecs.lookup(name)
+        except LookupError:
+            raise Invalid(f": unknown charset '{name}' (e.g. UTF-8, ISO-8859-1)") from None
+        if not info._is_text_encoding:  # e.g. base64 or zlib: bytes to bytes, no text
+            raise Invalid(f": '{name}' is not a text charset")
+        return name
+
+
 class RawCodec(Codec):
     name = "raw"
-    option_names = frozenset({"charset", "endianness", "ignore-parse-errors"})
+    declared_options = (
+        Option("charset", "UTF-8", FORMAT, "The charset of a STRING column's bytes.", kind=Charset()),
+        Option(
+            "endianness",
+            "big-endian",
+            FORMAT,
+            "The byte order of numbers: `big-endian` or `little-endian`.",
+            kind=Choice(("big-endian", "little-endian")),
+        ),
+        IGNORE_PARSE_ERRORS,
+    )
     column_types = ColumnTypes(
         ("BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "STRING", "BINARY"), columns=1
     )
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
-        prefix = self.prefix
-        self.charset = options.get("charset", "UTF-8").strip()
-        try:
-            info = codecs.lookup(self.charset)
-        except LookupError:
-            raise FormatOptionError(f"option '{prefix}charset': unknown charset '{self.charset}'") from None
-        if not info._is_text_encoding:  # e.g. base64 or zlib: bytes to bytes, no text
-            raise FormatOptionError(f"option '{prefix}charset': '{self.charset}' is not a text charset")
-        self.utf8 = info.name == "utf-8"
-        endianness = option_choice(options, "endianness", prefix, ("big-endian", "little-endian"), "big-endian")
+        self.charset = self.option_values.value("charset")
+        self.utf8 = codecs.lookup(self.charset).name == "utf-8"
+        endianness = self.option_values.value("endianness")
         self.swap = (endianness == "big-endian") == (array.array("H", [1]).tobytes() == b"\x01\x00")
 
     def _field(self, schema: pa.Schema) -> pa.Field:

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pyspark_upsert_kafka.formats import codec_class
-from pyspark_upsert_kafka.options.catalog import OPTIONS, OptionDoc
+from pyspark_upsert_kafka.formats.option_kinds import Option
+from pyspark_upsert_kafka.options.catalog import OPTIONS
 from pyspark_upsert_kafka.options.columns import METADATA_TYPES, WRITABLE_METADATA, type_text
 from pyspark_upsert_kafka.options.common import GUARANTEE_PROPERTIES, RESERVED_PROPERTIES
 from pyspark_upsert_kafka.options.flink_only import readme_section
@@ -37,15 +38,27 @@ CHANGE_DATA_CAPTURE = ("debezium-json", "canal-json", "maxwell-json")
 CODEC_EXAMPLE = ROOT / "tests/workers/tsv_codec.py"
 
 
-def _row(doc: OptionDoc) -> str:
-    aliases = ", ".join(f"`{a}`" for a in doc.aliases)
-    name = f"`{doc.name}`" + (f" (alias {aliases})" if aliases else "")
-    return f"| {name} | {doc.shown} | {doc.applies} | {doc.meaning} |"
+def _row(option: Option) -> str:
+    aliases = ", ".join(f"`{a}`" for a in option.aliases)
+    name = f"`{option.name}`" + (f" (alias {aliases})" if aliases else "")
+    return f"| {name} | {option.kind.type_name} | {option.shown} | {option.scope} | {option.doc} |"
 
 
 def options_table() -> str:
-    lines = ["| option | default | read/write | meaning |", "|---|---|---|---|"]
+    """Every option of the catalog: its name and aliases, declared kind, default, scope and meaning."""
+    lines = ["| option | type | default | read/write | meaning |", "|---|---|---|---|---|"]
     return "\n".join(lines + [_row(doc) for doc in OPTIONS] + ["", reserved_table()])
+
+
+def format_options_table(name: str) -> str:
+    """The options of built-in format `name` as its codec declares them (`<role>.<format>.` left out), for the
+    reference page of the formats."""
+    lines = ["| option | type | default | meaning |", "|---|---|---|---|"]
+    for option in codec_class(name, "value.format").declared_options:
+        aliases = ", ".join(f"`{a}`" for a in option.aliases)
+        shown = f"`{option.name}`" + (f" (alias {aliases})" if aliases else "")
+        lines.append(f"| {shown} | {option.kind.type_name} | {option.shown} | {option.doc} |")
+    return "\n".join(lines)
 
 
 def reserved_table() -> str:

@@ -1,52 +1,63 @@
-"""Every option the connector knows: its Flink spelling, Spark aliases, default and meaning.
+"""Every option the connector knows, declared once (formats/option_kinds.Option): its Flink spelling, Spark
+aliases, kind of value, default, scope and meaning.
 
-This table drives validation (unknown options, did-you-mean, alias conflicts) and the README's option
-table, so the two cannot drift apart.
+This table drives parsing (common.parse_options: every given option typed once by its kind), validation (unknown
+options, did-you-mean, alias conflicts), the README's option table and the bad-input suite
+(tests/api/test_bad_options.py), so none of them can drift apart.
 """
 
 from __future__ import annotations
 
+from ..formats.option_kinds import BOTH, Choice, Count, Option, Text
 from .catalog_read import READ_OPTIONS
 from .catalog_write import WRITE_OPTIONS
-from .option_doc import BOTH, OptionDoc
+from .kinds import Duration
 
-COMMON_OPTIONS: tuple[OptionDoc, ...] = (
-    OptionDoc(
+COMMON_OPTIONS: tuple[Option, ...] = (
+    Option(
         "topic",
-        "required",
+        None,
         BOTH,
         "The topic; a `;`-separated list for reads (Spark's `subscribe` takes a comma list), and for writes that "
         "take each row's topic from the `topic` metadata column. A read may give `topic-pattern` or `assign` instead.",
         ("subscribe",),
+        kind=Text("topic list (`;`)"),
+        note="required",
     ),
-    OptionDoc(
+    Option(
         "properties.bootstrap.servers",
-        "required",
+        None,
         BOTH,
         "Comma-separated host:port list of Kafka brokers (required).",
         ("kafka.bootstrap.servers",),
+        kind=Text("host:port list (`,`)"),
+        note="required",
     ),
-    OptionDoc(
+    Option(
         "key.fields",
-        "required",
+        None,
         BOTH,
         "The primary key: `;`-separated column names, in the order they form the record key (required).",
+        kind=Text("column list (`;`)"),
+        note="required",
     ),
-    OptionDoc(
+    Option(
         "key.fields-prefix",
         "",
         BOTH,
         "A prefix the key columns carry in the table but not in the key format, to keep key and value "
         "names apart; requires `value.fields-include=EXCEPT_KEY`.",
+        kind=Text(),
     ),
-    OptionDoc(
+    Option(
         "value.fields-include",
         "ALL",
         BOTH,
         "`ALL`: the value holds every data column, key columns included. `EXCEPT_KEY`: the value holds the "
         "non-key columns only.",
+        kind=Choice(("ALL", "EXCEPT_KEY")),
     ),
-    OptionDoc(
+    Option(
         "metadata.columns",
         None,
         BOTH,
@@ -57,37 +68,48 @@ COMMON_OPTIONS: tuple[OptionDoc, ...] = (
         "Written: `timestamp`, `headers` or `header-list` (one of them); `topic` picks each "
         "row's topic when a write names several. A change-data-capture value format adds its own, read only, as "
         "`value.<key>` (e.g. `value.source.timestamp`: see Formats).",
+        kind=Text("metadata list (`,`)"),
     ),
-    OptionDoc("key.format", "json", BOTH, "Format of the record key (the column types each holds: see Formats)."),
-    OptionDoc(
+    Option(
+        "key.format",
+        "json",
+        BOTH,
+        "Format of the record key (the column types each holds: see Formats).",
+        kind=Text("format"),
+    ),
+    Option(
         "value.format",
         "json",
         BOTH,
         "Format of the record value (the column types each holds: see Formats).",
         ("format",),
+        kind=Text("format"),
     ),
-    OptionDoc(
+    Option(
         "schema",
         None,
         BOTH,
         "The table's data columns as DDL (`id INT, name STRING`), when not given with `.schema(...)`; "
         "the changelog column is then added for you (or listed once, as STRING).",
+        kind=Text("DDL"),
     ),
-    OptionDoc(
+    Option(
         "changelog.column",
         "_change_type",
         BOTH,
         "Column holding the change type (`upsert` / `delete`; with a change-data-capture format's "
         "`changelog-mode=all`: `insert`, `update_preimage`, `update_postimage`, `delete`); on write a `delete` "
         "becomes a tombstone (or a delete envelope).",
+        kind=Text("column"),
     ),
-    OptionDoc(
+    Option(
         "client.timeout",
         "30 s",
         BOTH,
         "How long one request to the brokers (metadata, offsets, a transaction step) may wait for an answer.",
+        kind=Duration(),
     ),
-    OptionDoc(
+    Option(
         "client.retries",
         "30",
         BOTH,
@@ -95,38 +117,26 @@ COMMON_OPTIONS: tuple[OptionDoc, ...] = (
         "no answer in time) is retried before the query fails. A query waits at most `client.timeout` + "
         "`client.retries` * `client.retry-interval` (60 s by default) for its brokers.",
         ("fetchOffset.numRetries",),
+        kind=Count(),
     ),
-    OptionDoc(
+    Option(
         "client.retry-interval",
         "1 s",
         BOTH,
         "The pause between two retries of a request that met a transient error (a bare number is milliseconds).",
         ("fetchOffset.retryIntervalMs",),
+        kind=Duration(allow_zero=True),
     ),
-    *(
-        OptionDoc(
-            f"{role}.avro-confluent.{name}",
-            default,
-            BOTH,
-            f"With `{role}.format` = `avro-confluent`: {meaning} `{role}.avro-confluent.schema-registry.{name}` is "
-            "Flink's older spelling (its 1.13 release notes; Flink keeps it as a fallback key).",
-            (f"{role}.avro-confluent.schema-registry.{name}",),
-        )
-        for role in ("key", "value")
-        for name, default, meaning in (
-            ("url", "required", "the schema registry's address (the other `avro-confluent` options: see Formats)."),
-            ("subject", "`<topic>-" + role + "`", "the subject the schema is registered under."),
-        )
-    ),
-    OptionDoc(
+    Option(
         "client.pool.idle-timeout",
         "5 min",
         BOTH,
         "How long a Kafka client stays open in a Spark Python worker after its task, for the next task or "
         "micro-batch that needs one with the same settings (opening a client costs a connection, metadata and a "
         "producer id); `0` closes every client after its task.",
+        kind=Duration(allow_zero=True),
     ),
-    OptionDoc(
+    Option(
         "properties.sasl.oauthbearer.token-provider",
         None,
         BOTH,
@@ -136,29 +146,33 @@ COMMON_OPTIONS: tuple[OptionDoc, ...] = (
         "install it on the executors, or `--py-files`). Needs `properties.security.protocol` `SASL_SSL` (or "
         "`SASL_PLAINTEXT`); sets `properties.sasl.mechanism` to `OAUTHBEARER`.",
         ("kafka.sasl.oauthbearer.token-provider",),
+        kind=Text("`module:function`"),
     ),
-    OptionDoc(
+    Option(
         "properties.*",
         None,
         BOTH,
         "Passed to the librdkafka client (e.g. `properties.security.protocol`); `kafka.*` is accepted too.",
+        kind=Text(),
     ),
 )
 
-# Options of reads only (issue: the complete reader).
 OPTIONS = COMMON_OPTIONS + READ_OPTIONS + WRITE_OPTIONS
-_BY_NAME = {doc.name: doc for doc in OPTIONS}
+BY_NAME = {option.name: option for option in OPTIONS}
+
+
+def option(name: str) -> Option:
+    """The catalog's option `name` (its declared spelling); a KeyError for a name the catalog does not declare."""
+    return BY_NAME[name]
 
 
 def default_of(name: str, *, streaming: bool = False) -> str:
-    """The value option `name` (its catalog spelling) takes when it is not given: the catalog's, so that the
-    parsers and the README's option table cannot disagree."""
-    doc = _BY_NAME[name]
-    if streaming and doc.streaming_default is not None:
-        return doc.streaming_default
-    if doc.default is None or doc.default == "required":
+    """The text of option `name`'s default (the streaming one for a streaming read), as the README shows it."""
+    doc = BY_NAME[name]
+    text = doc.streaming_default if streaming and doc.streaming_default is not None else doc.default
+    if text is None:
         raise KeyError(f"option '{name}' has no default")
-    return doc.default
+    return text
 
 
 PASS_THROUGH_PREFIXES = ("properties.", "kafka.")

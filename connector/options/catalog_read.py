@@ -2,18 +2,31 @@
 
 from __future__ import annotations
 
-from .option_doc import BOTH, READ, OptionDoc
+from ..formats.option_kinds import BOTH, READ, Choice, Count, Flag, Option, Regex, Text
+from .kinds import (
+    Duration,
+    EpochMillis,
+    FlinkOffsets,
+    MemorySize,
+    SparkOffsets,
+    SparkTime,
+    SparkTimestamps,
+)
 
-READ_OPTIONS: tuple[OptionDoc, ...] = (
-    OptionDoc(
+# Flink's modes of scan.startup.mode; scan.bounded.mode takes all but the first (read/bounds.py reads them).
+STARTUP_MODES = ("earliest-offset", "latest-offset", "group-offsets", "timestamp", "specific-offsets")
+
+READ_OPTIONS: tuple[Option, ...] = (
+    Option(
         "topic-pattern",
         None,
         BOTH,
         "Read every topic whose whole name matches this regular expression (instead of `topic`); a write "
         "takes each row's topic from its `topic` metadata column and refuses names that do not match.",
         ("subscribePattern",),
+        kind=Regex(),
     ),
-    OptionDoc(
+    Option(
         "assign",
         None,
         READ,
@@ -21,22 +34,25 @@ READ_OPTIONS: tuple[OptionDoc, ...] = (
         "`topic` / `topic-pattern`); a stream never adds partitions to them. A table read of some partitions is exact "
         "for the keys they hold, since every record of a key is in the partition its key picks (as the Java client "
         "and this connector's writes partition).",
+        kind=Text("JSON partitions"),
     ),
-    OptionDoc(
+    Option(
         "read.mode",
         "table",
         READ,
         "`table`: the latest value per key, deleted keys removed. `changelog`: one row per record.",
         streaming_default="changelog",
+        kind=Choice(("table", "changelog")),
     ),
-    OptionDoc(
+    Option(
         "changelog.compact",
         "false",
         READ,
         "In changelog mode, keep only the last change per key of each read or micro-batch (not combined with "
         "splitting).",
+        kind=Flag(),
     ),
-    OptionDoc(
+    Option(
         "scan.table.memory-budget",
         "256 mb",
         BOTH,
@@ -45,86 +61,117 @@ READ_OPTIONS: tuple[OptionDoc, ...] = (
         "and a chunk of records in flight come on top). Beyond a quarter of it (the rest is working room) they are "
         "sorted by key and spilled to local disk as Arrow files (Spark's local dir, else the system's temp dir), "
         "which are merged at the end. A size: `256 mb`, `1 gb`, `64m`, `512 kb` (bytes without a unit).",
+        kind=MemorySize(),
     ),
-    OptionDoc(
+    Option(
         "scan.startup.mode",
         "earliest-offset",
         READ,
         "Where to start: `earliest-offset`, `latest-offset`, `group-offsets` (committed offsets of "
         "`properties.group.id`; a partition without one falls back to `properties.auto.offset.reset`), "
         "`timestamp`, `specific-offsets`.",
+        kind=Choice(STARTUP_MODES),
     ),
-    OptionDoc("scan.startup.timestamp-millis", None, READ, "Start of the `timestamp` mode, epoch milliseconds."),
-    OptionDoc(
+    Option(
+        "scan.startup.timestamp-millis",
+        None,
+        READ,
+        "Start of the `timestamp` mode, epoch milliseconds.",
+        kind=EpochMillis(),
+    ),
+    Option(
         "scan.startup.specific-offsets",
         None,
         READ,
         "Start of the `specific-offsets` mode: `partition:0,offset:42;partition:1,offset:300`; unlisted "
         "partitions start at the earliest offset.",
+        kind=FlinkOffsets(),
     ),
-    OptionDoc(
+    Option(
         "startingOffsets",
         None,
         READ,
         'Spark\'s form of the start: `earliest`, `latest` or JSON `{"t":{"0":23,"1":-2}}` (-2 earliest, -1 latest).',
+        kind=SparkOffsets(),
     ),
-    OptionDoc(
+    Option(
         "startingTimestamp",
         None,
         READ,
         "Spark's form of `scan.startup.mode=timestamp`, epoch ms; a partition with no record at or after it follows "
         "`startingOffsetsByTimestampStrategy`.",
+        kind=EpochMillis(),
     ),
-    OptionDoc(
+    Option(
         "startingOffsetsByTimestamp",
         None,
         READ,
         'Spark\'s start by timestamp per partition, JSON `{"t":{"0":1700000000000}}` (epoch ms); unlisted '
         "partitions start at the earliest offset (Spark requires every partition listed); a partition with no "
         "record at or after its timestamp follows `startingOffsetsByTimestampStrategy`.",
+        kind=SparkTimestamps(),
     ),
-    OptionDoc(
+    Option(
         "startingOffsetsByTimestampStrategy",
         "error",
         READ,
         "Spark's: what `startingTimestamp` / `startingOffsetsByTimestamp` do where a partition has no record at or "
         "after the timestamp: `error` fails naming the partitions, `latest` starts them at their latest offset "
         "(Flink's `scan.startup.mode=timestamp` always does the latter).",
+        kind=Choice(("error", "latest")),
     ),
-    OptionDoc(
+    Option(
         "scan.bounded.mode",
         "latest-offset",
         READ,
         "Where to stop: `latest-offset` (the end when the query starts), `group-offsets`, `timestamp`, "
         "`specific-offsets`.",
-        streaming_default="none",
+        note="batch; a stream is unbounded",
+        kind=Choice(STARTUP_MODES[1:]),  # a read cannot stop at the earliest offset
     ),
-    OptionDoc("scan.bounded.timestamp-millis", None, READ, "End of the `timestamp` mode, epoch milliseconds."),
-    OptionDoc(
+    Option(
+        "scan.bounded.timestamp-millis",
+        None,
+        READ,
+        "End of the `timestamp` mode, epoch milliseconds.",
+        kind=EpochMillis(),
+    ),
+    Option(
         "scan.bounded.specific-offsets",
         None,
         READ,
         "End of the `specific-offsets` mode, as for the start; as in Flink, nothing is read of an unlisted "
         "partition (Spark's `endingOffsets` JSON ends unlisted partitions at the latest offset instead).",
+        kind=FlinkOffsets(),
     ),
-    OptionDoc("endingOffsets", None, READ, "Spark's form of the end: `latest` or JSON as for `startingOffsets`."),
-    OptionDoc("endingTimestamp", None, READ, "Spark's form of `scan.bounded.mode=timestamp`, epoch ms."),
-    OptionDoc(
+    Option(
+        "endingOffsets",
+        None,
+        READ,
+        "Spark's form of the end: `latest` or JSON as for `startingOffsets`.",
+        kind=SparkOffsets(ending=True),
+    ),
+    Option(
+        "endingTimestamp", None, READ, "Spark's form of `scan.bounded.mode=timestamp`, epoch ms.", kind=EpochMillis()
+    ),
+    Option(
         "endingOffsetsByTimestamp",
         None,
         READ,
         "Spark's end by timestamp per partition, JSON as for `startingOffsetsByTimestamp`; unlisted partitions, "
         "and those with no record at or after their timestamp, end at the latest offset.",
+        kind=SparkTimestamps(),
     ),
-    OptionDoc(
+    Option(
         "scan.max-records-per-batch",
         None,
         READ,
         "Streaming: about this many offsets per micro-batch, shared across partitions in proportion to their "
         "backlog (each partition with a backlog gets at least one, as Spark's `maxOffsetsPerTrigger`).",
         ("maxOffsetsPerTrigger",),
+        kind=Count(1),
     ),
-    OptionDoc(
+    Option(
         "minOffsetsPerTrigger",
         None,
         READ,
@@ -132,28 +179,32 @@ READ_OPTIONS: tuple[OptionDoc, ...] = (
         "partitions), until `maxTriggerDelay` has passed since the last batch; the first trigger of a run always "
         "goes. Ignored under `Trigger.AvailableNow`. With `maxOffsetsPerTrigger` too, Spark is handed the "
         "maximum and the reader keeps the minimum (PySpark has no composite read limit).",
+        kind=Count(1),
     ),
-    OptionDoc(
+    Option(
         "maxTriggerDelay",
         "15m",
         READ,
         "Streaming, with `minOffsetsPerTrigger` only: the longest a micro-batch is held back for want of "
         "records, a Spark time string (`15m`, `30s`, `500ms`).",
+        kind=SparkTime(),
     ),
-    OptionDoc(
+    Option(
         "scan.split.max-records",
         None,
         READ,
         "Changelog mode: split a partition's range into slices of at most this many offsets, one task each.",
         ("maxRecordsPerPartition",),
+        kind=Count(1),
     ),
-    OptionDoc(
+    Option(
         "minPartitions",
         None,
         READ,
         "Changelog mode: split ranges (in proportion to their size) until there are at least this many tasks.",
+        kind=Count(1),
     ),
-    OptionDoc(
+    Option(
         "scan.coalesce.max-records",
         "20000",
         READ,
@@ -163,8 +214,9 @@ READ_OPTIONS: tuple[OptionDoc, ...] = (
         "task per partition range, as Spark's `kafka` source. Not applied with `scan.split.max-records` or "
         "`minPartitions`, nor under `Trigger.AvailableNow` (a bounded backlog, read with a task per range as a "
         "batch read is).",
+        kind=Count(),
     ),
-    OptionDoc(
+    Option(
         "scan.filter.key-partitions",
         "true",
         READ,
@@ -173,41 +225,45 @@ READ_OPTIONS: tuple[OptionDoc, ...] = (
         "writer, Flink and the Java client partition). `false` for a topic whose keys were partitioned otherwise "
         "(another partitioner or key encoding, or partitions added since). Filters on the `topic`, `partition`, "
         "`offset` and `timestamp` metadata columns narrow the read too; every filter is still applied by Spark.",
+        kind=Flag(),
     ),
-    OptionDoc(
+    Option(
         "groupIdPrefix",
         "pyspark-upsert-kafka",
         READ,
         "Spark's: the group id the range consumers give librdkafka (which requires one); they never join the group "
         "nor commit to it, so it need not be unique. `properties.group.id` (`kafka.group.id`), which names the "
         "group of `group-offsets` and of the streaming commits, replaces it.",
+        kind=Text("name"),
     ),
-    OptionDoc(
+    Option(
         "scan.fail-on-data-loss",
         "true",
         READ,
         "Fail when offsets to read were deleted (retention, topic recreated); false skips them with a warning.",
         ("failOnDataLoss",),
+        kind=Flag(),
     ),
-    OptionDoc(
+    Option(
         "scan.topic-partition-discovery.interval",
         "5 min",
         READ,
         "Streaming: how often new partitions and topics matching `topic-pattern` are looked for.",
+        kind=Duration(),
     ),
-    OptionDoc(
+    Option(
         "scan.watermark.idle-timeout",
         None,
         READ,
         "A partition with no new record for this long stops holding back the merged watermark.",
+        kind=Duration(),
     ),
-    OptionDoc(
+    Option(
         "scan.watermark.alignment.max-drift",
         None,
         READ,
         "Streaming: hold each partition at the merged watermark plus this drift, so that none runs ahead of "
         "the slowest active one in record time. Whole milliseconds, at least `1 ms`.",
+        kind=Duration(),
     ),
 )
-
-# Options of writes only (issue: the complete writer).

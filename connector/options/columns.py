@@ -31,8 +31,7 @@ from pyspark.sql.types import (
 from ..errors import OptionError, SchemaError, did_you_mean
 from ..formats import ChangelogCodec, Codec, FormatOptionError, codec_class
 from ..spark_internals import from_arrow_type, to_arrow_type
-from .catalog import default_of
-from .common import changelog_column_name
+from .common import changelog_column_name, parse_options
 from .values import require
 
 # Flink's kafka connector metadata keys and their types in Spark.
@@ -89,14 +88,12 @@ class ColumnRoles:
     metadata: tuple[MetadataColumn, ...]
 
 
-def parse_column_options(options: Mapping[str, str]) -> ColumnOptions:
+def parse_column_options(given: Mapping[str, str]) -> ColumnOptions:
+    options = parse_options(given)
     changelog = changelog_column_name(options)
     metadata = _parse_metadata(options, changelog)
-    given = options.get("value.fields-include", default_of("value.fields-include"))
-    include = given.strip().upper()
-    if include not in ("ALL", "EXCEPT_KEY"):
-        raise OptionError(f"option 'value.fields-include' must be ALL or EXCEPT_KEY, got '{given}'")
-    prefix = options.get("key.fields-prefix", default_of("key.fields-prefix"))
+    include = options.value("value.fields-include")
+    prefix = options.value("key.fields-prefix")
     if include != "ALL" or prefix:
         value_format = _value_codec_class(options)
         if issubclass(value_format, ChangelogCodec):
@@ -135,7 +132,7 @@ def _parse_metadata(options: Mapping[str, str], changelog: str) -> tuple[Metadat
         column, kind = (column.strip() or kind.strip()), kind.strip().lower()
         if kind not in known:
             hint = did_you_mean(kind, known)
-            value_format = options.get("value.format", default_of("value.format")).strip()
+            value_format = parse_options(options).value("value.format").strip()
             none = kind.startswith(VALUE_METADATA) and len(known) == len(METADATA_TYPES)
             note = f" (value format '{value_format}' has none)" if none else ""
             raise OptionError(
@@ -159,7 +156,7 @@ def _parse_metadata(options: Mapping[str, str], changelog: str) -> tuple[Metadat
 
 def _value_codec_class(options: Mapping[str, str]) -> type[Codec]:
     try:
-        return codec_class(options.get("value.format", default_of("value.format")).strip(), "value.format")
+        return codec_class(parse_options(options).value("value.format").strip(), "value.format")
     except FormatOptionError as e:
         raise OptionError(str(e)) from None
 

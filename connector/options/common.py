@@ -1,24 +1,27 @@
 """Parse and validate the user's options once, into frozen specs that everything else takes.
 
-Spark hands us a case-insensitive dict with lower-cased keys and string values. Here aliases are
-folded onto their Flink spelling, unknown options are rejected with a did-you-mean, and each value is
-checked and typed. Nothing downstream reads the raw dict.
+Spark hands us a case-insensitive dict with lower-cased keys and string values. Here (canonical_options) names
+are folded onto their declared spelling (aliases onto the Flink one), unknown options are rejected with a
+did-you-mean, and every catalog option given is parsed once by the kind the catalog declares; the specs read the
+typed values (`OptionValues.value`).
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import OptionError, did_you_mean
+from ..errors import OptionError
+from ..formats.option_kinds import OptionValues, parse_values, same_option_twice
 from ..secrets import redact, redact_options, secret_values, strip_url_credentials
 from ..token_provider import take_token_provider, token_provider
 from .catalog import OPTIONS, PASS_THROUGH_PREFIXES
 from .flink_only import JAVA_ONLY_PROPERTIES, not_in_spark
-from .values import given_or_default, parse_count, parse_duration, require
+from .values import require
 
 
 # Client properties the connector sets itself, because its guarantees depend on them: a user value is refused
@@ -55,13 +58,11 @@ GUARANTEE_PROPERTIES = ("enable.idempotence", "acks")
 # Raw options -> canonical names
 
 
-def _alias_map() -> dict[str, str]:
-    return {alias.lower(): doc.name for doc in OPTIONS for alias in doc.aliases}
-
-
-# Spark spellings are camelCase; Spark hands us lower-cased keys.
-_KNOWN = {doc.name.lower() for doc in OPTIONS if not doc.name.endswith("*")}
-_ALIASES = _alias_map()
+# Spark spellings are camelCase; Spark hands us lower-cased keys: each is folded onto its declared spelling.
+_DECLARED = {doc.name.lower(): doc.name for doc in OPTIONS if not doc.name.endswith("*")}
+_NAMES = frozenset(_DECLARED.values())
+_ALIASES = {alias.lower(): doc.name for doc in OPTIONS for alias in doc.aliases}
+_ALIAS_SPELLINGS = {alias.lower(): alias for doc in OPTIONS for alias in doc.aliases}
 # Format options (`key.json.ignore-parse-errors`) are validated by their codec, not here.
 FORMAT_OPTION = re.compile(r"^(key|value)\.[a-z0-9_-]+\..+$")
 
@@ -70,10 +71,17 @@ FORMAT_OPTION = re.compile(r"^(key|value)\.[a-z0-9_-]+\..+$")
 _ENGINE_OPTIONS = {"checkpointlocation"}
 
 
-def canonical_options(raw: Mapping[str, str]) -> dict[str, str]:
-    """Fold aliases onto Flink spellings; reject unknown options and conflicting alias pairs."""
+def parse_options(options: Mapping[str, str]) -> OptionValues:
+    """`options` parsed (canonical_options), unless they are already."""
+    return options if isinstance(options, OptionValues) else canonical_options(options)
+
+
+def canonical_options(raw: Mapping[str, str]) -> OptionValues:
+    """Fold names onto their declared spelling and aliases onto Flink's; reject unknown options and conflicting
+    alias pairs; parse every catalog option given by its declared kind, once."""
     out: dict[str, str] = {}
     given_as: dict[str, str] = {}
+    spelled: dict[str, str] = {}  # the declared spelling of the name each was given under, for errors
     for key, value in raw.items():
         name = key.lower()
         if name in _ENGINE_OPTIONS:
@@ -86,23 +94,22 @@ def canonical_options(raw: Mapping[str, str]) -> dict[str, str]:
         if name.startswith("kafka."):
             name = "properties." + name[len("kafka.") :]
         name = _value_format_option(name)
-        name = _ALIASES.get(name, name)
-        if not (name in _KNOWN or name.startswith(PASS_THROUGH_PREFIXES) or FORMAT_OPTION.match(name)):
+        spelling = _ALIAS_SPELLINGS.get(name)
+        name = _ALIASES.get(name) or _DECLARED.get(name, name)
+        if not (name in _NAMES or name.startswith(PASS_THROUGH_PREFIXES) or FORMAT_OPTION.match(name)):
             raise OptionError(_unknown_option_message(key))
         if name in out and out[name] != value:
-            raise OptionError(
-                f"options '{given_as[name]}' and '{key}' mean the same thing but have different values; "
-                "give only one of them"
-            )
-        out[name], given_as[name] = value, key
-    return out
+            raise OptionError(same_option_twice(given_as[name], key))
+        out[name], given_as[name], spelled[name] = value, key, spelling or name
+    # Pass-through and format options are not the catalog's: their users check them.
+    return parse_values(OPTIONS, out, unknown_ok=True, spelled=spelled)
 
 
 def _value_format_option(name: str) -> str:
     """Flink's spelling of a value format's options next to option `format`: `json.ignore-parse-errors` is
     `value.json.ignore-parse-errors` (the Flink 1.13 notes' `avro-confluent.schema-registry.url` too)."""
     head = name.split(".", 1)[0]
-    if "." not in name or name in _KNOWN or head in ("key", "value", "properties", "kafka"):
+    if "." not in name or name in _DECLARED or head in ("key", "value", "properties", "kafka"):
         return name
     return f"value.{name}" if head in _format_names() else name
 
@@ -117,10 +124,12 @@ def _unknown_option_message(key: str) -> str:
     foreign = not_in_spark(key.lower())
     if foreign is not None:
         return foreign.format(key=key)
-    hint = did_you_mean(key.lower(), sorted(_KNOWN | set(_ALIASES)))
+    spellings = {**_DECLARED, **{alias.lower(): alias for doc in OPTIONS for alias in doc.aliases}}
+    close = difflib.get_close_matches(key.lower(), list(spellings), n=1, cutoff=0.6)
+    hint = f" Did you mean '{spellings[close[0]]}'?" if close else ""
     return (
         f"unknown option '{key}'.{hint} Kafka client settings go under 'properties.' (or 'kafka.'); "
-        f"known options: {', '.join(sorted(_KNOWN))}"
+        f"known options: {', '.join(sorted(_DECLARED.values(), key=str.lower))}"
     )
 
 
@@ -186,7 +195,8 @@ class KafkaSpec:
         return redact(text, secret_values(dict(self.properties)))
 
 
-def parse_kafka_spec(options: Mapping[str, str]) -> KafkaSpec:
+def parse_kafka_spec(given: Mapping[str, str]) -> KafkaSpec:
+    options = parse_options(given)
     servers = require(options, "properties.bootstrap.servers", "broker1:9092,broker2:9092")
     _check_servers(servers)
     properties: dict[str, str] = {}
@@ -207,10 +217,10 @@ def parse_kafka_spec(options: Mapping[str, str]) -> KafkaSpec:
     return KafkaSpec(
         servers,
         tuple(sorted(properties.items())),
-        timeout_s=parse_duration(options, "client.timeout"),
-        retries=parse_count(options, "client.retries"),
-        retry_interval_s=parse_duration(options, "client.retry-interval", allow_zero=True),
-        pool_idle_timeout_s=parse_duration(options, "client.pool.idle-timeout", allow_zero=True),
+        timeout_s=options.value("client.timeout"),
+        retries=options.value("client.retries"),
+        retry_interval_s=options.value("client.retry-interval"),
+        pool_idle_timeout_s=options.value("client.pool.idle-timeout"),
         token_provider=provider,
     )
 
@@ -238,7 +248,7 @@ def check_reserved(prop: str, value: str) -> None:
 
 
 def changelog_column_name(options: Mapping[str, str]) -> str:
-    name = given_or_default(options, "changelog.column").strip()
+    name = parse_options(options).value("changelog.column").strip()
     if not name:
         raise OptionError("option 'changelog.column' must name a column, e.g. '_change_type'")
     return name
@@ -279,9 +289,10 @@ class TopicSelection:
 _SELECTORS = ("topic", "topic-pattern", "assign")
 
 
-def parse_topic_selection(options: Mapping[str, str]) -> TopicSelection:
+def parse_topic_selection(raw: Mapping[str, str]) -> TopicSelection:
     """`topic` (a list, in the order given, without repeats), `topic-pattern` or `assign`: exactly one, as Spark's
     kafka source takes exactly one of subscribe, subscribePattern and assign."""
+    options = parse_options(raw)
     given = [n for n in _SELECTORS if options.get(n, "").strip()]
     if len(given) > 1:
         named = ", ".join(f"'{n}'" for n in given[:-1]) + f" and '{given[-1]}'"
@@ -289,13 +300,8 @@ def parse_topic_selection(options: Mapping[str, str]) -> TopicSelection:
             f"options {named} exclude each other; give one of them (Spark's kafka source: exactly one of subscribe, "
             "subscribePattern, assign)"
         )
-    pattern = options.get("topic-pattern", "").strip()
-    if pattern:
-        try:
-            re.compile(pattern)
-        except re.error as e:
-            raise OptionError(f"option 'topic-pattern' is not a valid regular expression: {e}") from None
-        return TopicSelection(pattern=pattern)
+    if "topic-pattern" in given:
+        return TopicSelection(pattern=options.value("topic-pattern").pattern)  # compiled by its kind
     if "assign" in options and given != ["topic"]:
         return parse_assign(options["assign"])  # an empty one too: its error says what to write
     require(options, "topic", "orders")

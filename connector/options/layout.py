@@ -19,7 +19,6 @@ from pyspark.sql.types import StringType, StructField, StructType
 from ..errors import OptionError, SchemaError
 from ..formats import ChangelogCodec, Codec, CodecContext, FormatOptionError, codec_class, make_codec, spark_type_name
 from ..spark_internals import from_arrow_type, to_arrow_schema
-from .catalog import default_of
 from .columns import (
     ColumnOptions,
     MetadataColumn,
@@ -28,7 +27,7 @@ from .columns import (
     resolve_columns,
     type_text,
 )
-from .common import FORMAT_OPTION, canonical_options, parse_topic_selection
+from .common import FORMAT_OPTION, canonical_options, parse_options, parse_topic_selection
 from .ddl import ddl_text, parse_ddl
 
 
@@ -158,7 +157,7 @@ def format_metadata(layout: Layout) -> tuple[str, ...]:
 
 def _codec(options: Mapping[str, str], role: str, topics: tuple[str, ...]) -> Codec:
     option = f"{role}.format"
-    name = options.get(option, default_of(option)).strip()
+    name = parse_options(options).value(option).strip()
     prefix = f"{role}.{codec_class(name, option).name.lower()}."  # a `module:Class` codec: its own name
     format_options = {k[len(prefix) :]: v for k, v in options.items() if k.startswith(prefix)}
     stray = [k for k in options if k.startswith(f"{role}.") and FORMAT_OPTION.match(k) and not k.startswith(prefix)]

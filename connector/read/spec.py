@@ -2,19 +2,19 @@
 
 Flink's names are canonical; Spark's `kafka` source spellings (startingOffsets, endingOffsets,
 startingTimestamp, endingTimestamp, maxOffsetsPerTrigger, minPartitions, failOnDataLoss, subscribe,
-subscribePattern) are translated here into the same typed values.
+subscribePattern) are catalog options or aliases too: every value arrives here typed by its declared kind
+(canonical_options), and this module adds the rules between options.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from pyspark.sql.types import StructType
 
 from ..errors import OptionError, SchemaError
-from ..options.catalog import default_of
+from ..formats.option_kinds import OptionValues
 from ..options.common import (
     KafkaSpec,
     TopicSelection,
@@ -24,7 +24,6 @@ from ..options.common import (
     parse_topic_selection,
 )
 from ..options.layout import Layout, check_codecs, parse_layout
-from ..options.values import parse_count, parse_duration, parse_flag, parse_positive_int, parse_table_memory_budget
 from .bounds import FROM_EARLIEST, UNBOUNDED, Bound, check_named_topics, parse_bound
 
 
@@ -58,9 +57,7 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
     options = canonical_options(raw)
     kafka = _with_group_prefix(parse_kafka_spec(options), options)
     topics = parse_read_topics(options)
-    mode = options.get("read.mode", default_of("read.mode", streaming=streaming)).strip().lower()
-    if mode not in ("table", "changelog"):
-        raise OptionError(f"option 'read.mode' must be 'table' or 'changelog', got '{raw.get('read.mode')}'")
+    mode = options.value("read.mode", streaming=streaming)
     if streaming and mode == "table":
         raise OptionError("option 'read.mode': a streaming read is a changelog; use read.mode=changelog")
     layout = parse_layout(options, schema, topics.names)
@@ -72,7 +69,7 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
             f"added for you"
         )
     check_codecs(layout, writing=False)
-    compact = parse_flag(options, "changelog.compact")
+    compact = options.value("changelog.compact")
     if compact and mode != "changelog":
         raise OptionError("option 'changelog.compact' applies to read.mode=changelog (a table is compact already)")
     start = parse_bound(options, "startup", streaming)
@@ -98,9 +95,8 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
         "error",
     ):
         raise OptionError(f"option 'properties.auto.offset.reset' must be earliest or latest, got '{fallback}'")
-    split = parse_positive_int(options, "scan.split.max-records")
-    given = options.get("minpartitions")
-    min_partitions = parse_positive_int({} if given is None else {"minPartitions": given}, "minPartitions")
+    split = options.value("scan.split.max-records")
+    min_partitions = options.value("minPartitions")
     if (split or min_partitions) and mode != "changelog":
         raise OptionError(
             "options 'scan.split.max-records' / 'minPartitions' split a partition's range across tasks, which "
@@ -112,7 +108,7 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
             "'scan.split.max-records' / 'minPartitions' would cut into slices: give one or the other"
         )
     min_per_trigger, max_delay_s = _min_per_trigger(options)
-    idle = _optional_duration(options, "scan.watermark.idle-timeout")
+    idle = options.value("scan.watermark.idle-timeout")
     drift_ms = _drift_millis(options)
     watermark_column = any(c.kind == "watermark" for c in layout.metadata)
     return ReadSpec(
@@ -121,18 +117,18 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
         layout=layout,
         changelog=mode == "changelog",
         compact=compact,
-        table_memory_budget=parse_table_memory_budget(options),
+        table_memory_budget=options.value("scan.table.memory-budget"),
         start=start,
         end=end,
-        max_records_per_batch=parse_positive_int(options, "scan.max-records-per-batch"),
+        max_records_per_batch=options.value("scan.max-records-per-batch"),
         min_records_per_trigger=min_per_trigger,
         max_trigger_delay_s=max_delay_s,
         split_max_records=split,
         min_partitions=min_partitions,
-        coalesce_max_records=parse_count(options, "scan.coalesce.max-records"),
-        fail_on_data_loss=parse_flag(options, "scan.fail-on-data-loss"),
-        key_partition_pruning=parse_flag(options, "scan.filter.key-partitions"),
-        discovery_interval_s=parse_duration(options, "scan.topic-partition-discovery.interval"),
+        coalesce_max_records=options.value("scan.coalesce.max-records"),
+        fail_on_data_loss=options.value("scan.fail-on-data-loss"),
+        key_partition_pruning=options.value("scan.filter.key-partitions"),
+        discovery_interval_s=options.value("scan.topic-partition-discovery.interval"),
         group_id=group_id,
         group_fallback=None
         if fallback is None
@@ -143,11 +139,11 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
     )
 
 
-def _with_group_prefix(kafka: KafkaSpec, options: Mapping[str, str]) -> KafkaSpec:
+def _with_group_prefix(kafka: KafkaSpec, options: OptionValues) -> KafkaSpec:
     """Spark's groupIdPrefix: the group id of the range consumers (properties.group.id, when set, is theirs
     instead). They never join the group nor commit to it: librdkafka requires an id, brokers may log it and ACLs
     (DESCRIBE on the group, not needed) may name it."""
-    prefix = options.get("groupidprefix")
+    prefix = options.get("groupIdPrefix")
     if prefix is None:
         return kafka
     if "properties.group.id" in options:
@@ -165,41 +161,23 @@ def parse_read_topics(options: Mapping[str, str]) -> TopicSelection:
     return replace(selection, names=tuple(sorted(selection.names)))
 
 
-def _min_per_trigger(options: Mapping[str, str]) -> tuple[int | None, float]:
+def _min_per_trigger(options: OptionValues) -> tuple[int | None, float]:
     """Spark's minOffsetsPerTrigger and maxTriggerDelay (a Spark time string, '15m' by default), which only
     means something with it."""
-    given = options.get("minoffsetspertrigger")
-    minimum = parse_positive_int({} if given is None else {"minOffsetsPerTrigger": given}, "minOffsetsPerTrigger")
-    raw = options.get("maxtriggerdelay")
-    if raw is not None and minimum is None:
+    minimum = options.value("minOffsetsPerTrigger")
+    if "maxTriggerDelay" in options and minimum is None:
         raise OptionError(
             "option 'maxTriggerDelay' bounds how long 'minOffsetsPerTrigger' holds a micro-batch back: set "
             "'minOffsetsPerTrigger' too, or leave it out"
         )
-    return minimum, _spark_duration("maxTriggerDelay", default_of("maxTriggerDelay") if raw is None else raw)
+    return minimum, options.value("maxTriggerDelay")
 
 
-_SPARK_TIME = re.compile(r"^\s*(\d+)\s*(ms|s|m|min|h|d)?\s*$")
-_SPARK_UNIT_SECONDS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
-
-
-def _spark_duration(name: str, raw: str) -> float:
-    """A Spark time string ('15m', '30s', '500ms', '1h'; a bare number is milliseconds), in seconds."""
-    match = _SPARK_TIME.match(raw.lower())
-    if not match or int(match.group(1)) == 0:
-        raise OptionError(f"option '{name}' must be a positive time such as '15m', '30s' or '500ms', got '{raw}'")
-    return int(match.group(1)) * _SPARK_UNIT_SECONDS[match.group(2) or "ms"]
-
-
-def _optional_duration(options: Mapping[str, str], name: str) -> float | None:
-    return parse_duration(options, name) if name in options else None
-
-
-def _drift_millis(options: Mapping[str, str]) -> int | None:
+def _drift_millis(options: OptionValues) -> int | None:
     """The alignment drift in whole milliseconds, the unit of record timestamps: a drift that would round
     (below 1 ms, to 0, holds every partition back for good) is refused rather than changed."""
     name = "scan.watermark.alignment.max-drift"
-    drift = _optional_duration(options, name)
+    drift = options.value(name)
     if drift is None:
         return None
     millis = drift * 1000

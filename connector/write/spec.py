@@ -13,7 +13,8 @@ from dataclasses import dataclass, replace
 from pyspark.sql.types import StructType
 
 from ..errors import OptionError
-from ..options.catalog import default_of
+from ..formats.option_kinds import OptionValues
+from ..options.catalog_write import GUARANTEES
 from ..options.common import (
     GUARANTEE_PROPERTIES,
     KafkaSpec,
@@ -25,12 +26,10 @@ from ..options.common import (
 )
 from ..options.flink_only import SINK_PARALLELISM, sink_parallelism_message
 from ..options.layout import Layout, parse_layout
-from ..options.values import parse_duration, parse_table_memory_budget
 from .partitioners import parse_partitioner
 from .tables import TablesSpec, route_tables
 
-NONE, AT_LEAST_ONCE, EXACTLY_ONCE = "none", "at-least-once", "exactly-once"
-GUARANTEES = (NONE, AT_LEAST_ONCE, EXACTLY_ONCE)
+NONE, AT_LEAST_ONCE, EXACTLY_ONCE = GUARANTEES  # the choices of option 'sink.delivery-guarantee'
 
 
 @dataclass(frozen=True)
@@ -74,7 +73,7 @@ def parse_write_spec(raw: Mapping[str, str], schema: StructType) -> WriteSpec:
     _check_one_headers_column(layout)
     if SINK_PARALLELISM in options:
         raise OptionError(sink_parallelism_message(options[SINK_PARALLELISM], layout.key_fields))
-    guarantee = _parse_guarantee(options)
+    guarantee = options.value("sink.delivery-guarantee")
     prefix = options.get("sink.transactional-id-prefix", "").strip() or None
     if guarantee == EXACTLY_ONCE and prefix is None:
         raise OptionError(
@@ -91,7 +90,7 @@ def parse_write_spec(raw: Mapping[str, str], schema: StructType) -> WriteSpec:
         topics=topics,
         topic_column=_topic_column(layout, names, pattern),
         layout=layout,
-        table_memory_budget=parse_table_memory_budget(options),
+        table_memory_budget=options.value("scan.table.memory-budget"),
         partitioner=parse_partitioner(options.get("sink.partitioner")),
         buffer=_parse_buffer(options),
         guarantee=guarantee,
@@ -125,23 +124,12 @@ def _topic_column(layout: Layout, names: tuple[str, ...], pattern: str | None) -
     return column
 
 
-def _parse_guarantee(options: Mapping[str, str]) -> str:
-    raw = options.get("sink.delivery-guarantee", default_of("sink.delivery-guarantee"))
-    value = raw.strip().lower().replace("_", "-")
-    if value not in GUARANTEES:
-        raise OptionError(f"option 'sink.delivery-guarantee' must be one of {', '.join(GUARANTEES)}, got '{raw}'")
-    return value
-
-
 _MAX_ROWS, _INTERVAL = "sink.buffer-flush.max-rows", "sink.buffer-flush.interval"
 
 
-def _parse_buffer(options: Mapping[str, str]) -> BufferSpec | None:
-    raw_rows = options.get(_MAX_ROWS, default_of(_MAX_ROWS)).strip()
-    if not raw_rows.isdigit():
-        raise OptionError(f"option '{_MAX_ROWS}' must be a whole number of rows (0: no buffer), got '{raw_rows}'")
-    rows = int(raw_rows)
-    interval = parse_duration(options, _INTERVAL, allow_zero=True)  # 0 disables, as in Flink
+def _parse_buffer(options: OptionValues) -> BufferSpec | None:
+    rows = options.value(_MAX_ROWS)
+    interval = options.value(_INTERVAL)  # 0 disables, as in Flink
     if rows > 0 and interval > 0:
         return BufferSpec(rows, interval)
     if rows == 0 and interval == 0:
@@ -151,7 +139,7 @@ def _parse_buffer(options: Mapping[str, str]) -> BufferSpec | None:
     )
 
 
-def _write_id(options: Mapping[str, str], guarantee: str) -> str | None:
+def _write_id(options: OptionValues, guarantee: str) -> str | None:
     raw = options.get("sink.write-id")
     if raw is None:
         return None

@@ -26,18 +26,16 @@ from pyspark.sql.types import BinaryType, MapType, StringType, StructField, Stru
 from ..errors import OptionError, RecordError
 from ..formats import Codec, FormatOptionError, make_codec
 from ..options.common import FORMAT_OPTION, canonical_options, changelog_column_name
-from ..options.values import parse_flag
 from ..spark_internals import to_arrow_schema
 from .change_kinds import classify
 
 TABLE_COLUMN = "sink.table-id.column"
 KEY_FIELDS = "sink.table-id.key-fields"
 FIELDS = "sink.table-id.fields"
-MAPPING = "sink.tableid-to-topic.mapping"  # Spark hands options lower-cased: `sink.tableId-to-topic.mapping`
-ADD_HEADERS = "sink.add-tableid-to-header-enabled"
+MAPPING = "sink.tableId-to-topic.mapping"  # the catalog's spellings (canonical_options folds Spark's lower case)
+ADD_HEADERS = "sink.add-tableId-to-header-enabled"
 CUSTOM_HEADER = "sink.custom-header"
 OPTIONS = (TABLE_COLUMN, KEY_FIELDS, FIELDS, MAPPING, ADD_HEADERS, CUSTOM_HEADER)
-SPELLED = {MAPPING: "sink.tableId-to-topic.mapping", ADD_HEADERS: "sink.add-tableId-to-header-enabled"}
 KEY_FORMATS, VALUE_FORMATS = ("json", "csv"), ("debezium-json", "canal-json")
 # Flink CDC's header names (PipelineKafkaRecordSerializationSchema).
 NAMESPACE_HEADER, SCHEMA_HEADER, TABLE_HEADER = "namespace", "schemaName", "tableName"
@@ -52,10 +50,6 @@ INNER_SCHEMA = StructType(
     ]
 )
 _TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
-
-
-def _name(option: str) -> str:
-    return SPELLED.get(option, option)
 
 
 @dataclass(frozen=True)
@@ -95,7 +89,7 @@ def route_tables(raw: Mapping[str, str], schema: StructType) -> RoutedWrite | No
     """The multi-table write the options ask for (option `sink.table-id.column`), or None."""
     options = canonical_options(raw)
     if TABLE_COLUMN not in options:
-        given = [_name(o) for o in OPTIONS if o in options]
+        given = [o for o in OPTIONS if o in options]
         if given:
             raise OptionError(
                 f"option '{given[0]}' belongs to the multi-table write: set option '{TABLE_COLUMN}' to the column "
@@ -107,7 +101,7 @@ def route_tables(raw: Mapping[str, str], schema: StructType) -> RoutedWrite | No
         ("key.fields-prefix", f"each table's columns are given by option '{FIELDS}'"),
         ("value.fields-include", "a change envelope holds the table's whole row, its key included"),
         ("metadata.columns", "each record's topic and headers come from its table"),
-        ("topic-pattern", f"each table's topic comes from option '{_name(MAPPING)}', 'topic' or its table id"),
+        ("topic-pattern", f"each table's topic comes from option '{MAPPING}', 'topic' or its table id"),
         ("sink.parallelism", "df.repartition(N, <the table id column>, *the key columns) before the write does it"),
     ):
         if refused in options:
@@ -138,7 +132,7 @@ def route_tables(raw: Mapping[str, str], schema: StructType) -> RoutedWrite | No
                 raise OptionError(f"option '{FIELDS}': table '{table}' lists column '{name}', which is not data")
     topics = _topics(options, list(keys))
     key_codec, value_codec = _codecs(options, tuple(sorted(set(topics.values()))))
-    add_headers = parse_flag({_name(k): v for k, v in options.items() if k == ADD_HEADERS}, _name(ADD_HEADERS))
+    add_headers = options.value(ADD_HEADERS)
     custom = _custom_headers(options.get(CUSTOM_HEADER, ""))
     arrow_schema = to_arrow_schema(schema)
     routes = []
@@ -208,7 +202,7 @@ def _topics(options: Mapping[str, str], tables: list[str]) -> dict[str, str]:
         selectors, colon, topic = entry.rpartition(":")
         if not colon or not selectors.strip() or not topic.strip():
             raise OptionError(
-                f"option '{_name(MAPPING)}': '{entry}' is not 'selector:topic' (e.g. "
+                f"option '{MAPPING}': '{entry}' is not 'selector:topic' (e.g. "
                 "'shop.orders:orders;shop\\.order_.*:lines')"
             )
         rules.append(([_selector(s.strip()) for s in selectors.split(",") if s.strip()], topic.strip()))
@@ -221,7 +215,7 @@ def _topics(options: Mapping[str, str], tables: list[str]) -> dict[str, str]:
         if not _TOPIC_NAME.fullmatch(topics[table]):
             raise OptionError(
                 f"table '{table}' would be written to '{topics[table]}', which is not a Kafka topic name: map it "
-                f"with option '{_name(MAPPING)}' (e.g. '{table}:my-topic')"
+                f"with option '{MAPPING}' (e.g. '{table}:my-topic')"
             )
     return topics
 
@@ -233,7 +227,7 @@ def _selector(pattern: str) -> re.Pattern:
     try:
         return re.compile(r"\.".join(p.replace("\\.", ".") for p in parts))
     except re.error as e:
-        raise OptionError(f"option '{_name(MAPPING)}': selector '{pattern}' is not a valid pattern: {e}") from None
+        raise OptionError(f"option '{MAPPING}': selector '{pattern}' is not a valid pattern: {e}") from None
 
 
 def _id_parts(table: str) -> tuple[str | None, str | None, str]:

@@ -12,7 +12,6 @@ a delete.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,8 +19,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..change_kind import ChangeKind
-from ..codec import ChangelogDecoder, ChangelogEncoder, CodecContext, FormatOptionError
+from ..codec import ChangelogDecoder, ChangelogEncoder, CodecContext
 from ..json_values import Convert
+from ..option_kinds import FORMAT, Option, Regex
 from .columns import TIMESTAMP_MS, cast_columns, column_names, epoch_millis, equal_to, millis_to_timestamp, text
 from .envelope import EnvelopeCodec, EnvelopeDecoder, Envelopes, row_slots, update_rows
 from .text_values import text_converter, text_fits, text_types
@@ -32,7 +32,11 @@ _SNAPSHOT = "INIT"  # a row of the initial snapshot: an insert (Flink's reading)
 
 class CanalJsonCodec(EnvelopeCodec):
     name = "canal-json"
-    option_names = EnvelopeCodec.option_names | {"database.include", "table.include"}
+    declared_options = (
+        *EnvelopeCodec.declared_options,
+        Option("database.include", None, FORMAT, "Read only the rows of databases matching this regex.", kind=Regex()),
+        Option("table.include", None, FORMAT, "Read only the rows of tables matching this regex.", kind=Regex()),
+    )
     readable_metadata = {
         "database": pa.string(),
         "table": pa.string(),
@@ -44,7 +48,7 @@ class CanalJsonCodec(EnvelopeCodec):
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
-        self.include = {name: _pattern(options, name, self.prefix) for name in ("database", "table")}
+        self.include = {name: self.option_values.value(f"{name}.include") for name in ("database", "table")}
 
     def changelog_decoder(self, schema: pa.Schema, metadata: Sequence[str] = ()) -> ChangelogDecoder:
         return CanalDecoder(self, schema, metadata)
@@ -53,16 +57,6 @@ class CanalJsonCodec(EnvelopeCodec):
         return self.envelope_encoder(
             schema, (b'{"data":[', b'],"type":"INSERT"}'), (b'{"data":[', b'],"type":"DELETE"}')
         )
-
-
-def _pattern(options: Mapping[str, str], name: str, prefix: str) -> re.Pattern[str] | None:
-    raw = options.get(f"{name}.include")
-    if raw is None:
-        return None
-    try:
-        return re.compile(raw)
-    except re.error as e:
-        raise FormatOptionError(f"option '{prefix}{name}.include' is not a valid regular expression: {e}") from None
 
 
 class CanalDecoder(EnvelopeDecoder):

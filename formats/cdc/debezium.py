@@ -23,8 +23,8 @@ from ..codec import (
     ChangelogDecoder,
     ChangelogEncoder,
     CodecContext,
-    option_flag,
 )
+from ..option_kinds import FORMAT, Flag, Option
 from .columns import TIMESTAMP_MS, epoch_millis, equal_to, millis_to_timestamp, struct_fields, text
 from .envelope import EnvelopeCodec, EnvelopeDecoder, Envelopes, Slot
 
@@ -42,7 +42,16 @@ _REPLICA_IDENTITY = "for PostgreSQL, set the table's REPLICA IDENTITY (e.g. FULL
 
 class DebeziumJsonCodec(EnvelopeCodec):
     name = "debezium-json"
-    option_names = EnvelopeCodec.option_names | {"schema-include"}
+    declared_options = (
+        *EnvelopeCodec.declared_options,
+        Option(
+            "schema-include",
+            "false",
+            FORMAT,
+            "The envelopes carry Debezium's `schema` beside the `payload` (Kafka Connect's JSON with schemas).",
+            kind=Flag(),
+        ),
+    )
     readable_metadata = {
         "schema": pa.string(),
         "ingestion-timestamp": TIMESTAMP_MS,
@@ -55,7 +64,7 @@ class DebeziumJsonCodec(EnvelopeCodec):
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
-        self.schema_include = option_flag(options, "schema-include", self.prefix)
+        self.schema_include = self.option_values.value("schema-include")
 
     def changelog_decoder(self, schema: pa.Schema, metadata: Sequence[str] = ()) -> ChangelogDecoder:
         return DebeziumDecoder(self, schema, metadata)

@@ -21,6 +21,7 @@ import pyarrow.json as pa_json
 
 from ..change_kind import ChangeKind
 from ..codec import (
+    IGNORE_PARSE_ERRORS,
     ChangelogCodec,
     ChangelogDecoder,
     ChangelogEncoder,
@@ -28,7 +29,6 @@ from ..codec import (
     DecodedChanges,
     FormatOptionError,
     empty_batch,
-    option_choice,
 )
 from ..decimals import decimals_fit
 from ..json_codec import JsonCodec, JsonEncoder, _arrow_readable, read_json_lines
@@ -41,13 +41,16 @@ from ..json_values import (
     json_to_arrow,
     rows_to_batch,
 )
+from ..option_kinds import FORMAT, Choice, Option
 from .columns import cast_columns, old_has_null, overlay, show
 
 
 class RowJson(JsonCodec):
     """The JSON of the row images: Flink's json options, named with the changelog format's prefix."""
 
-    option_names = JsonCodec.option_names - {"fail-on-missing-field", "ignore-parse-errors"}
+    declared_options = tuple(
+        o for o in JsonCodec.declared_options if o.name not in ("fail-on-missing-field", IGNORE_PARSE_ERRORS.name)
+    )
 
     def __init__(self, name: str, options: Mapping[str, str], context: CodecContext) -> None:
         self.name = name
@@ -59,14 +62,23 @@ class EnvelopeCodec(ChangelogCodec):
     and `changelog-mode` (ours): `upsert` reads rows as upserts and deletes of their key, `all` as Flink's
     full changelog with pre-images."""
 
-    option_names = RowJson.option_names | {"ignore-parse-errors", "changelog-mode"}
+    declared_options = (
+        *RowJson.declared_options,
+        IGNORE_PARSE_ERRORS,
+        Option(
+            "changelog-mode",
+            "upsert",
+            FORMAT,
+            "`upsert`: rows are upserts and deletes of their key; `all`: Flink's full changelog, pre-images included.",
+            kind=Choice(("upsert", "all")),
+        ),
+    )
     # The row images are Flink's json (read by json's conversions; Canal's texts of numbers too).
     column_types = JsonCodec.column_types
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
-        mode = option_choice(options, "changelog-mode", self.prefix, ("upsert", "all"), "upsert")
-        self.full_changelog = mode == "all"
+        self.full_changelog = self.option_values.value("changelog-mode") == "all"
         self.rows = RowJson(self.name, {k: v for k, v in options.items() if k in RowJson.option_names}, context)
 
     def envelope_encoder(
