@@ -20,7 +20,8 @@ from pyspark.sql import DataFrame, SparkSession
 from . import spark_internals
 from .errors import OptionError
 from .kafka import Brokers
-from .options.common import canonical_options, parse_kafka_spec
+from .options.canonical import canonical_options
+from .options.kafka_client import parse_kafka_spec
 from .read import offsets
 from .read.planner import Partitions, lookup_partitions
 from .read.spec import parse_read_topics

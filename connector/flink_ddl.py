@@ -42,8 +42,8 @@ from pyspark.sql.types import (
 )
 
 from .errors import OptionError
+from .options.canonical import canonical_options
 from .options.columns import metadata_fields, parse_column_options
-from .options.common import canonical_options
 from .options.ddl import ddl_text
 from .options.tokens import TokenReader
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from pyspark.sql import DataFrame
 
-from .options.common import canonical_options
+from .options.canonical import canonical_options
 
 
 def upsert_writer(**options: str) -> Callable[[DataFrame, int], None]:

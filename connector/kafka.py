@@ -1,7 +1,7 @@
-"""librdkafka clients built from a KafkaSpec (executors borrow theirs from their Python worker's pool, pool.py),
+"""librdkafka clients built from a KafkaSpec (executors borrow theirs from their Python worker's pool, client_pool.py),
 and the broker look-ups the driver makes.
 
-Every call to the brokers goes through kafka_errors.call: bounded by the spec's timeout, transient errors
+Every call to the brokers goes through kafka_errors.with_retries: bounded by the spec's timeout, transient errors
 retried within the spec's bound, and every failure turned into one error that names the servers and what
 to change; no credential ever reaches a message or a log.
 """
@@ -23,11 +23,11 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec
 
+from .client_pool import CLIENT_POOL, Pooled
 from .errors import OptionError, TopicError
-from .kafka_errors import ClientErrors, call, is_transient
+from .kafka_errors import ClientErrors, is_transient, with_retries
 from .options.catalog import default_of
-from .options.common import KafkaSpec
-from .pool import POOL, Pooled
+from .options.kafka_client import KafkaSpec
 from .token_provider import TokenProvider
 
 log = logging.getLogger("upsert_kafka")
@@ -137,7 +137,7 @@ def _producer_config(
 
 
 # ---------------------------------------------------------------------------------------------
-# Executors: clients borrowed from the Python worker's pool (pool.py), made by the factories above.
+# Executors: clients borrowed from the Python worker's pool (client_pool.py), made by the factories above.
 
 
 class DeliveryRelay:
@@ -156,7 +156,7 @@ def borrow_consumer(kafka: KafkaSpec) -> Pooled[Consumer]:
     errors = ClientErrors(ignore=UNUSED_GROUP_ERRORS)
     config = _consumer_config(kafka, errors)
     key = _pool_key("consumer", config)
-    return POOL.borrow(key, lambda: Pooled(key, _new(Consumer, kafka, config), errors, _unassigned, _close))
+    return CLIENT_POOL.borrow(key, lambda: Pooled(key, _new(Consumer, kafka, config), errors, _unassigned, _close))
 
 
 def borrow_group_consumer(kafka: KafkaSpec, group_id: str) -> Pooled[Consumer]:
@@ -164,7 +164,7 @@ def borrow_group_consumer(kafka: KafkaSpec, group_id: str) -> Pooled[Consumer]:
     errors = ClientErrors()
     config = _group_consumer_config(kafka, group_id, errors)
     key = _pool_key("group consumer", config)
-    return POOL.borrow(key, lambda: Pooled(key, _new(Consumer, kafka, config), errors, _never_assigned, _close))
+    return CLIENT_POOL.borrow(key, lambda: Pooled(key, _new(Consumer, kafka, config), errors, _never_assigned, _close))
 
 
 def borrow_producer(
@@ -181,13 +181,13 @@ def borrow_producer(
         errors.serve = client.poll
         return Pooled(key, client, errors, _nothing_in_flight, _purged, relay)
 
-    return POOL.borrow(key, create, fresh)
+    return CLIENT_POOL.borrow(key, create, fresh)
 
 
 def give_back(pooled: Pooled, kafka: KafkaSpec, clean: bool) -> None:
     """Return a borrowed client: kept for `client.pool.idle-timeout` when `clean` (the borrower used it without
     any error and left nothing open), closed otherwise."""
-    POOL.give_back(pooled, clean, kafka.pool_idle_timeout_s)
+    CLIENT_POOL.give_back(pooled, clean, kafka.pool_idle_timeout_s)
 
 
 # Callbacks are made per borrower and the logger is shared: the rest is the client's configuration.
@@ -276,8 +276,8 @@ class Brokers:
         grant: str | None = None,
         transient: Callable[[KafkaError], bool] = is_transient,
     ) -> T:
-        """`attempt(admin, timeout_s)` under the retry policy (kafka_errors.call)."""
-        return call(
+        """`attempt(admin, timeout_s)` under the retry policy (kafka_errors.with_retries)."""
+        return with_retries(
             self.kafka,
             what,
             lambda timeout: attempt(self.admin, timeout),

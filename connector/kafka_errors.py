@@ -28,7 +28,7 @@ from .errors import (
     KafkaClientError,
     KafkaUnavailableError,
 )
-from .options.common import KafkaSpec
+from .options.kafka_client import KafkaSpec
 from .token_provider import authentication_hint
 
 log = logging.getLogger("upsert_kafka")
@@ -212,7 +212,7 @@ def _tls_hint(reason: str) -> str:
     return "Check options 'properties.security.protocol', 'properties.ssl.ca.location' and 'properties.ssl.*'"
 
 
-def call(
+def with_retries(
     kafka: KafkaSpec,
     what: str,
     attempt: Callable[[float], T],

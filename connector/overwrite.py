@@ -6,7 +6,7 @@ compared as bytes, as Kafka's compaction compares them: a key written by another
 encoding of the same fields is a different key. The tombstones go out at-least-once (writing one twice is
 harmless: the key is absent either way).
 
-Memory: the live keys are found one partition at a time by the table reader's reducer (read/table.py: the
+Memory: the live keys are found one partition at a time by the table reader's reducer (read/latest_per_key.py: the
 latest record per key in Arrow, spilled to local disk beyond scan.table.memory-budget), so the driver never
 holds every key of the topic. What it does hold: the keys the tasks wrote, which reach the commit in the tasks'
 messages all at once (kept as Arrow arrays, deduplicated per topic, not as a Python set), and while a block of
@@ -26,10 +26,10 @@ import pyarrow.compute as pc
 from confluent_kafka.admin import OffsetSpec
 
 from .kafka import Brokers
-from .options.common import KafkaSpec
+from .options.kafka_client import KafkaSpec
 from .read.fetch import CHUNK_RECORDS, Records, fetch_range
+from .read.latest_per_key import KEY, OFFSET, VALUE, LatestPerKey
 from .read.offsets import PartitionRange
-from .read.table import KEY, OFFSET, VALUE, LatestPerKey
 from .write.producer import Sender
 from .write.task import WritePlan, WriteResult
 

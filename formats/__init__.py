@@ -16,7 +16,7 @@ from .codec import (
     FormatOptionError,
     spark_type_name,
 )
-from .registry import available_formats, codec_class, make_codec, register_codec
+from .codec_registry import available_formats, codec_class, make_codec, register_codec
 
 # The change kinds by their bare names, as custom codecs import them (`from pyspark_upsert_kafka.formats import
 # INSERT`): the ChangeKind members themselves.

@@ -19,8 +19,8 @@ from pyspark_upsert_kafka.formats import codec_class
 from pyspark_upsert_kafka.formats.option_kinds import Option
 from pyspark_upsert_kafka.options.catalog import OPTIONS
 from pyspark_upsert_kafka.options.columns import METADATA_TYPES, WRITABLE_METADATA, type_text
-from pyspark_upsert_kafka.options.common import GUARANTEE_PROPERTIES, RESERVED_PROPERTIES
 from pyspark_upsert_kafka.options.flink_only import readme_section
+from pyspark_upsert_kafka.options.kafka_client import GUARANTEE_PROPERTIES, RESERVED_PROPERTIES
 from pyspark_upsert_kafka.spark_internals import from_arrow_type
 
 from integration import results_tables

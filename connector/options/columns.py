@@ -31,7 +31,7 @@ from pyspark.sql.types import (
 from ..errors import OptionError, SchemaError, did_you_mean
 from ..formats import ChangelogCodec, Codec, FormatOptionError, codec_class
 from ..spark_internals import from_arrow_type, to_arrow_type
-from .common import changelog_column_name, parse_options
+from .canonical import changelog_column_name, parse_options
 from .values import require
 
 # Flink's kafka connector metadata keys and their types in Spark.

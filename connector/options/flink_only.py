@@ -1,5 +1,5 @@
 """Settings a Flink user brings along that cannot apply to Spark or to librdkafka, each with what does the same
-here. The option parser (options.common) turns each into one error naming the replacement; the README's section
+here. The option parser (options.canonical) turns each into one error naming the replacement; the README's section
 "Flink settings with no meaning here" is generated from these tables."""
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 from ..errors import OptionError, SchemaError
 from ..formats import ChangelogCodec, Codec, CodecContext, FormatOptionError, codec_class, make_codec, spark_type_name
 from ..spark_internals import from_arrow_type, to_arrow_schema
+from .canonical import FORMAT_OPTION, canonical_options, parse_options
 from .columns import (
     ColumnOptions,
     MetadataColumn,
@@ -27,8 +28,8 @@ from .columns import (
     resolve_columns,
     type_text,
 )
-from .common import FORMAT_OPTION, canonical_options, parse_options, parse_topic_selection
 from .ddl import ddl_text, parse_ddl
+from .topics import parse_topic_selection
 
 
 @dataclass(frozen=True)

@@ -35,5 +35,6 @@ def parse_duration(options: Mapping[str, str], name: str, allow_zero: bool = Fal
 
 
 def parse_table_memory_budget(options: Mapping[str, str]) -> int:
-    """scan.table.memory-budget in bytes: what a task's latest-record-per-key reduction may hold (read/table.py)."""
+    """scan.table.memory-budget in bytes: what a task's latest-record-per-key reduction may hold
+    (read/latest_per_key.py)."""
     return parse_declared(options, "scan.table.memory-budget")

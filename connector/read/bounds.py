@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from ..errors import OptionError
 from ..formats.option_kinds import OptionValues
 from ..options.catalog_read import STARTUP_MODES
-from ..options.common import TopicSelection
 from ..options.kinds import EARLIEST, FLINK_OFFSETS_EXAMPLE, LATEST
+from ..options.topics import TopicSelection
 
 __all__ = ["EARLIEST", "FROM_EARLIEST", "LATEST", "UNBOUNDED", "Bound", "check_named_topics", "parse_bound"]
 

@@ -10,7 +10,7 @@ delete, which it sends for compaction) carry no change and are skipped.
 key columns only, as every delete this connector reads. `all`: Flink's changelog, `insert`,
 `update_preimage`, `update_postimage` and `delete` (with the deleted row's values). Either way an update that
 changes the key is a delete of the old key and an insert of the new. A table read (and a compacted
-changelog) keeps the last row of each key (by record order, then the envelope's row order) with table.py's
+changelog) keeps the last row of each key (by record order, then the envelope's row order) with latest_per_key.py's
 reducer: within scan.table.memory-budget, spilled to local disk beyond it.
 """
 
@@ -22,10 +22,10 @@ import pyarrow.compute as pc
 from ..formats import ChangeKind, ChangelogCodec, DecodedChanges
 from ..options.layout import format_metadata
 from .fetch import Records
+from .latest_per_key import KEY, OFFSET, VALUE, LatestPerKey, key_identity
 from .offsets import PartitionRange
 from .range_decoder import RangeDecoder
 from .spec import ReadSpec
-from .table import KEY, OFFSET, VALUE, LatestPerKey, key_identity
 
 _ROW = "row:"  # the reducer's columns of the table's row are named _ROW + column (no clash with its own)
 

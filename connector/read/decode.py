@@ -2,7 +2,7 @@
 
 Changelog mode turns each chunk into one batch (a tombstone is a `delete` row: key columns set, value
 columns null). Table mode (and a compacted changelog) first keeps the latest record per key in Arrow, within
-scan.table.memory-budget and spilling beyond it (table.py): keys are decoded once per surviving record, values
+scan.table.memory-budget and spilling beyond it (latest_per_key.py): keys are decoded once per surviving record, values
 only of what survives to the end, so values that were overwritten or deleted are never decoded at all.
 """
 
@@ -15,10 +15,10 @@ import pyarrow.compute as pc
 
 from ..formats import ChangeKind, Codec, Decoder
 from .fetch import CHUNK_RECORDS, Records
+from .latest_per_key import IDENT, KEY, OFFSET, LatestPerKey, key_identity, records_table, table_records
 from .offsets import PartitionRange
 from .range_decoder import RangeDecoder
 from .spec import ReadSpec
-from .table import IDENT, KEY, OFFSET, LatestPerKey, key_identity, records_table, table_records
 
 KEY_COLUMN = "k:"  # the reducer's columns of decoded key fields are named KEY_COLUMN + field
 

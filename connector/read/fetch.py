@@ -6,7 +6,7 @@ read_committed) are skipped, never waited for. When the log moved under the rang
 (records deleted, the topic recreated or truncated), the consumer is not left to reset itself: the data-loss
 rule applies (an error naming the missing offsets, or with scan.fail-on-data-loss=false a warning and the
 rest of the range from the log's first offset). Record metadata is collected only for the kinds asked for.
-The consumer comes from the Python worker's pool (pool.py): assigned to this range alone, it yields only this
+The consumer comes from the Python worker's pool (client_pool.py): assigned to this range alone, it yields only this
 partition's records from the range's start, whatever it was assigned before.
 """
 
@@ -19,11 +19,11 @@ from typing import Any
 
 from confluent_kafka import KafkaError, TopicPartition
 
+from ..client_pool import Pooled
 from ..errors import KafkaUnavailableError
 from ..kafka import UNUSED_GROUP_ERRORS, borrow_consumer, give_back
-from ..kafka_errors import ClientErrors, call, is_transient, kafka_error
-from ..options.common import KafkaSpec
-from ..pool import Pooled
+from ..kafka_errors import ClientErrors, is_transient, kafka_error, with_retries
+from ..options.kafka_client import KafkaSpec
 from .offsets import PartitionRange, lost
 
 CHUNK_RECORDS = 10_000
@@ -94,7 +94,7 @@ def _knows_topic(lent: Pooled, kafka: KafkaSpec, rng: PartitionRange) -> None:
     only at librdkafka's next one-second metadata scan."""
     known = lent.memo.setdefault("topics", set())
     if rng.topic not in known:
-        call(
+        with_retries(
             kafka,
             f"read the metadata of topic '{rng.topic}'",
             lambda timeout: lent.client.list_topics(rng.topic, timeout=timeout),
@@ -193,7 +193,7 @@ def _shrunk(first: int, end: int) -> str:
 def _log_bounds(client: Any, kafka: KafkaSpec, rng: PartitionRange, position: int) -> tuple[int, int]:
     """The partition's first offset and end (high watermark), from the broker."""
     partition = TopicPartition(rng.topic, rng.partition)
-    return call(
+    return with_retries(
         kafka,
         f"read the first and last offsets of {rng} (reading stopped at offset {position})",
         lambda timeout: client.get_watermark_offsets(partition, timeout=timeout, cached=False),

@@ -17,7 +17,8 @@ from confluent_kafka.admin import OffsetSpec
 
 from ..errors import DataLossError, KafkaAuthorizationError, OptionError, TopicError
 from ..kafka import Brokers
-from ..options.common import KafkaSpec, TopicSelection
+from ..options.kafka_client import KafkaSpec
+from ..options.topics import TopicSelection
 from .bounds import EARLIEST, LATEST, Bound
 from .offsets import Offsets, data_loss, lost
 from .spec import ReadSpec

@@ -18,9 +18,9 @@ import pyarrow.compute as pc
 from ..errors import RecordError, escaped_prefix
 from ..formats import Codec
 from .fetch import CHUNK_RECORDS, Records
+from .latest_per_key import HEADER_LIST, LatestPerKey
 from .offsets import PartitionRange
 from .spec import ReadSpec
-from .table import HEADER_LIST, LatestPerKey
 
 log = logging.getLogger("upsert_kafka")
 
@@ -51,8 +51,8 @@ class RangeDecoder(ABC):
         yield from self._latest(chunks, keep_deletes=False)
 
     def _latest(self, chunks: Iterable[Records], keep_deletes: bool) -> Iterator[pa.RecordBatch]:
-        """The last row of each key, by table.py's reducer: within scan.table.memory-budget, spilled to local disk
-        beyond it."""
+        """The last row of each key, by latest_per_key.py's reducer: within scan.table.memory-budget, spilled to
+        local disk beyond it."""
         reducer = self._reducer()
         try:
             for chunk in chunks:

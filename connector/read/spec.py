@@ -15,15 +15,10 @@ from pyspark.sql.types import StructType
 
 from ..errors import OptionError, SchemaError
 from ..formats.option_kinds import OptionValues
-from ..options.common import (
-    KafkaSpec,
-    TopicSelection,
-    canonical_options,
-    changelog_column_name,
-    parse_kafka_spec,
-    parse_topic_selection,
-)
+from ..options.canonical import canonical_options, changelog_column_name
+from ..options.kafka_client import KafkaSpec, parse_kafka_spec
 from ..options.layout import Layout, check_codecs, parse_layout
+from ..options.topics import TopicSelection, parse_topic_selection
 from .bounds import FROM_EARLIEST, UNBOUNDED, Bound, check_named_topics, parse_bound
 
 

@@ -1,5 +1,5 @@
 """Executor side: one task's producer — records out, delivery failures back, per the delivery guarantee. The
-producer is borrowed from the Python worker's pool (pool.py) and goes back to it only after a clean task.
+producer is borrowed from the Python worker's pool (client_pool.py) and goes back to it only after a clean task.
 
 `none`: acks=1, no idempotence. `at-least-once` (default): idempotent, acks=all; the task succeeds only
 after every record is acknowledged. `exactly-once`: the same inside one transaction per task
@@ -20,7 +20,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from ..errors import KafkaUnavailableError, RecordError, TopicError, UpsertKafkaError, escaped_prefix
 from ..kafka import Brokers, borrow_producer, give_back, producer
-from ..kafka_errors import ACCESS_CODES, ClientErrors, call, kafka_error
+from ..kafka_errors import ACCESS_CODES, ClientErrors, kafka_error, with_retries
 from .partitioners import load_partitioner
 from .spec import NONE, WriteSpec
 from .target import DEFAULT_TRANSACTION_TIMEOUT_MS, WriteTarget
@@ -177,7 +177,7 @@ class Sender:
         return out
 
     def _partition_count(self, topic: str) -> int:
-        found = call(
+        found = with_retries(
             self.spec.kafka,
             f"read the partitions of topic '{topic}'",
             lambda timeout: self.client.list_topics(topic, timeout=timeout),
@@ -289,7 +289,7 @@ def fence(spec: WriteSpec, target: WriteTarget, scope: str, partition_ids: list[
         errors = ClientErrors()
         client = producer(spec.kafka, _ignore, defaults, errors, **owned)
         try:
-            call(spec.kafka, f"fence transactional id '{tid}'", client.init_transactions, errors=errors)
+            with_retries(spec.kafka, f"fence transactional id '{tid}'", client.init_transactions, errors=errors)
         except UpsertKafkaError as e:
             log.warning("upsert-kafka: could not abort open transactions of %s: %s", tid, e)
 

@@ -21,8 +21,9 @@ from pyspark.sql.types import Row, StructType
 from .. import spark_internals
 from ..errors import OptionError
 from ..formats import ChangelogCodec
-from ..options.common import canonical_options, parse_topic_selection
+from ..options.canonical import canonical_options
 from ..options.layout import check_codecs
+from ..options.topics import parse_topic_selection
 from ..overwrite import tombstone_missing_keys
 from .producer import fence, fence_scope
 from .spec import EXACTLY_ONCE, parse_write_spec
@@ -101,7 +102,7 @@ _FENCED: set[tuple[str | None, str]] = set()
 def _write_task(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> WriteResult:
     context = TaskContext.get()
     partition_id = context.partitionId() if context is not None else 0
-    if plan.spec.tables is not None:  # a multi-table write: table rows -> encoded records (write.tables)
+    if plan.spec.tables is not None:  # a multi-table write: table rows -> encoded records (write.multi_table)
         batches = plan.spec.tables.route(batches)
     return RecordWriter(plan, partition_id, spark_internals.task_micro_batch()).write(batches)
 

@@ -14,20 +14,14 @@ from pyspark.sql.types import StructType
 
 from ..errors import OptionError
 from ..formats.option_kinds import OptionValues
+from ..options.canonical import canonical_options
 from ..options.catalog_write import GUARANTEES
-from ..options.common import (
-    GUARANTEE_PROPERTIES,
-    KafkaSpec,
-    TopicSelection,
-    canonical_options,
-    check_reserved,
-    parse_kafka_spec,
-    parse_topic_selection,
-)
 from ..options.flink_only import SINK_PARALLELISM, sink_parallelism_message
+from ..options.kafka_client import GUARANTEE_PROPERTIES, KafkaSpec, check_reserved, parse_kafka_spec
 from ..options.layout import Layout, parse_layout
+from ..options.topics import TopicSelection, parse_topic_selection
+from .multi_table import MultiTableSpec, route_tables
 from .partitioners import parse_partitioner
-from .tables import TablesSpec, route_tables
 
 NONE, AT_LEAST_ONCE, EXACTLY_ONCE = GUARANTEES  # the choices of option 'sink.delivery-guarantee'
 
@@ -53,7 +47,7 @@ class WriteSpec:
     transactional_id_prefix: str | None = None
     transaction_timeout_ms: int | None = None  # properties.transaction.timeout.ms, when given
     write_id: str | None = None  # sink.write-id: a batch write that a rerun completes exactly once
-    tables: TablesSpec | None = None  # a multi-table write: its rows become these records first (write.tables)
+    tables: MultiTableSpec | None = None  # a multi-table write: its rows become these records first (write.multi_table)
 
 
 def parse_write_spec(raw: Mapping[str, str], schema: StructType) -> WriteSpec:

@@ -12,7 +12,7 @@ from confluent_kafka.admin import ConfigResource, ResourceType
 
 from ..errors import KafkaAuthorizationError, OptionError, TopicError
 from ..kafka import Brokers
-from ..options.common import KafkaSpec
+from ..options.kafka_client import KafkaSpec
 
 log = logging.getLogger("upsert_kafka")
 

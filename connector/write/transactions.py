@@ -36,10 +36,10 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
+from ..client_pool import Pooled
 from ..errors import WriteTaskError
 from ..kafka import borrow_group_consumer, give_back
-from ..kafka_errors import ClientErrors, call, is_transient, within
-from ..pool import Pooled
+from ..kafka_errors import ClientErrors, is_transient, with_retries, within
 from ..spark_internals import MicroBatch
 from .spec import EXACTLY_ONCE, WriteSpec
 
@@ -112,7 +112,7 @@ class StaleProducer(Exception):
 
 
 class TaskTransaction:
-    """The transaction of one task on `producer`, lent from the pool with its transactional id (pool.py).
+    """The transaction of one task on `producer`, lent from the pool with its transactional id (client_pool.py).
 
     A producer new to the pool starts with `init_transactions`, which fences earlier producers of the id and
     aborts what they left open (its pool entry remembers it). A pooled one ended its last transaction cleanly,
@@ -219,7 +219,7 @@ class TaskTransaction:
         """`attempt(timeout_s)` under the retry policy. A transaction step may be retried after a retriable
         error (librdkafka's rule); one that requires an abort is final here: the task fails, its transaction is
         aborted and Spark runs the task again."""
-        return call(
+        return with_retries(
             self.spec.kafka,
             f"{what} for transactional id '{self.id}'",
             attempt,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from pyspark_upsert_kafka.errors import OptionError
 from pyspark_upsert_kafka.formats import CodecContext, FormatOptionError, available_formats, make_codec
-from pyspark_upsert_kafka.formats.registry import ENTRY_POINT_GROUP
+from pyspark_upsert_kafka.formats.codec_registry import ENTRY_POINT_GROUP
 
 from tests.support.kafka_io import consume_all, produce
 from tests.support.read_helpers import read_spec

@@ -1,4 +1,4 @@
-"""Range reads borrow their consumer from the worker's pool (pool.py) against the real broker: one consumer
+"""Range reads borrow their consumer from the worker's pool (client_pool.py) against the real broker: one consumer
 serves the range reads of one process in turn, each read yields exactly its own range (never what the
 consumer fetched for an earlier assignment), data loss is still found exactly, and a consumer whose read
 failed or stopped early is closed rather than lent again."""
@@ -10,10 +10,10 @@ import sys
 import uuid
 
 import pytest
+from pyspark_upsert_kafka.client_pool import CLIENT_POOL
 from pyspark_upsert_kafka.errors import DataLossError
 from pyspark_upsert_kafka.kafka import borrow_producer, give_back
-from pyspark_upsert_kafka.options.common import KafkaSpec
-from pyspark_upsert_kafka.pool import POOL
+from pyspark_upsert_kafka.options.kafka_client import KafkaSpec
 from pyspark_upsert_kafka.read.fetch import fetch_range
 from pyspark_upsert_kafka.read.offsets import PartitionRange
 
@@ -44,25 +44,25 @@ def test_range_reads_in_one_process_share_one_consumer(new_topic, bootstrap):
     sent = [rec(i, f"p{i % 2}-{i}", partition=i % 2) for i in range(400)]
     send(bootstrap, topic, sent)
     kafka = spec(bootstrap)
-    made, again = POOL.made["consumer"], POOL.lent_again["consumer"]
+    made, again = CLIENT_POOL.made["consumer"], CLIENT_POOL.lent_again["consumer"]
 
     assert read(kafka, topic, 0, 0, 50) == values(sent, 0, 0, 50)
     assert read(kafka, topic, 1, 10, 60) == values(sent, 1, 10, 60)
     assert read(kafka, topic, 0, 50, 200) == values(sent, 0, 50, 200)
 
-    assert POOL.made["consumer"] - made == 1, "one consumer made"
-    assert POOL.lent_again["consumer"] - again == 2, "and lent again to the next two reads"
+    assert CLIENT_POOL.made["consumer"] - made == 1, "one consumer made"
+    assert CLIENT_POOL.lent_again["consumer"] - again == 2, "and lent again to the next two reads"
 
 
 def test_consumers_with_other_settings_are_not_shared(new_topic, bootstrap):
     topic = new_topic()
     send(bootstrap, topic, [rec(i) for i in range(10)])
-    made = POOL.made["consumer"]
+    made = CLIENT_POOL.made["consumer"]
     client_id = f"pool-test-{uuid.uuid4().hex[:8]}"
     for max_bytes in ("1048576", "2097152", "1048576"):
         kafka = KafkaSpec(bootstrap, (("client.id", client_id), ("fetch.max.bytes", max_bytes)))
         assert [o for o, _ in read(kafka, topic, 0, 0, 10)] == list(range(10))
-    assert POOL.made["consumer"] - made == 2, "one per configuration; the third read reused the first"
+    assert CLIENT_POOL.made["consumer"] - made == 2, "one per configuration; the third read reused the first"
 
 
 def test_a_reused_consumer_yields_only_its_own_range_never_what_it_fetched_before(new_topic, bootstrap):
@@ -102,29 +102,29 @@ def test_a_consumer_whose_read_failed_or_stopped_early_is_closed_not_lent_again(
     send(bootstrap, topic, [rec(i, f"v{i}", partition=0) for i in range(100)])
     kafka = spec(bootstrap)
     read(kafka, topic, 0, 0, 10)
-    made = POOL.made["consumer"]
+    made = CLIENT_POOL.made["consumer"]
 
     chunks = fetch_range(kafka, PartitionRange(topic, 0, 0, 100), (), True, chunk_records=10)
     assert len(next(chunks)) == 10
     chunks.close()  # the reader stopped in the middle of its range
     read(kafka, topic, 0, 0, 10)
-    assert POOL.made["consumer"] - made == 1, "the consumer of the unfinished read was closed"
+    assert CLIENT_POOL.made["consumer"] - made == 1, "the consumer of the unfinished read was closed"
 
     delete_before(bootstrap, topic, 50)
     with pytest.raises(DataLossError):
         read(kafka, topic, 0, 0, 60)
     read(kafka, topic, 0, 50, 60)
-    assert POOL.made["consumer"] - made == 2, "the consumer of the failed read was closed"
+    assert CLIENT_POOL.made["consumer"] - made == 2, "the consumer of the failed read was closed"
 
 
 def test_range_reads_with_an_idle_timeout_of_zero_make_a_consumer_each(new_topic, bootstrap):
     topic = new_topic()
     send(bootstrap, topic, [rec(i) for i in range(10)])
     kafka = KafkaSpec(bootstrap, (("client.id", f"pool-test-{uuid.uuid4().hex[:8]}"),), pool_idle_timeout_s=0)
-    made = POOL.made["consumer"]
+    made = CLIENT_POOL.made["consumer"]
     for _ in range(3):
         assert [o for o, _ in read(kafka, topic, 0, 0, 10)] == list(range(10))
-    assert POOL.made["consumer"] - made == 3
+    assert CLIENT_POOL.made["consumer"] - made == 3
 
 
 def test_a_process_forked_while_consumers_are_pooled_starts_cleanly(new_topic, bootstrap):
@@ -138,6 +138,6 @@ def test_a_process_forked_while_consumers_are_pooled_starts_cleanly(new_topic, b
     producer.client.produce(topic, b"v", b"k")
     assert producer.client.flush(30) == 0
     give_back(producer, kafka, clean=True)
-    assert POOL.idle() >= 2
+    assert CLIENT_POOL.idle() >= 2
     child = subprocess.run([sys.executable, "-c", "print('started')"], preexec_fn=lambda: None, capture_output=True)
     assert (child.returncode, child.stdout.strip()) == (0, b"started")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka.admin import AdminClient
 from pyspark_upsert_kafka import OptionError
-from pyspark_upsert_kafka.pool import POOL
+from pyspark_upsert_kafka.client_pool import CLIENT_POOL
 from pyspark_upsert_kafka.read.source import read_range
 
 from tests.support.read_helpers import batch_reader, rec, send
@@ -15,11 +15,11 @@ from tests.support.read_helpers import batch_reader, rec, send
 def _read_by_range_consumers(opts: dict) -> tuple[int, set[str]]:
     """Read every range of a batch read in this process: the rows read and the group ids of the consumers it
     pooled."""
-    POOL.clear()
+    CLIENT_POOL.clear()
     reader = batch_reader(opts)
     rows = sum(batch.num_rows for partition in reader.partitions() for batch in read_range(reader.spec, partition))
-    keys = [p.key for p in list(POOL._idle.values()) if p.key[0] == "consumer"]
-    POOL.clear()
+    keys = [p.key for p in list(CLIENT_POOL._idle.values()) if p.key[0] == "consumer"]
+    CLIENT_POOL.clear()
     return rows, {value for key in keys for name, value in key[1:] if name == "group.id"}
 
 

@@ -1,7 +1,7 @@
 """Table mode (and a compacted changelog, and overwrite's scan of the live keys; change envelopes too) in bounded
 memory: the latest record per key is kept in Arrow within scan.table.memory-budget and spilled to local disk
-beyond it (read/table.py). A read over a tiny budget must spill, and give what the same read with the default budget
-and the latest-per-key computed here give."""
+beyond it (read/latest_per_key.py). A read over a tiny budget must spill, and give what the same read with the
+default budget and the latest-per-key computed here give."""
 
 from __future__ import annotations
 
@@ -17,7 +17,15 @@ from pyspark_upsert_kafka.formats.json_values import json_bytes  # right-sized: 
 from pyspark_upsert_kafka.options.values import parse_table_memory_budget
 from pyspark_upsert_kafka.overwrite import missing_keys
 from pyspark_upsert_kafka.read.fetch import Records
-from pyspark_upsert_kafka.read.table import FAN_IN, KEY, OFFSET, VALUE, LatestPerKey, key_identity, records_table
+from pyspark_upsert_kafka.read.latest_per_key import (
+    FAN_IN,
+    KEY,
+    OFFSET,
+    VALUE,
+    LatestPerKey,
+    key_identity,
+    records_table,
+)
 
 from tests.support.kafka_io import produce
 from tests.support.read_helpers import batch_reader, read_spec, rows_of
@@ -276,6 +284,6 @@ def test_a_bad_memory_budget_names_the_expected_form(given):
 def test_every_metadata_kind_a_fetch_collects_has_a_type_in_the_table_state():
     """A table read keeps each record's metadata in its Arrow state: a kind the fetch reads but the state has
     no type for fails every table read that asks for it (seen: header-list)."""
-    from pyspark_upsert_kafka.read import fetch, table
+    from pyspark_upsert_kafka.read import fetch, latest_per_key
 
-    assert set(fetch._META_READERS) == set(table._META_TYPES)
+    assert set(fetch._META_READERS) == set(latest_per_key._META_TYPES)

@@ -18,7 +18,8 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 from pyspark_upsert_kafka.errors import KafkaAuthenticationError, OptionError
 from pyspark_upsert_kafka.kafka import Brokers
 from pyspark_upsert_kafka.kafka_errors import kafka_error
-from pyspark_upsert_kafka.options.common import canonical_options, parse_kafka_spec
+from pyspark_upsert_kafka.options.canonical import canonical_options
+from pyspark_upsert_kafka.options.kafka_client import parse_kafka_spec
 from pyspark_upsert_kafka.token_provider import OPTION, TokenProvider
 
 from tests.security.acls import exactly_once_grants, read_grants, write_grants

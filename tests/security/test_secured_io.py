@@ -8,7 +8,7 @@ import uuid
 
 import orjson
 import pytest
-from pyspark_upsert_kafka.options.common import parse_kafka_spec
+from pyspark_upsert_kafka.options.kafka_client import parse_kafka_spec
 from pyspark_upsert_kafka.read.fetch import fetch_range
 from pyspark_upsert_kafka.read.offsets import PartitionRange
 

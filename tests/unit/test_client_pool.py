@@ -1,4 +1,4 @@
-"""The client pool's rules as pure logic (pool.py), with stand-in clients: a client is lent to one borrower
+"""The client pool's rules as pure logic (client_pool.py), with stand-in clients: a client is lent to one borrower
 at a time, reused only under its own key, kept only when given back clean, closed when idle too long or
 beyond the pool's size, and a forked child never uses its parent's clients. The same rules against the real
 broker and Spark are in tests/read/test_read_client_pool.py and tests/write/test_write_client_pool.py."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 import time
 
+from pyspark_upsert_kafka.client_pool import ClientPool, Pooled
 from pyspark_upsert_kafka.kafka_errors import ClientErrors
-from pyspark_upsert_kafka.pool import ClientPool, Pooled
 
 
 class FakeClient:
@@ -120,20 +120,20 @@ def test_the_least_recently_given_back_clients_are_closed_beyond_the_pools_size(
 
 
 def test_a_forked_child_starts_with_an_empty_pool():
-    from pyspark_upsert_kafka import pool as module
+    from pyspark_upsert_kafka import client_pool as module
 
     made: list[FakeClient] = []
     key = ("test-fork", "a")
-    module.POOL.give_back(module.POOL.borrow(key, maker(key, made)), clean=True, idle_timeout_s=60)
+    module.CLIENT_POOL.give_back(module.CLIENT_POOL.borrow(key, maker(key, made)), clean=True, idle_timeout_s=60)
     try:
         read, write = os.pipe()
         pid = os.fork()
         if pid == 0:
-            os.write(write, str(module.POOL.idle()).encode())
+            os.write(write, str(module.CLIENT_POOL.idle()).encode())
             os._exit(0)
         os.close(write)
         answer = os.read(read, 16)
         os.waitpid(pid, 0)
         assert answer == b"0", "the child's pool is empty"
     finally:
-        module.POOL.clear()
+        module.CLIENT_POOL.clear()

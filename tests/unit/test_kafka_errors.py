@@ -14,8 +14,9 @@ from pyspark_upsert_kafka.errors import (
     KafkaClientError,
     KafkaUnavailableError,
 )
-from pyspark_upsert_kafka.kafka_errors import ClientErrors, call, is_transient, within
-from pyspark_upsert_kafka.options.common import KafkaSpec, canonical_options, parse_kafka_spec
+from pyspark_upsert_kafka.kafka_errors import ClientErrors, is_transient, with_retries, within
+from pyspark_upsert_kafka.options.canonical import canonical_options
+from pyspark_upsert_kafka.options.kafka_client import KafkaSpec, parse_kafka_spec
 
 FAST = KafkaSpec("b1:9092", timeout_s=1.0, retries=3, retry_interval_s=0.01)
 
@@ -50,14 +51,14 @@ def failing(*codes: int):
 def test_transient_errors_are_retried_until_the_call_succeeds(code):
     attempt, calls = failing(code, code)
     resets = []
-    assert call(FAST, "list offsets", attempt, reset=lambda: resets.append(1)) == "ok"
+    assert with_retries(FAST, "list offsets", attempt, reset=lambda: resets.append(1)) == "ok"
     assert len(calls) == 3 and len(resets) == 2  # a fresh client before each retry
 
 
 def test_transient_errors_beyond_the_retries_fail_naming_servers_wait_and_options():
     attempt, calls = failing(*[KafkaError._TRANSPORT] * 10)
     with pytest.raises(KafkaUnavailableError) as raised:
-        call(FAST, "list offsets", attempt)
+        with_retries(FAST, "list offsets", attempt)
     assert len(calls) == FAST.retries + 1
     message = str(raised.value)
     assert "could not list offsets from the Kafka brokers 'b1:9092'" in message
@@ -75,7 +76,7 @@ def test_retries_stop_at_the_time_bound_even_with_retries_left():
 
     started = time.monotonic()
     with pytest.raises(KafkaUnavailableError):
-        call(spec, "read metadata", no_answer)
+        with_retries(spec, "read metadata", no_answer)
     assert len(attempts) < spec.retries + 1  # the time ran out first
     assert time.monotonic() - started < spec.patience_s + 0.5
 
@@ -93,7 +94,7 @@ def test_retries_stop_at_the_time_bound_even_with_retries_left():
 def test_final_errors_fail_at_once_with_their_own_error(code, kind, words):
     attempt, calls = failing(code)
     with pytest.raises(kind) as raised:
-        call(FAST, "read topic 't'", attempt, grant="READ on topic 't'")
+        with_retries(FAST, "read topic 't'", attempt, grant="READ on topic 't'")
     assert len(calls) == 1
     assert words in str(raised.value)
 
@@ -104,7 +105,7 @@ def test_an_authentication_failure_reported_only_to_the_error_callback_explains_
     attempt, calls = failing(KafkaError._TRANSPORT, KafkaError._TRANSPORT)
     spec = KafkaSpec("b1:9092", (("security.protocol", "SASL_SSL"), ("sasl.mechanism", "SCRAM-SHA-512")))
     with pytest.raises(KafkaAuthenticationError) as raised:
-        call(spec, "read metadata", attempt, errors=errors)
+        with_retries(spec, "read metadata", attempt, errors=errors)
     assert len(calls) == 1  # no retry: credentials do not get better
     assert "security.protocol=SASL_SSL, sasl.mechanism=SCRAM-SHA-512" in str(raised.value)
 
@@ -121,7 +122,7 @@ def test_a_certificate_failure_names_the_ca_option():
         raise KafkaException(untrusted)
 
     with pytest.raises(KafkaAuthenticationError, match=r"'properties\.ssl\.ca\.location'"):
-        call(FAST, "read metadata", attempt)
+        with_retries(FAST, "read metadata", attempt)
 
 
 def test_fatal_errors_are_never_retried():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 from pyspark_upsert_kafka.errors import OptionError
-from pyspark_upsert_kafka.options.common import canonical_options
+from pyspark_upsert_kafka.options.canonical import canonical_options
 from pyspark_upsert_kafka.options.layout import table_schema
 from pyspark_upsert_kafka.options.values import parse_duration
 from pyspark_upsert_kafka.read.spec import parse_read_spec

@@ -1,4 +1,4 @@
-"""The multi-table write's options (write.tables), pure logic: where each table goes, its headers, and one error
+"""The multi-table write's options (write.multi_table), pure logic: where each table goes, its headers, and one error
 naming the option for each mistake. The write itself: tests/write/test_write_tables.py."""
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 
 import orjson
 import pyarrow as pa
+from pyspark_upsert_kafka.client_pool import CLIENT_POOL
 from pyspark_upsert_kafka.formats import Codec, CodecContext, Decoded, Decoder, Encoder
-from pyspark_upsert_kafka.pool import POOL
 
 
 class PoolProbeCodec(Codec):
@@ -34,7 +34,7 @@ class ProbeDecoder(Decoder):
         self.schema = schema
 
     def decode(self, payloads: Sequence[bytes]) -> Decoded:
-        probe = f"{os.getpid()}:{POOL.made['consumer']}"
+        probe = f"{os.getpid()}:{CLIENT_POOL.made['consumer']}"
         columns = [pa.array([probe] * len(payloads), f.type) for f in self.schema]
         return Decoded(pa.RecordBatch.from_arrays(columns, schema=self.schema))
 
@@ -45,7 +45,7 @@ class ProbeEncoder(Encoder):
 
         context = TaskContext.get()
         extra = {
-            "writer": f"{os.getpid()}:{POOL.made['producer']}",
+            "writer": f"{os.getpid()}:{CLIENT_POOL.made['producer']}",
             "batch": context.getLocalProperty("streaming.sql.batchId") if context else None,
         }
         return [orjson.dumps(row | extra) for row in batch.to_pylist()]

@@ -1,4 +1,4 @@
-"""Write tasks borrow their producer from the worker's pool (pool.py), against the real broker: the tasks of
+"""Write tasks borrow their producer from the worker's pool (client_pool.py), against the real broker: the tasks of
 one process share one producer per configuration, a producer whose task failed is closed, a transactional
 producer is reused only for its own transactional id, and one fenced while it was pooled is replaced before
 it sends anything, so no record is lost or written twice. In Spark, a streaming query's micro-batches reuse
@@ -15,8 +15,8 @@ import pyarrow as pa
 import pytest
 from confluent_kafka import Producer
 from pyspark.sql.types import DoubleType, IntegerType, StringType, StructField, StructType
+from pyspark_upsert_kafka.client_pool import CLIENT_POOL
 from pyspark_upsert_kafka.errors import RecordError
-from pyspark_upsert_kafka.pool import POOL
 from pyspark_upsert_kafka.write.producer import Sender
 from pyspark_upsert_kafka.write.spec import parse_write_spec
 from pyspark_upsert_kafka.write.target import WriteTarget
@@ -52,24 +52,24 @@ def task(write_plan: WritePlan, batch: pa.RecordBatch, partition: int = 0):
 def test_write_tasks_in_one_process_share_one_producer(new_topic, options, bootstrap):
     topic = new_topic(partitions=2)
     write_plan = plan(options(topic), topic)
-    made, again = POOL.made["producer"], POOL.lent_again["producer"]
+    made, again = CLIENT_POOL.made["producer"], CLIENT_POOL.lent_again["producer"]
 
     for i in range(3):
         assert task(write_plan, rows(range(10 * i, 10 * i + 10)), partition=i).records == 10
 
     assert key_counts(bootstrap, topic) == {i: 1 for i in range(30)}
-    assert POOL.made["producer"] - made == 1, "one producer made"
-    assert POOL.lent_again["producer"] - again == 2, "and lent again to the next two tasks"
+    assert CLIENT_POOL.made["producer"] - made == 1, "one producer made"
+    assert CLIENT_POOL.lent_again["producer"] - again == 2, "and lent again to the next two tasks"
 
 
 def test_producers_with_other_settings_are_not_shared(new_topic, options, bootstrap):
     topic = new_topic()
     client_id = f"pool-test-{uuid.uuid4().hex[:8]}"
-    made = POOL.made["producer"]
+    made = CLIENT_POOL.made["producer"]
     for linger in ("20", "5", "20"):
         opts = options(topic, {"properties.linger.ms": linger, "properties.client.id": client_id})
         task(plan(opts, topic), rows(range(3)))
-    assert POOL.made["producer"] - made == 2, "one per configuration; the third task reused the first"
+    assert CLIENT_POOL.made["producer"] - made == 2, "one per configuration; the third task reused the first"
     assert key_counts(bootstrap, topic) == {0: 3, 1: 3, 2: 3}
 
 
@@ -77,13 +77,13 @@ def test_a_producer_whose_task_failed_is_closed_not_lent_again(new_topic, option
     topic = new_topic(**{"max.message.bytes": "2000"})
     write_plan = plan(options(topic), topic, max_message_bytes=2000)
     task(write_plan, rows(range(2)))
-    made = POOL.made["producer"]
+    made = CLIENT_POOL.made["producer"]
 
     with pytest.raises(RecordError, match="larger than the topic accepts"):
         task(write_plan, rows(range(2, 3), name="x" * 5000))
     task(write_plan, rows(range(3, 5)))
 
-    assert POOL.made["producer"] - made == 1, "the failed task's producer was closed, the next task made one"
+    assert CLIENT_POOL.made["producer"] - made == 1, "the failed task's producer was closed, the next task made one"
     assert key_counts(bootstrap, topic) == {0: 1, 1: 1, 3: 1, 4: 1}
 
 
@@ -117,7 +117,7 @@ def test_a_transactional_producer_is_reused_only_for_its_own_transactional_id(ne
     topic = new_topic()
     prefix = f"pool-{uuid.uuid4().hex[:8]}"
     write_plan = exactly_once_plan(options, topic, prefix)
-    made, again = POOL.made["producer"], POOL.lent_again["producer"]
+    made, again = CLIENT_POOL.made["producer"], CLIENT_POOL.lent_again["producer"]
 
     first = transactional_task(write_plan, f"{prefix}-q-0", "batch 1", range(0, 5), topic)
     other = transactional_task(write_plan, f"{prefix}-q-1", "batch 1", range(5, 10), topic)
@@ -125,7 +125,7 @@ def test_a_transactional_producer_is_reused_only_for_its_own_transactional_id(ne
 
     assert other.client is not first.client, "another transactional id, another producer"
     assert reused.client is first.client, "the same id reuses its producer (without init_transactions again)"
-    assert (POOL.made["producer"] - made, POOL.lent_again["producer"] - again) == (2, 1)
+    assert (CLIENT_POOL.made["producer"] - made, CLIENT_POOL.lent_again["producer"] - again) == (2, 1)
     assert key_counts(bootstrap, topic) == {i: 1 for i in range(15)}
     assert task_marker(bootstrap, prefix, 0, topic).startswith("batch 2|"), "the reused producer's marker"
 
@@ -143,12 +143,12 @@ def test_a_pooled_transactional_producer_fenced_meanwhile_is_replaced_before_it_
     elsewhere.begin_transaction()
     elsewhere.produce(topic, orjson.dumps({"id": 100}), orjson.dumps({"id": 100, "name": "x", "price": 1.0}))
     elsewhere.commit_transaction(30)
-    made = POOL.made["producer"]
+    made = CLIENT_POOL.made["producer"]
 
     again = transactional_task(write_plan, txn_id, "batch 2", range(5, 10), topic)
 
     assert again.client is not pooled.client, "the fenced producer was not used"
-    assert POOL.made["producer"] - made == 1, "a new producer took its place"
+    assert CLIENT_POOL.made["producer"] - made == 1, "a new producer took its place"
     assert key_counts(bootstrap, topic) == {**{i: 1 for i in range(10)}, 100: 1}, "nothing lost, nothing twice"
     assert task_marker(bootstrap, prefix, 0, topic).startswith("batch 2|")
     # The replacement is pooled for the id now: the next task reuses it.
@@ -216,6 +216,6 @@ def test_a_process_forked_while_producers_are_pooled_starts_cleanly(new_topic, o
     task(plan(options(topic), topic), rows(range(3)))
     prefix = f"pool-{uuid.uuid4().hex[:8]}"
     transactional_task(exactly_once_plan(options, topic, prefix), f"{prefix}-q-0", "batch 1", range(3, 6), topic)
-    assert POOL.idle() >= 2
+    assert CLIENT_POOL.idle() >= 2
     child = subprocess.run([sys.executable, "-c", "print('started')"], preexec_fn=lambda: None, capture_output=True)
     assert (child.returncode, child.stdout.strip()) == (0, b"started")

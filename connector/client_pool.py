@@ -162,5 +162,5 @@ def _close_all(clients: list[Pooled]) -> None:
 
 
 _INHERITED: list = []  # in a forked child, the parent's idle clients: kept, never collected
-POOL = ClientPool()
-os.register_at_fork(after_in_child=POOL._forget)
+CLIENT_POOL = ClientPool()
+os.register_at_fork(after_in_child=CLIENT_POOL._forget)

@@ -65,19 +65,19 @@ def _state_pool() -> pa.MemoryPool:
         return pa.system_memory_pool()
 
 
-POOL = _state_pool()
+MEMORY_POOL = _state_pool()
 
 
 def records_table(records: Records) -> pa.Table:
     """Fetched records (non-null keys) as the reducer's columns."""
     arrays = [
-        pa.array(records.keys, pa.binary(), memory_pool=POOL),
-        pa.array(records.values, pa.binary(), memory_pool=POOL),
-        pa.array(records.offsets, pa.int64(), memory_pool=POOL),
+        pa.array(records.keys, pa.binary(), memory_pool=MEMORY_POOL),
+        pa.array(records.values, pa.binary(), memory_pool=MEMORY_POOL),
+        pa.array(records.offsets, pa.int64(), memory_pool=MEMORY_POOL),
     ]
     names = [KEY, VALUE, OFFSET]
     for kind, values in records.meta.items():
-        arrays.append(pa.array(values, _META_TYPES[kind], memory_pool=POOL))
+        arrays.append(pa.array(values, _META_TYPES[kind], memory_pool=MEMORY_POOL))
         names.append(META_PREFIX + kind)
     return pa.Table.from_arrays(arrays, names=names)
 
@@ -120,16 +120,16 @@ def latest(table: pa.Table, by: str) -> pa.Table:
     memory was measured to stay resident."""
     if table.num_rows < 2:
         return table
-    order = pc.sort_indices(table, [(by, "ascending"), (OFFSET, "descending")], memory_pool=POOL)
-    values = pc.take(table[by], order, memory_pool=POOL)
-    values = values.combine_chunks(memory_pool=POOL) if isinstance(values, pa.ChunkedArray) else values
+    order = pc.sort_indices(table, [(by, "ascending"), (OFFSET, "descending")], memory_pool=MEMORY_POOL)
+    values = pc.take(table[by], order, memory_pool=MEMORY_POOL)
+    values = values.combine_chunks(memory_pool=MEMORY_POOL) if isinstance(values, pa.ChunkedArray) else values
     n = len(values)
     # The first row of each run of equal values (nulls never occur: keys and identities are not null).
-    first = pc.not_equal(values.slice(1), values.slice(0, n - 1), memory_pool=POOL)
+    first = pc.not_equal(values.slice(1), values.slice(0, n - 1), memory_pool=MEMORY_POOL)
     if pc.all(first).as_py():
         return table
-    keep = pc.filter(order, pa.concat_arrays([pa.array([True]), first]), memory_pool=POOL)
-    return pc.take(table, keep, memory_pool=POOL)
+    keep = pc.filter(order, pa.concat_arrays([pa.array([True]), first]), memory_pool=MEMORY_POOL)
+    return pc.take(table, keep, memory_pool=MEMORY_POOL)
 
 
 def spill_root() -> str | None:
@@ -213,14 +213,14 @@ class LatestPerKey:
         one base chunk at a time (so a fold copies at most one chunk besides the pending rows)."""
         if not self._pending:
             return
-        newer = latest(pa.concat_tables(self._pending), KEY).combine_chunks(memory_pool=POOL)
+        newer = latest(pa.concat_tables(self._pending), KEY).combine_chunks(memory_pool=MEMORY_POOL)
         self._pending, self._pending_bytes = [], 0
         keys = newer[KEY]
         kept = []
         for chunk in self._base:
-            overwritten = pc.is_in(chunk[KEY], value_set=keys, memory_pool=POOL)
+            overwritten = pc.is_in(chunk[KEY], value_set=keys, memory_pool=MEMORY_POOL)
             stays = pc.invert(overwritten)
-            kept.append(pc.filter(chunk, stays, memory_pool=POOL) if pc.any(overwritten).as_py() else chunk)
+            kept.append(pc.filter(chunk, stays, memory_pool=MEMORY_POOL) if pc.any(overwritten).as_py() else chunk)
         kept.append(newer)
         self._base = _coalesced([c for c in kept if c.num_rows])
         self._base_bytes = sum(c.nbytes for c in self._base)
@@ -245,9 +245,9 @@ class LatestPerKey:
 
     def _write_run(self, table: pa.Table, by: str) -> Path:
         """Write `table` sorted by `by` as a run file."""
-        order = pc.sort_indices(table, [(by, "ascending")], memory_pool=POOL)
+        order = pc.sort_indices(table, [(by, "ascending")], memory_pool=MEMORY_POOL)
         step = self._batch_rows(table)
-        parts = (pc.take(table, order.slice(s, step), memory_pool=POOL) for s in range(0, table.num_rows, step))
+        parts = (pc.take(table, order.slice(s, step), memory_pool=MEMORY_POOL) for s in range(0, table.num_rows, step))
         return self._write_sorted(parts, by)
 
     def _batch_rows(self, table: pa.Table) -> int:
@@ -284,7 +284,7 @@ class LatestPerKey:
 
     def _merge_open(self, runs: list[Path], by: str, dedupe: bool, ordered: bool) -> Iterator[pa.Table]:
         readers: list[pa.ipc.RecordBatchStreamReader | None] = [
-            pa.ipc.open_stream(pa.OSFile(str(p), "rb"), memory_pool=POOL) for p in runs
+            pa.ipc.open_stream(pa.OSFile(str(p), "rb"), memory_pool=MEMORY_POOL) for p in runs
         ]
         try:
             current: list[pa.Table | None] = [None] * len(readers)
@@ -347,16 +347,16 @@ def _coalesced(chunks: list[pa.Table]) -> list[pa.Table]:
         group.append(chunk)
         size += chunk.nbytes
         if size >= target:
-            out.append(pa.concat_tables(group).combine_chunks(memory_pool=POOL) if len(group) > 1 else group[0])
+            out.append(pa.concat_tables(group).combine_chunks(memory_pool=MEMORY_POOL) if len(group) > 1 else group[0])
             group, size = [], 0
     if group:
-        out.append(pa.concat_tables(group).combine_chunks(memory_pool=POOL))
+        out.append(pa.concat_tables(group).combine_chunks(memory_pool=MEMORY_POOL))
     return out
 
 
 def _sorted(table: pa.Table, by: str) -> pa.Table:
     return (
-        pc.take(table, pc.sort_indices(table, [(by, "ascending")], memory_pool=POOL), memory_pool=POOL)
+        pc.take(table, pc.sort_indices(table, [(by, "ascending")], memory_pool=MEMORY_POOL), memory_pool=MEMORY_POOL)
         if table.num_rows > 1
         else table
     )
@@ -365,14 +365,14 @@ def _sorted(table: pa.Table, by: str) -> pa.Table:
 def _slices(table: pa.Table, rows: int, order: str | None = None, live: bool = False) -> Iterator[pa.Table]:
     """`table` in tables of at most `rows` rows, sorted by `order`, only rows with a value if `live`: a slice
     at a time, so that no second copy of the whole table is made."""
-    indices = pc.sort_indices(table, [(order, "ascending")], memory_pool=POOL) if order is not None else None
+    indices = pc.sort_indices(table, [(order, "ascending")], memory_pool=MEMORY_POOL) if order is not None else None
     for start in range(0, table.num_rows, rows):
         part = (
             table.slice(start, rows)
             if indices is None
-            else pc.take(table, indices.slice(start, rows), memory_pool=POOL)
+            else pc.take(table, indices.slice(start, rows), memory_pool=MEMORY_POOL)
         )
         if live and part[VALUE].null_count:
-            part = pc.filter(part, pc.is_valid(part[VALUE]), memory_pool=POOL)
+            part = pc.filter(part, pc.is_valid(part[VALUE]), memory_pool=MEMORY_POOL)
         if part.num_rows:
-            yield part.combine_chunks(memory_pool=POOL)
+            yield part.combine_chunks(memory_pool=MEMORY_POOL)

@@ -5,7 +5,7 @@ write whose rows belong to several tables, each row's table named by a column. E
 debezium-json or canal-json) that names the table as Flink CDC's serializers do; record headers `namespace`,
 `schemaName`, `tableName` (`sink.add-tableId-to-header-enabled`) and `sink.custom-header`.
 
-How it plugs in: the driver turns the options into a TablesSpec and the options of an ordinary write of encoded
+How it plugs in: the driver turns the options into a MultiTableSpec and the options of an ordinary write of encoded
 records (key and value as raw bytes, each row's topic and headers as metadata columns), which the usual writer
 performs: partitioning by the key bytes (murmur2), delivery guarantees, exactly-once. Each task first turns its
 Arrow batches of table rows into such records (route).
@@ -25,7 +25,7 @@ from pyspark.sql.types import BinaryType, MapType, StringType, StructField, Stru
 
 from ..errors import OptionError, RecordError
 from ..formats import Codec, FormatOptionError, make_codec
-from ..options.common import FORMAT_OPTION, canonical_options, changelog_column_name
+from ..options.canonical import FORMAT_OPTION, canonical_options, changelog_column_name
 from ..spark_internals import to_arrow_schema
 from .change_kinds import classify
 
@@ -65,7 +65,7 @@ class TableRoute:
 
 
 @dataclass(frozen=True)
-class TablesSpec:
+class MultiTableSpec:
     column: str  # the column naming each row's table
     changelog: str | None  # the change-type column, when the DataFrame has one
     tables: tuple[TableRoute, ...]
@@ -80,7 +80,7 @@ class TablesSpec:
 
 @dataclass(frozen=True)
 class RoutedWrite:
-    spec: TablesSpec
+    spec: MultiTableSpec
     options: dict[str, str]  # the ordinary write of encoded records
     schema: StructType
 
@@ -147,7 +147,7 @@ def route_tables(raw: Mapping[str, str], schema: StructType) -> RoutedWrite | No
         )
         _check_encoders(route, key_codec, value_codec, arrow_schema)
         routes.append(route)
-    spec = TablesSpec(column, changelog, tuple(routes), key_codec, value_codec, arrow_schema)
+    spec = MultiTableSpec(column, changelog, tuple(routes), key_codec, value_codec, arrow_schema)
     dropped = (*OPTIONS, "topic", "changelog.column", "schema")
     inner = {k: v for k, v in options.items() if k not in dropped and not _format_option(k)}
     inner |= {
@@ -303,7 +303,7 @@ def _check_encoders(route: TableRoute, key_codec: Codec, value_codec: Codec, sch
 class _Router:
     """One task's routing: per table, its rows' keys and change envelopes, in the rows' order within the table."""
 
-    def __init__(self, spec: TablesSpec) -> None:
+    def __init__(self, spec: MultiTableSpec) -> None:
         self.spec = spec
         schema = spec.arrow_schema
         self.encoders: dict[str, tuple[Any, Any]] = {}
