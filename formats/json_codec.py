@@ -52,20 +52,28 @@ from .option_kinds import FORMAT, Choice, Flag, Option, Text
 class JsonCodec(Codec):
     name = "json"
     declared_options = (
-        Option("fail-on-missing-field", "false", FORMAT, "Fail on a record that lacks a column.", kind=Flag()),
+        Option(
+            "fail-on-missing-field",
+            "false",
+            FORMAT,
+            "A field absent from the JSON object fails the record (a `null` field does not).",
+            kind=Flag(),
+        ),
         IGNORE_PARSE_ERRORS,
         Option(
             "timestamp-format.standard",
             "SQL",
             FORMAT,
-            "How timestamps are written and read: `SQL` (`2020-12-30 12:13:14.123`) or `ISO-8601`.",
+            "How TIMESTAMP columns are written (either form is read): `SQL` (`2024-05-06 07:08:09.12`) or `ISO-8601` "
+            "(`2024-05-06T07:08:09.12`); `Z` is added for `TIMESTAMP` (with time zone), not for `TIMESTAMP_NTZ`.",
             kind=Choice(("SQL", "ISO-8601")),
         ),
         Option(
             "map-null-key.mode",
             "FAIL",
             FORMAT,
-            "A MAP's null key on write: `FAIL`, `DROP` the entry, or write `LITERAL` (`map-null-key.literal`).",
+            "A MAP's null key on write: `FAIL`, `DROP` the entry, or write `LITERAL` (`map-null-key.literal`); Spark "
+            "maps hold no null key, so this is for Flink compatibility.",
             kind=Choice(("FAIL", "DROP", "LITERAL")),
         ),
         Option(
@@ -75,10 +83,16 @@ class JsonCodec(Codec):
             "encode.decimal-as-plain-number",
             "false",
             FORMAT,
-            "Write DECIMALs as plain numbers, never in scientific notation.",
+            "Write DECIMALs as plain numbers (`100`, `0.000000027`), never in scientific notation (`1E+2`).",
             kind=Flag(),
         ),
-        Option("encode.ignore-null-fields", "false", FORMAT, "Leave null columns out of the JSON.", kind=Flag()),
+        Option(
+            "encode.ignore-null-fields",
+            "false",
+            FORMAT,
+            "Leave null columns out of written objects (a change envelope's null image too, as Flink does).",
+            kind=Flag(),
+        ),
     )
     column_types = STRING_KEYED_TYPES
 

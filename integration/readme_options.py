@@ -61,6 +61,25 @@ def format_options_table(name: str) -> str:
     return "\n".join(lines)
 
 
+def cdc_options_table() -> str:
+    """The change-data-capture formats' options in one table, with the formats that take each."""
+    rows: dict[str, tuple[Option, list[str]]] = {}
+    for name in CHANGE_DATA_CAPTURE:
+        for option in codec_class(name, "value.format").declared_options:
+            rows.setdefault(option.name, (option, []))[1].append(name)
+    lines = ["| option | formats | type | default | meaning |", "|---|---|---|---|---|"]
+    for option, formats in rows.values():
+        taken = "all" if len(formats) == len(CHANGE_DATA_CAPTURE) else ", ".join(formats)
+        lines.append(f"| `{option.name}` | {taken} | {option.kind.type_name} | {option.shown} | {option.doc} |")
+    return "\n".join(lines)
+
+
+def other_format_options() -> str:
+    """The options of the built-in formats that json's and the change-data-capture tables do not show."""
+    others = [n for n in BUILT_IN_FORMATS if n != "json" and n not in CHANGE_DATA_CAPTURE]
+    return "\n\n".join(f"**{n}** (`key.{n}.*`, `value.{n}.*`):\n\n{format_options_table(n)}" for n in others)
+
+
 def reserved_table() -> str:
     """The client properties the connector owns: a `properties.*` value other than the accepted one fails."""
     lines = [
@@ -117,7 +136,10 @@ PAGES: dict[str, dict[str, Callable[[], str]]] = {
     },
     "formats/README.md": {
         "format-types": format_types_table,
+        "format-options": other_format_options,
+        "json-options": lambda: format_options_table("json"),
         "format-metadata": format_metadata_table,
+        "cdc-options": cdc_options_table,
         "tsv-codec": codec_example,
     },
     "integration/results/README.md": results_tables.BLOCKS,

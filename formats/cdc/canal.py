@@ -34,8 +34,22 @@ class CanalJsonCodec(EnvelopeCodec):
     name = "canal-json"
     declared_options = (
         *EnvelopeCodec.declared_options,
-        Option("database.include", None, FORMAT, "Read only the rows of databases matching this regex.", kind=Regex()),
-        Option("table.include", None, FORMAT, "Read only the rows of tables matching this regex.", kind=Regex()),
+        Option(
+            "database.include",
+            None,
+            FORMAT,
+            "Read only messages whose `database` fully matches this regular expression (Python's `re`); a "
+            "message without the name fails.",
+            kind=Regex(),
+        ),
+        Option(
+            "table.include",
+            None,
+            FORMAT,
+            "Read only messages whose `table` fully matches this regular expression (Python's `re`); a message "
+            "without the name fails.",
+            kind=Regex(),
+        ),
     )
     readable_metadata = {
         "database": pa.string(),

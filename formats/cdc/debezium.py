@@ -48,7 +48,8 @@ class DebeziumJsonCodec(EnvelopeCodec):
             "schema-include",
             "false",
             FORMAT,
-            "The envelopes carry Debezium's `schema` beside the `payload` (Kafka Connect's JSON with schemas).",
+            'The messages are `{"schema": ..., "payload": ...}` (Kafka Connect\'s `value.converter.schemas.enable`); '
+            "read only: writes carry no schema (as Flink's).",
             kind=Flag(),
         ),
     )

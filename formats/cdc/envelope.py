@@ -69,7 +69,8 @@ class EnvelopeCodec(ChangelogCodec):
             "changelog-mode",
             "upsert",
             FORMAT,
-            "`upsert`: rows are upserts and deletes of their key; `all`: Flink's full changelog, pre-images included.",
+            "Not in Flink: `upsert` (rows are upserts and deletes of their key) or `all` (Flink's row kinds, "
+            "pre-images included; needs them in the envelopes).",
             kind=Choice(("upsert", "all")),
         ),
     )
