@@ -159,3 +159,21 @@ def test_trigger_available_now_groups_by_records_and_a_replay_reads_the_same_gro
     # After a restart, with other options: the recorded plan, not the options, gives the groups.
     other = stream_reader(spark, options(topic, {"scan.coalesce.max-records": "1"}))
     assert other.partitions(start, end) == planned
+
+
+def test_overwrites_scan_of_live_keys_compares_many_small_partitions_in_one_block(spark, new_topic, options, bootstrap):
+    """Save mode overwrite's scan (write/overwrite.py): each partition's keys reduced on their own, the live keys
+    of all the small partitions compared with the written ones in one block, not one comparison per partition."""
+    import orjson
+    from pyspark_upsert_kafka.write.overwrite import missing_keys
+
+    topic = new_topic(partitions=16)
+    _fill(bootstrap, topic, {p: 3 for p in range(16)})
+    send(bootstrap, topic, [rec(7, "live", partition=0), rec(7, "x", partition=1), rec(7, None, partition=1)])
+    send(bootstrap, topic, [rec(1000, None, partition=1)])  # deleted: not live
+    kafka = _batch_reader(options(topic)).spec.kafka
+    written = pa.array([orjson.dumps({"id": i}) for i in (0, 2001, 15002)], pa.binary())
+    blocks = list(missing_keys(kafka, topic, written, 64 << 20))
+    assert len(blocks) == 1
+    live = {p * 1000 + i for p in range(16) for i in range(3)} - {1000, 0, 2001, 15002}
+    assert sorted(orjson.loads(k)["id"] for k in blocks[0]) == sorted(live | {7}), "7 is live in partition 0"
