@@ -13,6 +13,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from .options.layout import table_schema
+from .overwrite import UpsertKafkaOverwriter
 from .read.source import UpsertKafkaBatchReader, UpsertKafkaLookupReader, UpsertKafkaStreamReader
 from .read.spec import parse_read_spec
 from .spark_internals import pushdown_enabled
@@ -38,7 +39,8 @@ class UpsertKafkaDataSource(DataSource):
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         # overwrite: the topic's table becomes the DataFrame (missing keys get tombstones).
-        return UpsertKafkaWriter(plan_write(self.options, schema, overwrite))
+        plan = plan_write(self.options, schema, overwrite)
+        return UpsertKafkaOverwriter(plan) if overwrite else UpsertKafkaWriter(plan)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         # Complete mode passes overwrite: every row is an upsert of its key, which is what it means here.

@@ -24,16 +24,29 @@ from collections.abc import Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 from confluent_kafka.admin import OffsetSpec
+from pyspark.sql.datasource import WriterCommitMessage
 
 from .kafka import Brokers
 from .options.kafka_client import KafkaSpec
 from .read.fetch import CHUNK_RECORDS, Records, fetch_range
 from .read.latest_per_key import KEY, OFFSET, VALUE, LatestPerKey
-from .read.offsets import PartitionRange
+from .read.offsets import PartitionRange, ranges_between
 from .write.producer import Sender
+from .write.sink import UpsertKafkaWriter
 from .write.task import WritePlan, WriteResult
 
 log = logging.getLogger("upsert_kafka")
+
+
+class UpsertKafkaOverwriter(UpsertKafkaWriter):
+    """Save mode overwrite: the rows written as by append, then (on the driver, once every task committed) a
+    tombstone for each live key of the target topics that no task wrote. Here, above read/ and write/, as it
+    reads what the write leaves."""
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        tombstones = tombstone_missing_keys(self.plan, [m for m in messages if isinstance(m, WriteResult)])
+        log.info("upsert-kafka: overwrite tombstoned %d key(s) the DataFrame lacks", tombstones)
+        super().commit(messages)
 
 
 def tombstone_missing_keys(plan: WritePlan, results: list[WriteResult]) -> int:
@@ -72,38 +85,45 @@ def written_keys(single_topic: str | None, results: list[WriteResult]) -> dict[s
 
 def missing_keys(kafka: KafkaSpec, topic: str, written: pa.Array | None, budget: int) -> Iterator[list[bytes]]:
     """The keys of `topic` whose latest record carries a value, as read_committed sees it now, less `written`:
-    in blocks, partition by partition."""
+    in blocks. Each partition's keys are reduced on their own (offsets of two partitions do not say which record
+    is later), and the live keys of consecutive partitions share a block: a topic of many small partitions costs
+    a comparison per block, not one per partition."""
     brokers = Brokers(kafka)
     partitions = brokers.topic_partitions(topic)
-    start = brokers.list_offsets({topic: partitions}, OffsetSpec.earliest)[topic]
-    end = brokers.list_offsets({topic: partitions}, OffsetSpec.latest)[topic]
+    start = brokers.list_offsets({topic: partitions}, OffsetSpec.earliest)
+    end = brokers.list_offsets({topic: partitions}, OffsetSpec.latest)
     # Live keys are compared with the written ones in blocks at least as long as those: each comparison builds
     # a hash set of the written keys, so the work stays linear.
     block_rows = max(CHUNK_RECORDS, 0 if written is None else len(written))
-    for p in partitions:
-        reducer = LatestPerKey(budget)  # no identify: keys are their bytes
-        try:
-            for chunk in fetch_range(kafka, PartitionRange(topic, p, start[p], end[p])):
-                reducer.add(_key_table(chunk))
-            block: list[pa.Array] = []
-            rows = 0
-            for live in reducer.results(keep_deletes=False, rows=CHUNK_RECORDS):
-                block.append(live[KEY].combine_chunks())
-                rows += live.num_rows
-                if rows >= block_rows:
-                    yield from _unwritten(block, written)
-                    block, rows = [], 0
-            yield from _unwritten(block, written)
-            if reducer.spilled:
-                log.info(
-                    "upsert-kafka: overwrite: the live keys of topic '%s' partition %d outgrew a quarter of "
-                    "scan.table.memory-budget: spilled %d run(s) to local disk",
-                    topic,
-                    p,
-                    reducer.runs,
-                )
-        finally:
-            reducer.close()
+    block: list[pa.Array] = []
+    rows = 0
+    for rng in ranges_between(start, end):  # partitions holding no record are not read
+        for live in _live_keys(kafka, rng, budget):
+            block.append(live)
+            rows += len(live)
+            if rows >= block_rows:
+                yield from _unwritten(block, written)
+                block, rows = [], 0
+    yield from _unwritten(block, written)
+
+
+def _live_keys(kafka: KafkaSpec, rng: PartitionRange, budget: int) -> Iterator[pa.Array]:
+    """The keys of one partition range whose latest record there carries a value."""
+    reducer = LatestPerKey(budget)  # no identify: keys are their bytes
+    try:
+        for chunk in fetch_range(kafka, rng):
+            reducer.add(_key_table(chunk))
+        for live in reducer.results(keep_deletes=False, rows=CHUNK_RECORDS):
+            yield live[KEY].combine_chunks()
+        if reducer.spilled:
+            log.info(
+                "upsert-kafka: overwrite: the live keys of %s outgrew a quarter of scan.table.memory-budget: "
+                "spilled %d run(s) to local disk",
+                rng,
+                reducer.runs,
+            )
+    finally:
+        reducer.close()
 
 
 def _key_table(chunk: Records) -> pa.Table:

@@ -13,6 +13,8 @@ import time
 from argparse import Namespace
 from pathlib import Path
 
+from integration.bench_partitions import print_table
+
 # (ours, JVM peer, raw client ceiling) per comparison.
 COMPARISONS = [
     (
@@ -68,6 +70,7 @@ def report(results: dict, args: Namespace, out: Path) -> None:
             f"growth {mem['growth_mb']:,.0f} MB ({mem['growth_mb'] / mem['largest_partition_live_mb']:.2f}x the "
             f"largest partition's {mem['largest_partition_live_mb']:,.0f} MB live)"
         )
+    print_table(results)
     out.mkdir(parents=True, exist_ok=True)
     meta = {"when": time.strftime("%Y-%m-%d %H:%M"), "machine": f"{platform.machine()}, local[2]", **vars(args)}
     meta["out"] = str(meta["out"])

@@ -27,11 +27,12 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from integration import bench_kafka as kb
+from integration import bench_partitions
 from integration.kafka import CACHE_DIR, _run
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SPARK_KAFKA_POM = Path(__file__).resolve().parent / "spark-kafka-pom.xml"
-STEPS = ("reads", "avro", "writes", "streaming", "fixed", "latency", "memory")
+STEPS = ("reads", "avro", "writes", "streaming", "fixed", "latency", "memory", "partitions")
 SMALL = 1_000  # records of the fixed-cost step
 _PEER_JARS = ("spark-sql-kafka-0-10", "spark-token-provider-kafka-0-10", "kafka-clients", "commons-pool2", "spark-avro")
 
@@ -55,11 +56,11 @@ class Bench:
 
     # -- measuring ----------------------------------------------------------------------------------
 
-    def measure(self, name: str, run: Callable[[], float], records: int | None = None) -> None:
-        """Run `run` (returns seconds) `repeat` times; keep records/s median, min and max."""
+    def measure(self, name: str, run: Callable[[], float], records: int | None = None, repeat: int = 0) -> None:
+        """Run `run` (returns seconds) `repeat` times (default: the run's); keep records/s median, min and max."""
         n = records or self.records
         rates = []
-        for _ in range(self.repeat):
+        for _ in range(repeat or self.repeat):
             rates.append(n / run())
         self.results[name] = {
             "records": n,
@@ -183,7 +184,15 @@ class Bench:
         self.measure("write: JVM kafka + to_json", jvm)
         rows.unpersist()
 
-    def streaming(self, topic: str, tmp: Path, name: str = "stream AvailableNow", records: int | None = None) -> None:
+    def streaming(
+        self,
+        topic: str,
+        tmp: Path,
+        name: str = "stream AvailableNow",
+        records: int | None = None,
+        repeat: int = 0,
+        peer: bool = True,
+    ) -> None:
         """A Trigger.AvailableNow query reading the topic into noop; both sides decode key and value."""
 
         def ours() -> float:
@@ -197,8 +206,9 @@ class Bench:
             stream = stream.option("subscribe", topic).option("startingOffsets", "earliest").load()
             return self._available_now(self.jvm_json(stream), tmp)
 
-        self.measure(f"{name}: ours json", ours, records)
-        self.measure(f"{name}: JVM kafka + from_json", jvm, records)
+        self.measure(f"{name}: ours json", ours, records, repeat)
+        if peer:
+            self.measure(f"{name}: JVM kafka + from_json", jvm, records, repeat)
 
     def fixed_costs(self, tmp: Path) -> None:
         """A query's fixed cost: the same reads of a topic of SMALL records, where planning, starting the query
@@ -350,6 +360,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=int, nargs="+", default=[2000, 20000], help="records/s of the latency test(s)")
     parser.add_argument("--latency-seconds", type=float, default=20)
     parser.add_argument("--memory-keys", type=int, default=1_000_000)
+    parser.add_argument("--partition-records", type=int, default=bench_partitions.RECORDS)
+    parser.add_argument("--no-peer", action="store_true", help="partitions step: leave the JVM connector out")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument(
         "--only",
@@ -388,6 +400,8 @@ def main(argv: list[str] | None = None) -> int:
             bench.python_floor(args.latency_seconds)
         if "memory" in steps:
             bench.table_memory(args.memory_keys, tmp)
+        if "partitions" in steps:
+            bench_partitions.run(bench, tmp, args.partition_records, peer=not args.no_peer)
         spark.stop()
     report(bench.results, args, args.out)
     return 0

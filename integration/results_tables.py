@@ -160,10 +160,30 @@ def steps_table() -> str:
     return _table(header, rows)
 
 
+def partitions_table() -> str:
+    """The same 100,000 records on 4 to 512 partitions (and skewed), before and after reads were planned by
+    records: seconds, ours and the JVM connector's, and ours over the 4-partition time."""
+    from integration.bench_partitions import table  # the benchmark step's own reading of its figures
+
+    rows = []
+    for label, name in (("before", "benchmark-partitions-before.json"), ("after", "benchmark-partitions.json")):
+        found = table(_load(name)["raw"])
+        base = found[0]
+        for row in found:
+            cells = [label, row["shape"]]
+            for what in ("batch", "available_now"):
+                ours, jvm = row[f"ours_{what}"], row[f"jvm_{what}"]
+                cells += [f"{ours:.2f} s", f"{jvm:.2f} s", f"{ours / base[f'ours_{what}']:.2f}"]
+            rows.append(cells)
+    header = ["run", "partitions", "ours batch", "JVM batch", "x 4 partitions", "ours AvailableNow", "JVM AvailableNow"]
+    return _table([*header, "x 4 partitions"], rows)
+
+
 BLOCKS: dict[str, Callable[[], str]] = {
     "run": run_line,
     "throughput": throughput_table,
     "fixed-cost": fixed_cost_table,
+    "partitions": partitions_table,
     "lookup": lookup_table,
     "memory": memory_table,
     "latency": latency_table,

@@ -208,12 +208,12 @@ READ_OPTIONS: tuple[Option, ...] = (
         "scan.coalesce.max-records",
         "20000",
         READ,
-        "Streaming: a micro-batch's partition ranges are read by one Spark task together while their offsets add "
-        "up to at most this many, so that a micro-batch of a few records does not pay a task per partition (a "
-        "task's fixed cost dominates a small micro-batch's latency); a larger range is a task of its own. `0`: a "
-        "task per partition range, as Spark's `kafka` source. Not applied with `scan.split.max-records` or "
-        "`minPartitions`, nor under `Trigger.AvailableNow` (a bounded backlog, read with a task per range as a "
-        "batch read is).",
+        "Small partition ranges are read by one Spark task together, up to this many offsets a task, so that a "
+        "read of many small partitions does not pay a task per partition (a task's fixed cost dominates a small "
+        "read); a larger range is a task of its own. Batch reads and `Trigger.AvailableNow` make tasks of "
+        "near-equal records, at least 8 (a task per range when fewer); a running stream packs a micro-batch's "
+        "ranges in order. `0`: a task per partition range, as Spark's `kafka` source. Not applied with "
+        "`scan.split.max-records` or `minPartitions`.",
         kind=Count(),
     ),
     Option(

@@ -11,6 +11,7 @@ import itertools
 import logging
 import time
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
@@ -20,13 +21,29 @@ from ..spark_internals import ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinR
 from . import offsets
 from .decoders import range_decoder
 from .fetch import fetch_range
-from .offsets import BatchPlan, PartitionRange, RangeGroup, clip_starts, coalesce_ranges, ranges_between, split_ranges
+from .offsets import BatchPlan, PartitionRange, RangeGroup, clip_starts, ranges_between
 from .planner import Planner, limit_by_backlog, with_new_partitions, within_log_end
 from .pushdown import Narrowing, narrow_plan, narrowing
 from .spec import ReadSpec
 from .watermarks import WatermarkTracker
 
 log = logging.getLogger("upsert_kafka")
+
+# The floor of a bounded read's tasks (group_ranges), when its records would fit fewer. PySpark's Data Source API
+# does not tell a reader the cluster's parallelism, and neither planning process (the batch planner's worker, the
+# stream's runner) can learn it: this many lets a small cluster's cores all work and costs a larger one little,
+# whose tasks the record budget multiplies. minPartitions sets another count (a task per range, split to it).
+MIN_TASKS = 8
+
+
+def plan_of(spec: ReadSpec, bounded: bool) -> BatchPlan:
+    """How a read's ranges become tasks: split by scan.split.max-records / minPartitions (then a task per slice);
+    otherwise grouped up to scan.coalesce.max-records, bounded reads (batch, Trigger.AvailableNow) into balanced
+    tasks with a floor of MIN_TASKS, a running stream's micro-batch packed in order (its latency is about few
+    tasks)."""
+    if spec.split_max_records or spec.min_partitions or not spec.coalesce_max_records:
+        return BatchPlan(spec.split_max_records, spec.min_partitions)
+    return BatchPlan(coalesce=spec.coalesce_max_records, min_tasks=MIN_TASKS if bounded else None)
 
 
 def read_range(spec: ReadSpec, rng: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -92,8 +109,7 @@ class UpsertKafkaBatchReader(DataSourceReader):
             watermark = tracker.merged(tracker.advance(start, end, {}))
         if self.narrow is not None:  # after the watermark: filters change what is read, not the watermark
             start, end = narrow_plan(self.spec, self.narrow, planner, parts, start, end)
-        ranges = ranges_between(start, end, watermark)
-        return list(split_ranges(ranges, self.spec.split_max_records, self.spec.min_partitions))
+        return plan_of(self.spec, bounded=True).tasks(ranges_between(start, end, watermark))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_range(self.spec, partition)
@@ -214,7 +230,7 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             merged = self.tracker.merged(watermarks, idle)
         _log_batch(end, latest, merged)
         planned_from = begin if initial or offsets.to_json(begin) != offsets.to_json(checkpointed) else None
-        plan = BatchPlan(self.spec.split_max_records, self.spec.min_partitions, idle, planned_from, self._coalesce())
+        plan = replace(plan_of(self.spec, bounded=self.available_now is not None), idle=idle, start=planned_from)
         return offsets.to_json(end, watermarks if self.spec.tracks_watermarks else None, plan)
 
     def reportLatestOffset(self) -> dict | None:
@@ -243,17 +259,7 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             plan = BatchPlan(self.spec.split_max_records, self.spec.min_partitions)
         # Split and group the ranges as planned, then skip what was deleted since (failOnDataLoss=false): a
         # deletion between the first run and a replay must not move the records that survive it to other tasks.
-        tasks = coalesce_ranges(split_ranges(ranges, plan.max_records, plan.min_partitions), plan.coalesce)
-        return clip_starts(tasks, first)
-
-    def _coalesce(self) -> int | None:
-        """scan.coalesce.max-records, for the micro-batches of a running stream, whose latency it is about. Not
-        when the user split ranges into tasks (scan.split.max-records, minPartitions), nor under
-        Trigger.AvailableNow, which reads a bounded backlog as a batch read does: a task per range."""
-        spec = self.spec
-        if spec.split_max_records or spec.min_partitions or self.available_now is not None:
-            return None
-        return spec.coalesce_max_records or None
+        return clip_starts(plan.tasks(ranges), first)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_range(self.spec, partition)

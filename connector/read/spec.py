@@ -37,7 +37,7 @@ class ReadSpec:
     max_trigger_delay_s: float = 900.0  # maxTriggerDelay: how long minOffsetsPerTrigger may hold a batch back
     split_max_records: int | None = None
     min_partitions: int | None = None
-    coalesce_max_records: int = 0  # streaming: small ranges of a micro-batch read together (0: never)
+    coalesce_max_records: int = 0  # small ranges read together by one task, up to this many offsets (0: never)
     key_partition_pruning: bool = True  # batch, filter pushdown: key look-ups read the keys' partitions only
     fail_on_data_loss: bool = True
     discovery_interval_s: float = 300.0

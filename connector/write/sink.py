@@ -24,7 +24,6 @@ from ..formats import ChangelogCodec
 from ..options.canonical import canonical_options
 from ..options.layout import check_codecs
 from ..options.topics import parse_topic_selection
-from ..overwrite import tombstone_missing_keys
 from .producer import fence, fence_scope
 from .spec import EXACTLY_ONCE, parse_write_spec
 from .target import describe_write_target
@@ -149,9 +148,6 @@ class UpsertKafkaWriter(DataSourceArrowWriter):
         return _write_task(self.plan, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        if self.plan.collect_keys:
-            tombstones = tombstone_missing_keys(self.plan, [m for m in messages if isinstance(m, WriteResult)])
-            log.info("upsert-kafka: overwrite tombstoned %d key(s) the DataFrame lacks", tombstones)
         log.info("upsert-kafka: wrote %s to %s", _summary(messages), self.plan.spec.topics.describe())
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:

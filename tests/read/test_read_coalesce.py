@@ -1,7 +1,8 @@
-"""scan.coalesce.max-records: a running stream's micro-batch reads its small partition ranges in one Spark task
+"""scan.coalesce.max-records in a running stream: a micro-batch reads its small partition ranges in one Spark task
 (a task per partition made the fixed cost of a micro-batch, and so its latency, grow with the partitions).
-The grouping is recorded in the batch's end offset, so a replay reads the same records in the same tasks;
-split options and Trigger.AvailableNow keep a task per range."""
+The grouping is recorded in the batch's end offset, so a replay reads the same records in the same tasks; split
+options keep a task per range. Bounded reads (batch, Trigger.AvailableNow) group by records:
+test_read_planning.py."""
 
 from __future__ import annotations
 

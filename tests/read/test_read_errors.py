@@ -14,7 +14,10 @@ SPECIFIC_FORM = r"'partition:0,offset:42;partition:1,offset:300'"
 @pytest.mark.parametrize(
     ("more", "message"),
     [
-        ({"read.mode": "tabel"}, r"option 'read\.mode' must be 'table' or 'changelog', got 'tabel'"),
+        (
+            {"read.mode": "tabel"},
+            r"option 'read\.mode' must be one of table, changelog, got 'tabel'\. Did you mean 'table'\?",
+        ),
         (
             {"scan.startup.mode": "earliest"},
             r"option 'scan\.startup\.mode' must be one of earliest-offset, latest-offset, group-offsets, timestamp, "
@@ -68,7 +71,7 @@ SPECIFIC_FORM = r"'partition:0,offset:42;partition:1,offset:300'"
             {"scan.startup.mod": "earliest-offset"},
             r"unknown option 'scan\.startup\.mod'\. Did you mean 'scan\.startup\.mode'\?",
         ),
-        ({"startingOffset": "earliest"}, r"unknown option 'startingoffset'\. Did you mean 'startingoffsets'\?"),
+        ({"startingOffset": "earliest"}, r"unknown option 'startingoffset'\. Did you mean 'startingOffsets'\?"),
         ({"scan.max-records-per-batch": "0"}, r"option 'scan\.max-records-per-batch' must be a positive whole number"),
         ({"minPartitions": "many"}, r"option 'minPartitions' must be a positive whole number, got 'many'"),
         ({"scan.fail-on-data-loss": "maybe"}, r"option 'scan\.fail-on-data-loss' must be true or false, got 'maybe'"),

@@ -1,6 +1,6 @@
 """The package's import graph, read from the sources with `ast`: no cycle between modules, no arrow from
-formats/ to the connector, none between read/ and write/ either way; and `pyspark_upsert_kafka.formats`
-imports without Spark or the connector.
+formats/ to the connector, none between read/ and write/ either way (nor through a module above both); and
+`pyspark_upsert_kafka.formats` imports without Spark or the connector.
 
 Every import counts: at module level, under `if TYPE_CHECKING`, and inside functions (a deferred import still
 couples two modules; none is exempt today). A package's own __init__, which runs before any of its modules, is
@@ -140,6 +140,20 @@ def test_read_and_write_do_not_import_each_other():
     edges = graph()
     assert arrows(edges, f"{PACKAGE}.read", f"{PACKAGE}.write") == []
     assert arrows(edges, f"{PACKAGE}.write", f"{PACKAGE}.read") == []
+
+
+def test_read_and_write_do_not_reach_each_other_through_the_modules_above_them():
+    """A top-level module that imports read/ or write/ (overwrite, datasource, ...) is above both: neither side
+    imports it, or it would reach the other side through it."""
+    edges = graph()
+    above = {
+        m
+        for m in edges
+        if m.count(".") == 1 and any(inside(t, f"{PACKAGE}.read") or inside(t, f"{PACKAGE}.write") for t in edges[m])
+    }
+    assert f"{PACKAGE}.overwrite" in above
+    for side in ("read", "write"):
+        assert [a for m in above for a in arrows(edges, f"{PACKAGE}.{side}", m)] == []
 
 
 def _fresh(script: str) -> dict:
