@@ -109,12 +109,6 @@ def from_arrow_type(arrow_type: pa.DataType) -> DataType:
     return _arrow_types.from_arrow_type(arrow_type, prefer_timestamp_ntz=True)
 
 
-def parse_schema(ddl: str) -> DataType:
-    """A DDL schema string ("id INT, name STRING") as pyspark parses a reader's `.schema(...)` (private function,
-    needs an active SparkContext)."""
-    return _types._parse_datatype_string(ddl)
-
-
 # ---- A write task's input: did Spark end it, or cut it short? -----------------------------------------------
 
 _END_OF_STREAM = struct.pack("!i", SpecialLengths.END_OF_STREAM)

@@ -76,11 +76,6 @@ def test_arrow_schema_has_utc_timestamps_and_types_round_trip():
     assert spark_internals.from_arrow_type(pa.timestamp("us")) == TimestampNTZType()
 
 
-def test_schema_strings_parse_as_a_readers_schema_does(spark):
-    parsed = spark_internals.parse_schema("id INT, name STRING")
-    assert parsed == spark.createDataFrame([], "id INT, name STRING").schema
-
-
 # ---- A write task's input, and its micro-batch (a real cut-short input: tests/write/test_write_exactly_once.py)
 
 
