@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 from pyspark_upsert_kafka.errors import OptionError
 from pyspark_upsert_kafka.formats.json_values import json_bytes  # right-sized: the data sets are held in memory
-from pyspark_upsert_kafka.options.values import parse_table_memory_budget
+from pyspark_upsert_kafka.options.catalog import option
 from pyspark_upsert_kafka.overwrite import missing_keys
 from pyspark_upsert_kafka.read.fetch import Records
 from pyspark_upsert_kafka.read.latest_per_key import (
@@ -268,17 +268,17 @@ def test_key_identity_is_equal_exactly_when_the_decoded_keys_are():
     [("256 mb", 256 << 20), ("64m", 64 << 20), ("1 GB", 1 << 30), ("512kb", 512 << 10), ("4096", 4096)],
 )
 def test_the_memory_budget_takes_flinks_memory_sizes(given, expected):
-    assert parse_table_memory_budget({"scan.table.memory-budget": given}) == expected
+    assert option("scan.table.memory-budget").parse(given) == expected
 
 
 def test_the_memory_budget_default_is_the_catalogs():
-    assert parse_table_memory_budget({}) == 256 << 20
+    assert option("scan.table.memory-budget").default_value() == 256 << 20
 
 
 @pytest.mark.parametrize("given", ["lots", "0", "12 parsecs", "-5 mb"])
 def test_a_bad_memory_budget_names_the_expected_form(given):
     with pytest.raises(OptionError, match=r"option 'scan.table.memory-budget' must be a positive memory size"):
-        parse_table_memory_budget({"scan.table.memory-budget": given})
+        option("scan.table.memory-budget").parse(given)
 
 
 def test_every_metadata_kind_a_fetch_collects_has_a_type_in_the_table_state():

@@ -6,8 +6,9 @@ import pytest
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 from pyspark_upsert_kafka.errors import OptionError
 from pyspark_upsert_kafka.options.canonical import canonical_options
+from pyspark_upsert_kafka.options.catalog import option
+from pyspark_upsert_kafka.options.kinds import Duration
 from pyspark_upsert_kafka.options.layout import table_schema
-from pyspark_upsert_kafka.options.values import parse_duration
 from pyspark_upsert_kafka.read.spec import parse_read_spec
 from pyspark_upsert_kafka.write.spec import parse_write_spec
 
@@ -19,7 +20,7 @@ BASE = {"topic": "t", "properties.bootstrap.servers": "b:9092", "key.fields": "i
     ("text", "seconds"), [("30 s", 30), ("500 ms", 0.5), ("2 min", 120), ("1500", 1.5), ("1h", 3600)]
 )
 def test_durations_read_like_flinks(text, seconds):
-    assert parse_duration({"x": text}, "x") == seconds
+    assert Duration().parse(text) == seconds
 
 
 @pytest.mark.parametrize("text", ["1 mins", "1 minute", "60000", "60 s", "1min"])
@@ -27,13 +28,13 @@ def test_one_duration_grammar_for_every_option(text):
     # sink.buffer-flush.interval had a grammar of its own, which refused '1 mins' that client.timeout took.
     buffered = parse_write_spec(BASE | {"sink.buffer-flush.max-rows": "10", "sink.buffer-flush.interval": text}, SCHEMA)
     assert buffered.buffer.interval_s == 60
-    assert parse_duration({"client.timeout": text}, "client.timeout") == 60
+    assert option("client.timeout").parse(text) == 60
 
 
 @pytest.mark.parametrize(("text", "message"), [("1 fortnight", "must be a duration"), ("-1 s", "must be a duration")])
 def test_a_malformed_duration_names_the_option(text, message):
     with pytest.raises(OptionError, match=rf"option 'client.timeout' {message} such as '30 s'"):
-        parse_duration({"client.timeout": text}, "client.timeout")
+        option("client.timeout").parse(text)
 
 
 def test_spark_spellings_fold_onto_flink_names():
