@@ -18,7 +18,15 @@ import numpy as np
 import pyarrow as pa
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 
-from .avro_schema import AVRO_TYPES, AvroType, arrow_schema, avro_schema, reader_schema, table_avro_schema
+from .avro_schema import (
+    AVRO_TYPES,
+    AvroType,
+    arrow_schema,
+    avro_schema,
+    reader_schema,
+    table_avro_schema,
+    timestamp_logical_type,
+)
 from .avro_vector import Layout, VectorReader
 from .codec import (
     IGNORE_PARSE_ERRORS,
@@ -31,8 +39,21 @@ from .codec import (
     batch_from_records,
 )
 from .decimals import rounded_values
-from .option_kinds import FORMAT, Invalid, Kind, Option, Text
+from .flink_types import flink_type_name
+from .option_kinds import FORMAT, Flag, Invalid, Kind, Option, Text
 from .schema_registry import RegistryError
+
+#: Flink's avro.timestamp_mapping.legacy, for both avro formats (avro_schema.py's module docstring).
+TIMESTAMP_MAPPING_LEGACY = Option(
+    "timestamp_mapping.legacy",
+    "true",
+    FORMAT,
+    "Flink's timestamp mapping of a derived schema: `true` (Flink's default) writes a TIMESTAMP(0..3) as "
+    "`timestamp-millis` (the wall clock as if in UTC); `false` as `local-timestamp-millis`. Other timestamps take "
+    "Flink's non-legacy mapping either way (Flink's legacy mapping refuses them): TIMESTAMP(4..6) "
+    "`local-timestamp-micros`, TIMESTAMP_LTZ(p) `timestamp-millis` / `-micros`.",
+    kind=Flag(),
+)
 
 
 class AvroSchema(Kind):
@@ -63,6 +84,7 @@ class AvroCodec(Codec):
         ),
         Option("record-name", "record", FORMAT, "The record name of a derived schema.", kind=Text()),
         Option("record-namespace", None, FORMAT, "The namespace of a derived schema (none by default).", kind=Text()),
+        TIMESTAMP_MAPPING_LEGACY,
         IGNORE_PARSE_ERRORS,
     )
     column_types = AVRO_TYPES
@@ -73,19 +95,21 @@ class AvroCodec(Codec):
         self.record_name = values.value("record-name").strip()
         self.record_namespace = (values.value("record-namespace") or "").strip() or None
         self.given_schema = values.value("schema")
+        self.legacy_timestamps = values.value(TIMESTAMP_MAPPING_LEGACY.name)
 
     def writer_schema(self, schema: pa.Schema) -> AvroType:
         """The schema records are written with: the given one, or the table's as Flink derives it (a key's
         columns NOT NULL)."""
         return self.given_schema or table_avro_schema(
-            schema, self.context.role, self.record_name, self.record_namespace
+            schema, self.context.role, self.record_name, self.record_namespace, self.legacy_timestamps
         )
 
     def decoder(self, schema: pa.Schema) -> Decoder:
-        return AvroDecoder(schema, AvroBodyReader(self.writer_schema(schema), schema))
+        return AvroDecoder(schema, AvroBodyReader(self.writer_schema(schema), schema, self.legacy_timestamps))
 
     def encoder(self, schema: pa.Schema) -> Encoder:
-        return AvroEncoder(schema, self.writer_schema(schema), derived=self.given_schema is None)
+        derived = self.given_schema is None
+        return AvroEncoder(schema, self.writer_schema(schema), derived, legacy_timestamps=self.legacy_timestamps)
 
     def inferred_schema(self) -> pa.Schema | None:
         return None if self.given_schema is None else arrow_schema(self.given_schema)
@@ -94,10 +118,10 @@ class AvroCodec(Codec):
 class AvroBodyReader:
     """Reads Avro bodies written with `writer` into the table's columns (schema resolution)."""
 
-    def __init__(self, writer: AvroType, schema: pa.Schema) -> None:
+    def __init__(self, writer: AvroType, schema: pa.Schema, legacy_timestamps: bool = True) -> None:
         self.schema = schema
         self.writer = parse_schema(writer)
-        adopted = reader_schema(avro_schema(schema), writer)
+        adopted = reader_schema(avro_schema(schema, legacy_timestamps=legacy_timestamps), writer)
         reader = parse_schema(adopted)
         # fastavro resolves even equal schemas, slower than reading with the writer's alone.
         self.reader = None if reader == self.writer else reader
@@ -196,19 +220,21 @@ def _reason(e: Exception) -> str:
 class AvroEncoder(Encoder):
     """Encodes rows with `writer`; `prefix` (the Confluent header) is written before each record."""
 
-    def __init__(self, schema: pa.Schema, writer: AvroType, derived: bool, prefix: bytes = b"") -> None:
+    def __init__(
+        self, schema: pa.Schema, writer: AvroType, derived: bool, prefix: bytes = b"", legacy_timestamps: bool = True
+    ) -> None:
         self.writer = parse_schema(writer)
         self.prefix = prefix
-        # With our own schema, timestamps and dates travel as their integer encoding (micros, days):
+        # With our own schema, timestamps and dates travel as their integer encoding (micros or millis, days):
         # no Python datetime per value. A given schema may want millis, so it gets datetimes.
-        self.wire = pa.schema([f.with_type(_wire_type(f.type)) for f in schema]) if derived else None
+        self.wire = _Wire(schema, legacy_timestamps) if derived else None
         # fastavro takes maps as dicts only; Arrow builds them several times slower than its default pairs.
         self.maps_as_pydicts = ["strict" if _has_map(f.type) else None for f in schema]
 
     def encode(self, batch: pa.RecordBatch) -> list[bytes]:
         n = batch.num_rows  # a cast of a batch without columns loses its row count
         if self.wire is not None:
-            batch = batch.cast(self.wire)
+            batch = self.wire.cast(batch)
         names = batch.schema.names
         # Column by column into Python values, then one dict per row: twice as fast as batch.to_pylist().
         columns = [c.to_pylist(maps_as_pydicts=m) for c, m in zip(batch.columns, self.maps_as_pydicts)]
@@ -234,15 +260,46 @@ def _has_map(t: pa.DataType) -> bool:
     return pa.types.is_struct(t) and any(_has_map(f.type) for f in t)
 
 
-def _wire_type(t: pa.DataType) -> pa.DataType:
-    if pa.types.is_timestamp(t):
-        return pa.int64()
-    if pa.types.is_date32(t):
-        return pa.int32()
-    if pa.types.is_list(t):
-        return pa.list_(t.value_field.with_type(_wire_type(t.value_type)))
-    if pa.types.is_map(t):
-        return pa.map_(t.key_field, t.item_field.with_type(_wire_type(t.item_type)))
-    if pa.types.is_struct(t):
-        return pa.struct([f.with_type(_wire_type(f.type)) for f in t])
-    return t
+class _Wire:
+    """A derived schema's integer encodings of dates and timestamps, cast from the table's Arrow types: micros, or
+    millis for a timestamp of Flink precision 0 to 3, cast safely (a value with finer digits than its Flink type
+    fails the write, never truncated)."""
+
+    def __init__(self, schema: pa.Schema, legacy: bool) -> None:
+        self.legacy = legacy
+        self.millis: list[str] = []  # the timestamps written as millis, by Flink type, for the error
+        self.exact = pa.schema([self._field(f, integers=False) for f in schema])
+        self.integers = pa.schema([self._field(f, integers=True) for f in schema])
+
+    def cast(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        if self.millis:
+            try:
+                batch = batch.cast(self.exact)
+            except pa.ArrowInvalid as e:
+                raise ValueError(
+                    f"a timestamp has digits finer than a millisecond, which its Flink type ({', '.join(self.millis)})"
+                    f" cannot hold ({e}): truncate it first, e.g. F.date_trunc('millisecond', column), or declare the"
+                    " column's precision as 6 in option 'flink.column-types'"
+                ) from None
+        return batch.cast(self.integers)
+
+    def _field(self, f: pa.Field, integers: bool) -> pa.Field:
+        return f.with_type(self._type(f, integers))
+
+    def _type(self, f: pa.Field, integers: bool) -> pa.DataType:
+        t = f.type
+        if pa.types.is_timestamp(t):
+            if timestamp_logical_type(f, self.legacy).endswith("millis"):
+                if not integers:
+                    self.millis.append(f"{f.name} {flink_type_name(f)}")
+                return pa.int64() if integers else pa.timestamp("ms", t.tz)
+            return pa.int64() if integers else t
+        if pa.types.is_date32(t):
+            return pa.int32() if integers else t
+        if pa.types.is_list(t):
+            return pa.list_(self._field(t.value_field, integers))
+        if pa.types.is_map(t):
+            return pa.map_(t.key_field, self._field(t.item_field, integers))
+        if pa.types.is_struct(t):
+            return pa.struct([self._field(c, integers) for c in t])
+        return t

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from .avro_codec import AvroBodyReader, AvroEncoder, AvroSchema
+from .avro_codec import TIMESTAMP_MAPPING_LEGACY, AvroBodyReader, AvroEncoder, AvroSchema
 from .avro_schema import AVRO_TYPES, arrow_schema, table_avro_schema
 from .avro_vector import Layout
 from .codec import (
@@ -95,6 +95,7 @@ class AvroConfluentCodec(Codec):
         Option("ssl.truststore.password", None, FORMAT, "Needs `ssl.truststore.location`.", kind=Text()),
         Option("record-name", "record", FORMAT, "The record name of a derived schema.", kind=Text()),
         Option("record-namespace", FLINK_NAMESPACE, FORMAT, "The namespace of a derived schema.", kind=Text()),
+        TIMESTAMP_MAPPING_LEGACY,
         IGNORE_PARSE_ERRORS,
     )
     column_types = AVRO_TYPES
@@ -107,6 +108,7 @@ class AvroConfluentCodec(Codec):
         self.record_name = values.value("record-name").strip()
         self.record_namespace = values.value("record-namespace").strip() or None
         self.subject = (values.value("subject") or "").strip() or None
+        self.legacy_timestamps = values.value(TIMESTAMP_MAPPING_LEGACY.name)
         self.settings = _settings(values, self.prefix)
 
     def __repr__(self) -> str:  # the options hold credentials: show only what is safe
@@ -129,13 +131,13 @@ class AvroConfluentCodec(Codec):
         return tuple(f"{topic}-{self.context.role}" for topic in self.context.topics)
 
     def decoder(self, schema: pa.Schema) -> Decoder:
-        return ConfluentDecoder(self.registry, schema)
+        return ConfluentDecoder(self.registry, schema, self.legacy_timestamps)
 
     def writer_schema(self, schema: pa.Schema) -> dict:
         """The schema records are written with: option `schema`, else the table's as Flink derives it (a key's
         columns NOT NULL), so a key subject holds the schema Flink's and Confluent's producers register."""
         return self.given_schema or table_avro_schema(
-            schema, self.context.role, self.record_name, self.record_namespace
+            schema, self.context.role, self.record_name, self.record_namespace, self.legacy_timestamps
         )
 
     def check_writable(self, schema: pa.Schema) -> None:
@@ -155,7 +157,8 @@ class AvroConfluentCodec(Codec):
             )
         schema_id = next(iter(ids.values()))
         header = bytes([MAGIC]) + schema_id.to_bytes(4, "big")
-        return AvroEncoder(schema, writer, derived=self.given_schema is None, prefix=header)
+        derived = self.given_schema is None
+        return AvroEncoder(schema, writer, derived, header, self.legacy_timestamps)
 
     def inferred_schema(self) -> pa.Schema | None:
         """The subjects' latest registered schema as columns (the table's schema when none is given); the
@@ -242,9 +245,10 @@ def _pem_file(options: OptionValues, name: str, prefix: str) -> str | None:
 
 
 class ConfluentDecoder(Decoder):
-    def __init__(self, registry: SchemaRegistry, schema: pa.Schema) -> None:
+    def __init__(self, registry: SchemaRegistry, schema: pa.Schema, legacy_timestamps: bool = True) -> None:
         self.registry = registry
         self.schema = schema
+        self.legacy_timestamps = legacy_timestamps
         # Per schema id: its reader, or why no record with that id can be read (asked once per task).
         self.readers: dict[int, AvroBodyReader | str] = {}
 
@@ -279,7 +283,7 @@ class ConfluentDecoder(Decoder):
         """The reader of records written with this schema id, or the reason none can be read. A registry that
         cannot be reached or refuses us fails the task (RegistryError): that is no record's fault."""
         try:
-            return AvroBodyReader(self.registry.schema(schema_id), self.schema)
+            return AvroBodyReader(self.registry.schema(schema_id), self.schema, self.legacy_timestamps)
         except SchemaNotUsable as e:
             return f"the record's writer schema (id {schema_id}) cannot be had: {e}"
         except RegistryError:

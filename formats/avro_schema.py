@@ -10,12 +10,18 @@
 | STRING           | string (enums are read as their symbol)                     |
 | BINARY           | bytes (fixed is read too)                                   |
 | DATE             | int, logicalType date                                       |
-| TIMESTAMP        | long, logicalType timestamp-micros (-millis is read too)    |
-| TIMESTAMP_NTZ    | long, logicalType local-timestamp-micros (-millis read too) |
+| TIMESTAMP        | long, logicalType timestamp-micros / -millis (see below)    |
+| TIMESTAMP_NTZ    | long, logicalType local-timestamp-micros / -millis, or timestamp-millis (below) |
 | ARRAY / MAP<STRING,_> / STRUCT | array / map / record (named <parent>_<field>) |
 
 A nullable column or element is the union ["null", T] with default null. Avro maps have string keys only,
 so a MAP with other keys is rejected (as Spark's to_avro does).
+
+Timestamps as Flink's AvroSchemaConverter maps them: the Flink precision (formats/flink_types.py; 6 unless the
+column says otherwise) picks millis (0 to 3) or micros (4 to 6), and with `timestamp_mapping.legacy` (Flink's
+default, true) a TIMESTAMP(0..3) is `timestamp-millis` holding the wall clock as if in UTC. Flink's legacy mapping
+refuses TIMESTAMP(4..6) and every TIMESTAMP_LTZ; those take its non-legacy mapping, which Flink reads with
+`'avro.timestamp_mapping.legacy' = 'false'`.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from typing import Any
 import pyarrow as pa
 
 from .codec import STRING_KEYED_TYPES, FormatOptionError
+from .flink_types import timestamp_precision
 
 # What the mapping above holds, for both avro formats: every Spark type, with Avro's string map keys.
 AVRO_TYPES = STRING_KEYED_TYPES
@@ -44,63 +51,76 @@ _PRIMITIVES: list[tuple[Any, AvroType]] = [
 ]
 
 
-def avro_schema(schema: pa.Schema, name: str = "record", namespace: str | None = None) -> dict:
-    """The Avro record schema for rows of `schema` (what the avro formats write when given none)."""
-    record = _record(list(schema), name)
+def avro_schema(
+    schema: pa.Schema, name: str = "record", namespace: str | None = None, legacy_timestamps: bool = True
+) -> dict:
+    """The Avro record schema for rows of `schema` (what the avro formats write when given none), with Flink's
+    timestamp mapping (`legacy_timestamps`: Flink's option avro.timestamp_mapping.legacy)."""
+    record = _Deriver(legacy_timestamps).record(list(schema), name)
     if namespace:
         record["namespace"] = namespace
     return record
 
 
-def _record(fields: list[pa.Field], name: str) -> dict:
-    return {
-        "type": "record",
-        "name": name,
-        "fields": [_field(f, f"{name}_{f.name}") for f in fields],
-    }
-
-
-def _field(f: pa.Field, path: str) -> dict:
-    out: dict[str, Any] = {"name": f.name, "type": _nullable(f, path)}
-    if f.nullable:
-        out["default"] = None
-    return out
-
-
-def table_avro_schema(schema: pa.Schema, role: str, name: str, namespace: str | None) -> dict:
+def table_avro_schema(
+    schema: pa.Schema, role: str, name: str, namespace: str | None, legacy_timestamps: bool = True
+) -> dict:
     """The Avro schema a key's or a value's columns are written with when none is given, as Flink derives it:
-    a key's columns are NOT NULL (a primary key's: `"long"`, no union branch in the bytes), a value's nullable
-    columns unions with null. The writer refuses a null key column, so a key always fits."""
+    a key's columns are NOT NULL (a primary key's: `"long"`, no union branch in the bytes; the connector marks
+    the key's columns NOT NULL in the value's schema too), other nullable columns unions with null. The writer
+    refuses a null key column, so a key always fits."""
     if role == "key":
         schema = pa.schema([f.with_nullable(False) for f in schema])
-    return avro_schema(schema, name, namespace)
+    return avro_schema(schema, name, namespace, legacy_timestamps)
 
 
-def _nullable(f: pa.Field, path: str) -> AvroType:
-    t = _avro_type(f.type, path)
-    return ["null", t] if f.nullable else t
+def timestamp_logical_type(f: pa.Field, legacy: bool) -> str:
+    """The Avro logical type of a timestamp field, as Flink's AvroSchemaConverter picks it (module docstring)."""
+    unit = "millis" if timestamp_precision(f) <= 3 else "micros"
+    zoned = f.type.tz is not None
+    if zoned or (legacy and unit == "millis"):
+        return f"timestamp-{unit}"
+    return f"local-timestamp-{unit}"
 
 
-def _avro_type(t: pa.DataType, path: str) -> AvroType:
-    for test, avro in _PRIMITIVES:
-        if test(t):
-            return copy.deepcopy(avro)
-    if pa.types.is_decimal(t):
-        return {"type": "bytes", "logicalType": "decimal", "precision": t.precision, "scale": t.scale}
-    if pa.types.is_timestamp(t):
-        return {"type": "long", "logicalType": "timestamp-micros" if t.tz else "local-timestamp-micros"}
-    if pa.types.is_list(t):
-        return {"type": "array", "items": _nullable(t.value_field, path)}
-    if pa.types.is_map(t):
-        if not pa.types.is_string(t.key_type):
-            raise FormatOptionError(
-                f"Avro maps have string keys only; MAP<{t.key_type}, ...> cannot be written as Avro "
-                "(use MAP<STRING, ...> or an ARRAY of STRUCT<key, value>)"
-            )
-        return {"type": "map", "values": _nullable(t.item_field, path)}
-    if pa.types.is_struct(t):
-        return _record(list(t), path)
-    raise FormatOptionError(f"the avro formats do not support type {t}")
+class _Deriver:
+    def __init__(self, legacy: bool) -> None:
+        self.legacy = legacy
+
+    def record(self, fields: list[pa.Field], name: str) -> dict:
+        return {"type": "record", "name": name, "fields": [self.field(f, f"{name}_{f.name}") for f in fields]}
+
+    def field(self, f: pa.Field, path: str) -> dict:
+        out: dict[str, Any] = {"name": f.name, "type": self.nullable(f, path)}
+        if f.nullable:
+            out["default"] = None
+        return out
+
+    def nullable(self, f: pa.Field, path: str) -> AvroType:
+        t = self.avro_type(f, path)
+        return ["null", t] if f.nullable else t
+
+    def avro_type(self, f: pa.Field, path: str) -> AvroType:
+        t = f.type
+        for test, avro in _PRIMITIVES:
+            if test(t):
+                return copy.deepcopy(avro)
+        if pa.types.is_decimal(t):
+            return {"type": "bytes", "logicalType": "decimal", "precision": t.precision, "scale": t.scale}
+        if pa.types.is_timestamp(t):
+            return {"type": "long", "logicalType": timestamp_logical_type(f, self.legacy)}
+        if pa.types.is_list(t):
+            return {"type": "array", "items": self.nullable(t.value_field, path)}
+        if pa.types.is_map(t):
+            if not pa.types.is_string(t.key_type):
+                raise FormatOptionError(
+                    f"Avro maps have string keys only; MAP<{t.key_type}, ...> cannot be written as Avro "
+                    "(use MAP<STRING, ...> or an ARRAY of STRUCT<key, value>)"
+                )
+            return {"type": "map", "values": self.nullable(t.item_field, path)}
+        if pa.types.is_struct(t):
+            return self.record(list(t), path)
+        raise FormatOptionError(f"the avro formats do not support type {t}")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -209,8 +209,11 @@ def _days(target: pa.DataType) -> Callable | None:
 
 
 def _timestamps(zoned: bool, bounds: tuple[int, int], scale: int) -> Callable:
+    """An instant (`zoned`) into a TIMESTAMP, or into a TIMESTAMP_NTZ as its wall clock in UTC (Flink's legacy
+    mapping of TIMESTAMP(3) writes that); a local timestamp into a TIMESTAMP_NTZ only."""
+
     def conversion(target: pa.DataType) -> Callable | None:
-        if not (pa.types.is_timestamp(target) and target.unit == "us" and (target.tz is not None) == zoned):
+        if not (pa.types.is_timestamp(target) and target.unit == "us" and (zoned or target.tz is None)):
             return None
         return _within(bounds, scale, target)
 

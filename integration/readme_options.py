@@ -24,6 +24,7 @@ from pyspark_upsert_kafka.options.kafka_client import GUARANTEE_PROPERTIES, RESE
 from pyspark_upsert_kafka.spark_internals import from_arrow_type
 
 from integration import results_tables
+from integration.readme_types import type_mapping_table
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMAND = "integration/dev python -m integration.readme_options"
@@ -136,6 +137,7 @@ PAGES: dict[str, dict[str, Callable[[], str]]] = {
     },
     "formats/README.md": {
         "format-types": format_types_table,
+        "flink-types": type_mapping_table,
         "format-options": other_format_options,
         "json-options": lambda: format_options_table("json"),
         "format-metadata": format_metadata_table,

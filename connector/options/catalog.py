@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..formats.option_kinds import BOTH, Choice, Count, Option, Text
 from .catalog_read import READ_OPTIONS
 from .catalog_write import WRITE_OPTIONS
-from .kinds import Duration
+from .kinds import Duration, FlinkColumnTypes
 
 COMMON_OPTIONS: tuple[Option, ...] = (
     Option(
@@ -92,6 +92,17 @@ COMMON_OPTIONS: tuple[Option, ...] = (
         "The table's data columns as DDL (`id INT, name STRING`), when not given with `.schema(...)`; "
         "the changelog column is then added for you (or listed once, as STRING).",
         kind=Text("DDL"),
+    ),
+    Option(
+        "flink.column-types",
+        None,
+        BOTH,
+        "The Flink type each listed column stands for where its Spark type carries less: a timestamp's precision "
+        "(`ts TIMESTAMP(3), created TIMESTAMP_LTZ(3), payload.at TIMESTAMP(3)`; Spark's TIMESTAMP_NTZ and "
+        "TIMESTAMP hold microseconds, Flink's TIMESTAMP(6) and TIMESTAMP_LTZ(6)). The formats write what Flink "
+        "writes for that type (avro: millis for precision 0 to 3), and a write refuses finer values than the type "
+        "holds. `flink_table` sets it from the statement.",
+        kind=FlinkColumnTypes(),
     ),
     Option(
         "changelog.column",

@@ -179,3 +179,54 @@ def _whole(value: object, lowest: int) -> int:
     if type(value) is not int or value < lowest:  # JSON 1.5 or true is no offset
         raise ValueError(value)
     return value
+
+
+@dataclass(frozen=True)
+class FlinkTimestamp:
+    """A Flink timestamp type a Spark column stands for: TIMESTAMP(p) (`zoned` False) or TIMESTAMP_LTZ(p)."""
+
+    zoned: bool
+    precision: int
+
+    def __str__(self) -> str:
+        return f"TIMESTAMP{'_LTZ' if self.zoned else ''}({self.precision})"
+
+
+ColumnPath = tuple[str, ...]  # a column, or a field inside STRUCT columns
+_NAME = r"(?:`(?:[^`]|``)+`|[A-Za-z_][A-Za-z0-9_$]*)"
+_COLUMN_TYPE = re.compile(
+    rf"\s*(?P<path>{_NAME}(?:\s*\.\s*{_NAME})*)\s+(?P<type>TIMESTAMP_LTZ|TIMESTAMP)(?:\s*\(\s*(?P<p>\d+)\s*\))?"
+    r"(?P<local>\s+WITH\s+LOCAL\s+TIME\s+ZONE)?\s*(?:,|$)",
+    re.I,
+)
+COLUMN_TYPES_EXAMPLE = "ts TIMESTAMP(3), created TIMESTAMP_LTZ(3), payload.at TIMESTAMP(3)"
+
+
+@dataclass(frozen=True)
+class FlinkColumnTypes(Kind):
+    """`ts TIMESTAMP(3), r.at TIMESTAMP_LTZ(3)`: the Flink timestamp type of each listed column (a dotted path for a
+    STRUCT's field), where Spark's type (microseconds: precision 6) carries less; blank: none."""
+
+    type_name: str = "columns with Flink types (`ts TIMESTAMP(3), ...`)"
+
+    def parse(self, raw: str) -> dict[ColumnPath, FlinkTimestamp]:
+        types: dict[ColumnPath, FlinkTimestamp] = {}
+        position, text = 0, raw.strip()
+        while position < len(text):
+            match = _COLUMN_TYPE.match(text, position)
+            if match is None:
+                raise Invalid(f": cannot read '{text[position:].strip()}'; expected the form '{COLUMN_TYPES_EXAMPLE}'")
+            names = re.findall(_NAME, match.group("path"))
+            path = tuple(n[1:-1].replace("``", "`") if n.startswith("`") else n for n in names)
+            precision = int(match.group("p") or 6)  # Flink's TIMESTAMP is TIMESTAMP(6)
+            if precision > 6:
+                raise Invalid(
+                    f": {match.group('type').upper()}({precision}) of '{'.'.join(path)}' is finer than Spark's "
+                    "timestamps, which hold microseconds: the precision is 0 to 6"
+                )
+            if path in types:
+                raise Invalid(f"names '{'.'.join(path)}' twice")
+            zoned = match.group("type").upper() == "TIMESTAMP_LTZ" or match.group("local") is not None
+            types[path] = FlinkTimestamp(zoned, precision)
+            position = match.end()
+        return types

@@ -18,6 +18,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from ..errors import OptionError, SchemaError
 from ..formats import ChangelogCodec, Codec, CodecContext, FormatOptionError, codec_class, make_codec, spark_type_name
+from ..formats.flink_types import primary_key_not_null, with_precision
 from ..spark_internals import from_arrow_type, to_arrow_schema
 from .canonical import FORMAT_OPTION, canonical_options, parse_options
 from .columns import (
@@ -29,7 +30,10 @@ from .columns import (
     type_text,
 )
 from .ddl import ddl_text, parse_ddl
+from .kinds import ColumnPath, FlinkTimestamp
 from .topics import parse_topic_selection
+
+FLINK_COLUMN_TYPES = "flink.column-types"
 
 
 @dataclass(frozen=True)
@@ -42,13 +46,20 @@ class Layout:
     metadata: tuple[MetadataColumn, ...]
     key_codec: Codec
     value_codec: Codec
-    arrow_schema: pa.Schema = field(init=False, repr=False)
+    flink_types: Mapping[ColumnPath, FlinkTimestamp] = field(default_factory=dict)  # option 'flink.column-types'
+    arrow_schema: pa.Schema = field(init=False, repr=False)  # the rows Spark sees
+    format_schema: pa.Schema = field(init=False, repr=False)  # the same, as the formats see it (below)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "arrow_schema", to_arrow_schema(self.schema))
+        arrow = to_arrow_schema(self.schema)
+        object.__setattr__(self, "arrow_schema", arrow)
+        # The formats see each column as Flink types it: the primary key NOT NULL (in the key and in the value),
+        # a timestamp with its Flink precision (formats/flink_types.py).
+        typed = pa.schema([_with_flink_types(f, (f.name,), self.flink_types) for f in arrow])
+        object.__setattr__(self, "format_schema", primary_key_not_null(typed, self.key_fields))
 
     def arrow_fields(self, names: tuple[str, ...]) -> pa.Schema:
-        return pa.schema([self.arrow_schema.field(n) for n in names])
+        return pa.schema([self.format_schema.field(n) for n in names])
 
     @property
     def key_record_names(self) -> tuple[str, ...]:
@@ -83,9 +94,55 @@ def parse_layout(options: Mapping[str, str], schema: StructType, topics: tuple[s
         metadata=roles.metadata,
         key_codec=key_codec,
         value_codec=value_codec,
+        flink_types=_flink_types(options, schema),
     )
     _check_format_types(layout, columns)
     return layout
+
+
+def _flink_types(options: Mapping[str, str], schema: StructType) -> Mapping[ColumnPath, FlinkTimestamp]:
+    """Option 'flink.column-types', each path checked against the table: a timestamp of the same kind (Flink's
+    TIMESTAMP(p) is a TIMESTAMP_NTZ, TIMESTAMP_LTZ(p) a TIMESTAMP), named as the table names it."""
+    given = parse_options(options).value(FLINK_COLUMN_TYPES) or {}
+    resolved: dict[ColumnPath, FlinkTimestamp] = {}
+    for path, flink_type in given.items():
+        struct: StructType | None = schema
+        names: list[str] = []
+        data_type = None
+        for part in path:
+            found = None if struct is None else _field_named(struct, part)
+            if found is None:
+                where = f"the table's columns ({', '.join(schema.names)})" if not names else f"'{'.'.join(names)}'"
+                raise SchemaError(
+                    f"option '{FLINK_COLUMN_TYPES}': '{'.'.join(path)}' names no field of {where}; list a column, "
+                    "or a field of a STRUCT column as column.field"
+                )
+            names.append(found.name)
+            data_type = found.dataType
+            struct = data_type if isinstance(data_type, StructType) else None
+        expected = "TIMESTAMP" if flink_type.zoned else "TIMESTAMP_NTZ"
+        if type_text(data_type).upper() != expected:
+            raise SchemaError(
+                f"option '{FLINK_COLUMN_TYPES}': '{'.'.join(names)}' has type {type_text(data_type)}, which cannot "
+                f"stand for Flink's {flink_type}: Flink's TIMESTAMP(p) is Spark's TIMESTAMP_NTZ and TIMESTAMP_LTZ(p) "
+                "Spark's TIMESTAMP"
+            )
+        resolved[tuple(names)] = flink_type
+    return resolved
+
+
+def _field_named(struct: StructType, name: str) -> StructField | None:
+    exact = [f for f in struct.fields if f.name == name]
+    loose = [f for f in struct.fields if f.name.lower() == name.lower()]
+    return (exact or loose or [None])[0]
+
+
+def _with_flink_types(f: pa.Field, path: ColumnPath, types: Mapping[ColumnPath, FlinkTimestamp]) -> pa.Field:
+    if path in types:
+        return with_precision(f, types[path].precision)
+    if pa.types.is_struct(f.type) and any(p[: len(path)] == path for p in types):
+        return f.with_type(pa.struct([_with_flink_types(c, (*path, c.name), types) for c in f.type]))
+    return f
 
 
 def _check_format_types(layout: Layout, columns: ColumnOptions) -> None:

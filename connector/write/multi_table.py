@@ -103,6 +103,7 @@ def route_tables(raw: Mapping[str, str], schema: StructType) -> RoutedWrite | No
         ("metadata.columns", "each record's topic and headers come from its table"),
         ("topic-pattern", f"each table's topic comes from option '{MAPPING}', 'topic' or its table id"),
         ("sink.parallelism", "df.repartition(N, <the table id column>, *the key columns) before the write does it"),
+        ("flink.column-types", "its JSON formats write a timestamp as Flink does whatever its precision"),
     ):
         if refused in options:
             raise OptionError(

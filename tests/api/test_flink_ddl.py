@@ -1,13 +1,18 @@
-"""Flink's CREATE TABLE statements as they are (flink_table): statements copied verbatim from Flink's Kafka and
-Upsert Kafka documentation pages and the Flink 1.13 release notes, read and written through the real broker."""
+"""Flink's CREATE TABLE statements as they are (flink_table): statements copied verbatim from Flink's Kafka, Upsert
+Kafka and CREATE statements documentation pages, the Flink 1.13 release notes and Alibaba's Realtime Compute docs,
+read and written through the real broker. (tests/unit/test_flink_ddl_parsing.py: what statements become and what is
+refused, without the broker.)"""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
-from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampNTZType
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampNTZType, TimestampType
 from pyspark_upsert_kafka import OptionError, flink_table
 from pyspark_upsert_kafka.options.ddl import ddl_text as ddl_of
 
@@ -95,6 +100,41 @@ CREATE TABLE events (
 """
 
 
+# Flink's CREATE statements page (docs/dev/table/sql/create.md, WATERMARK), with its `WITH ( . . . )` placeholder:
+# the most common Flink rowtime, a TIMESTAMP(3).
+ORDERS = """
+CREATE TABLE Orders (
+    `user` BIGINT,
+    product STRING,
+    order_time TIMESTAMP(3),
+    WATERMARK FOR order_time AS order_time - INTERVAL '5' SECOND
+) WITH ( . . . );
+"""
+
+# Alibaba Realtime Compute's upsert-kafka page: its source table, a watermark on a TIMESTAMP (precision 6), one line.
+PAGEVIEWS = (
+    "CREATE TABLE pageviews( user_id BIGINT, page_id BIGINT, viewtime TIMESTAMP, user_region STRING, WATERMARK FOR "
+    "viewtime AS viewtime - INTERVAL '2' SECOND )WITH( 'connector'='kafka', 'topic'='<yourTopicName>', "
+    "'properties.bootstrap.servers'='...', 'format'='json' );"
+)
+
+# A column-level primary key, lower case: a public Flink SQL course's upsert-kafka sink (51doit.com,
+# cn.doitedu.flinksql.demos.Demo6_Exercise).
+T_NICK_CNT = """
+create table t_nick_cnt
+ (
+   nick string primary key not enforced,
+   user_cnt bigint
+ )
+ WITH (
+  'connector' = 'upsert-kafka',
+  'topic' = 'doit30-nick',
+  'properties.bootstrap.servers' = 'doitedu:9092',
+  'key.format' = 'json' ,
+  'value.format' = 'json'
+ )
+"""
+
 def _at(bootstrap: str, topic: str) -> dict[str, str]:
     return {"topic": topic, "properties.bootstrap.servers": bootstrap}
 
@@ -146,8 +186,103 @@ def test_a_kafka_table_without_a_primary_key_is_refused_until_given_one(spark, n
 def test_a_documented_avro_sink_table_round_trips(spark, new_topic, bootstrap):
     topic = new_topic()
     table = flink_table(PAGEVIEWS_PER_REGION, _at(bootstrap, topic))
-    table.write(spark.createDataFrame([("eu", 10, 3), ("us", 5, 2)], table.columns)).mode("append").save()
-    assert sorted(map(tuple, table.read(spark).collect())) == [("eu", 10, 3), ("us", 5, 2)]
+    assert table.options["schema"].startswith("`user_region` string NOT NULL"), "Flink: a key's columns are NOT NULL"
+    written = spark.createDataFrame([("eu", 10, 3), ("us", 5, 2)], "user_region STRING, pv BIGINT, uv BIGINT")
+    table.write(written).mode("append").save()  # from nullable columns: the key is written NOT NULL all the same
+    read = table.read(spark)
+    assert not read.schema["user_region"].nullable
+    assert sorted(map(tuple, read.collect())) == [("eu", 10, 3), ("us", 5, 2)]
+
+
+def test_a_column_level_primary_key_is_the_tables_key(spark, new_topic, bootstrap):
+    topic = new_topic()
+    table = flink_table(T_NICK_CNT, _at(bootstrap, topic))
+    counts = spark.createDataFrame([("tiedan", 1), ("goudan", 2), ("tiedan", 3)], "nick STRING, user_cnt BIGINT")
+    table.write(counts.coalesce(1)).mode("append").save()
+    read = table.read(spark)
+    assert read.schema["nick"] == StructField("nick", StringType(), False)
+    assert sorted(map(tuple, read.collect())) == [("goudan", 2), ("tiedan", 3)], "the last count per nick"
+    assert sorted({k for _, _, k, _ in consume_all(bootstrap, topic)}) == [b'{"nick":"goudan"}', b'{"nick":"tiedan"}']
+
+
+def test_a_java_escaped_csv_delimiter_is_the_character_on_the_wire(spark, new_topic, bootstrap):
+    # Built for the case around Huawei Cloud DLI's Kafka source page option `'csv.field-delimiter' = '\u0001'`.
+    topic = new_topic()
+    table = flink_table(
+        "CREATE TABLE logs (id STRING PRIMARY KEY NOT ENFORCED, host STRING, line STRING) WITH ('connector' = "
+        "'upsert-kafka', 'key.format' = 'raw', 'value.format' = 'csv', 'value.csv.field-delimiter' = '\\u0001')",
+        _at(bootstrap, topic),
+    )
+    table.write(spark.createDataFrame([("1", "web-1", "GET /, 200")], table.columns)).mode("append").save()
+    assert [v for _, _, _, v in consume_all(bootstrap, topic)] == [b"1\x01web-1\x01GET /, 200"]
+    assert table.read(spark).collect() == [("1", "web-1", "GET /, 200")]
+
+
+@contextmanager
+def _session_time_zone(spark, zone: str) -> Iterator[None]:
+    before = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", zone)
+    try:
+        yield
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", before)
+
+
+# Wall clocks across 2026-03-08 02:00, the start of daylight-saving time in Los Angeles (02:00 to 02:59 do not exist
+# there), and Flink's TUMBLE(rowtime, INTERVAL '10' SECOND) window_start for each: the wall clock's floor.
+WALL_CLOCKS = [
+    dt.datetime(2026, 3, 8, 1, 59, 58, 500000),
+    dt.datetime(2026, 3, 8, 2, 0, 3, 250000),
+    dt.datetime(2026, 3, 8, 2, 0, 9, 999000),
+    dt.datetime(2026, 3, 8, 2, 0, 10),
+    dt.datetime(2026, 3, 8, 2, 0, 17, 1000),
+]
+FLINK_WINDOWS = {
+    dt.datetime(2026, 3, 8, 1, 59, 50): 1,
+    dt.datetime(2026, 3, 8, 2, 0, 0): 2,
+    dt.datetime(2026, 3, 8, 2, 0, 10): 2,
+}
+
+
+@pytest.mark.parametrize("zone", ["America/Los_Angeles", "Asia/Kolkata"])
+@pytest.mark.parametrize(
+    ("ddl", "options"),
+    [
+        pytest.param(ORDERS, {"connector": "kafka", "format": "json", "key.fields": "user"}, id="Orders-TIMESTAMP(3)"),
+        pytest.param(PAGEVIEWS, {"key.fields": "user_id"}, id="pageviews-TIMESTAMP"),
+    ],
+)  # fmt: skip
+def test_windows_on_a_wall_clock_rowtime_are_flinks_whatever_the_session_time_zone(
+    spark, new_topic, bootstrap, tmp_path, ddl, options, zone
+):
+    topic = new_topic()
+    table = flink_table(ddl, _at(bootstrap, topic) | options)
+    rowtime = table.watermark[0]
+    assert table.columns[rowtime].dataType == TimestampNTZType()
+    rows = [[None] * len(table.columns) for _ in WALL_CLOCKS]
+    for i, (row, wall_clock) in enumerate(zip(rows, WALL_CLOCKS, strict=True)):
+        row[0], row[table.columns.names.index(rowtime)] = i, wall_clock
+    table.write(spark.createDataFrame(rows, table.columns)).mode("append").save()
+
+    windows: dict[dt.datetime, int] = {}
+
+    def collect(df, _):
+        for start, count in df.select(F.unix_micros("window.start"), "count").collect():
+            windows[dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=start)] = count  # the instant's UTC clock
+
+    with _session_time_zone(spark, zone):
+        stream = table.read_stream(spark)
+        assert stream.schema[rowtime].dataType == TimestampType(), "Spark watermarks a TIMESTAMP"
+        counts = stream.groupBy(F.window(rowtime, "10 seconds")).count()
+        query = (
+            counts.writeStream.outputMode("update")
+            .foreachBatch(collect)
+            .option("checkpointLocation", str(tmp_path / "cp"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        finish_available_now(query)
+    assert windows == FLINK_WINDOWS
 
 
 def test_virtual_metadata_and_the_watermark_map_onto_the_stream(spark, new_topic, bootstrap, tmp_path):
@@ -188,9 +323,10 @@ def test_virtual_metadata_and_the_watermark_map_onto_the_stream(spark, new_topic
          "ENFORCED) WITH ('connector' = 'upsert-kafka')", r"the watermark of 'ts' is not"),
         ("CREATE TABLE t (a MULTISET<INT>, PRIMARY KEY (a) NOT ENFORCED) WITH ('connector' = 'upsert-kafka')",
          r"type MULTISET has no Spark counterpart"),
-        ("CREATE TABLE t (LIKE other) WITH ('connector' = 'upsert-kafka')", r"LIKE copies another Flink table"),
+        ("CREATE TABLE t (LIKE other) WITH ('connector' = 'upsert-kafka')", r"LIKE other takes columns"),
         ("CREATE TABLE t (a INT, PRIMARY KEY (a)) WITH ('connector' = 'upsert-kafka')", r"NOT ENFORCED"),
-        ("CREATE TABLE t (a INT PRIMARY KEY (a) NOT ENFORCED) WITH ('connector' = 'upsert-kafka')", r"at 'PRIMARY"),
+        ("CREATE TABLE t (a INT PRIMARY KEY (a) NOT ENFORCED) WITH ('connector' = 'upsert-kafka')",
+         r"a PRIMARY KEY after column 'a' names no columns.* \(at '\(a\) NOT ENFORCED"),
     ],
 )  # fmt: skip
 def test_what_has_no_meaning_here_is_refused_by_name(ddl, error):
@@ -209,7 +345,8 @@ def test_flinks_types_become_sparks():
         "f:map<string,double>,g:binary,h:struct<i:tinyint>>"
     )
     assert not table.columns["e"].dataType.elementType["y"].nullable
-    assert StructType([table.columns["a"]]) == StructType([StructField("a", StringType())])
+    assert StructType([table.columns["a"]]) == StructType([StructField("a", StringType(), False)]), "the key"
+    assert table.options["flink.column-types"] == "d TIMESTAMP_LTZ(3)"
 
 
 def test_a_changelog_stream_is_written_into_another_flink_table(spark, new_topic, bootstrap, tmp_path):

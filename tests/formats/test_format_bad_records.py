@@ -11,6 +11,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 from pyspark_upsert_kafka.formats import CodecContext, make_codec
+from pyspark_upsert_kafka.formats.flink_types import primary_key_not_null
 from pyspark_upsert_kafka.read.decode import RecordRangeDecoder
 from pyspark_upsert_kafka.read.fetch import Records
 from pyspark_upsert_kafka.read.offsets import PartitionRange
@@ -42,12 +43,12 @@ def value_options(fmt: str, registry_url: str) -> dict[str, str]:
 
 
 def good_values(fmt: str, opts: dict[str, str], topic: str) -> list[bytes]:
-    """Two good values, written by the format's own encoder."""
+    """Two good values, written by the format's own encoder for the table's value columns (the key 'id' NOT NULL)."""
     prefix = f"value.{fmt}."
     codec_options = {k[len(prefix) :]: v for k, v in opts.items() if k.startswith(prefix)}
     codec = make_codec(fmt, "value.format", codec_options, CodecContext("value", (topic,)))
     batch = RAW_ROWS if fmt == "raw" else ROWS
-    return codec.encoder(batch.schema).encode(batch)
+    return codec.encoder(primary_key_not_null(batch.schema, ["id"])).encode(batch)
 
 
 def read(spark, opts: dict, schema: str) -> list[tuple]:

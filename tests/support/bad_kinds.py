@@ -9,6 +9,7 @@ from pyspark_upsert_kafka.formats.raw_codec import Charset
 from pyspark_upsert_kafka.options.kinds import (
     Duration,
     EpochMillis,
+    FlinkColumnTypes,
     FlinkOffsets,
     MemorySize,
     SparkOffsets,
@@ -29,6 +30,15 @@ def bad_values(kind: Kind) -> list[tuple[str, str]]:
         Char: ["", "ab", "\n"],
         Charset: ["klingon", "base64", ""],
         AvroSchema: ["{not json", '{"type": "nope"}'],
+        FlinkColumnTypes: [
+            "ts",
+            "ts DATE",
+            "ts TIMESTAMP(9)",
+            "ts TIMESTAMP(3) ts TIMESTAMP(3)",
+            "ts TIMESTAMP(3),, x TIMESTAMP(3)",
+            "ts TIMESTAMP(3), ts TIMESTAMP(6)",
+            "`ts TIMESTAMP(3)",
+        ],
         FlinkOffsets: [
             "0:42",
             "partition:0,offset:-1",
