@@ -141,8 +141,17 @@ class FlinkTable:
         spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW `{name}` USING `{FORMAT}` OPTIONS ({quoted})")
 
     def _columns(self, df: DataFrame) -> DataFrame:
+        """The statement's columns in its order and types (metadata columns come in the connector's types); a
+        column already of its type is not cast (Spark casts no STRUCT to one with a NOT NULL field)."""
         names = {c.lower(): c for c in df.columns}
-        wanted = [F.col(names[f.name.lower()]).cast(f.dataType).alias(f.name) for f in self.columns]
+        given = {f.name.lower(): f.dataType for f in df.schema.fields}
+
+        def typed(f: StructField) -> Column:
+            column = F.col(names[f.name.lower()])
+            same = given[f.name.lower()].simpleString() == f.dataType.simpleString()  # nullability aside
+            return (column if same else column.cast(f.dataType)).alias(f.name)
+
+        wanted = [typed(f) for f in self.columns]
         extra = [F.col(c) for c in df.columns if c.lower() not in {f.name.lower() for f in self.columns}]
         return df.select(*wanted, *extra)  # the change-type column of a changelog read comes last
 
@@ -551,8 +560,14 @@ def _mapped(
             f"of Flink's {' and '.join(_CONNECTORS)} connectors"
         )
     if key is not None:
-        if "key.fields" in options:
-            raise OptionError(f"Flink DDL: table '{name}' has a PRIMARY KEY and option 'key.fields': give one of them")
+        # A `kafka` table may have both (its key format's columns and its primary key): here both are the key.
+        given = [k.strip() for k in options.get("key.fields", ";".join(key)).split(";") if k.strip()]
+        if given != key:
+            raise OptionError(
+                f"Flink DDL: table '{name}' has PRIMARY KEY ({', '.join(key)}) and option 'key.fields' = "
+                f"'{options['key.fields']}': here the key format's columns are the primary key, so give the same "
+                "columns in the same order, or only one of them"
+            )
         unknown = [k for k in key if k not in {f.name for f in fields}]
         if unknown:
             raise OptionError(f"Flink DDL: the PRIMARY KEY of table '{name}' names '{unknown[0]}', which is no column")

@@ -48,10 +48,11 @@ TIMESTAMP_MAPPING_LEGACY = Option(
     "timestamp_mapping.legacy",
     "true",
     FORMAT,
-    "Flink's timestamp mapping of a derived schema: `true` (Flink's default) writes a TIMESTAMP(0..3) as "
-    "`timestamp-millis` (the wall clock as if in UTC); `false` as `local-timestamp-millis`. Other timestamps take "
-    "Flink's non-legacy mapping either way (Flink's legacy mapping refuses them): TIMESTAMP(4..6) "
-    "`local-timestamp-micros`, TIMESTAMP_LTZ(p) `timestamp-millis` / `-micros`.",
+    "Flink's avro.timestamp_mapping.legacy for a derived schema: `true` (Flink's default) writes a TIMESTAMP(0..3) "
+    "as `timestamp-millis` (the wall clock as if in UTC), and TIMESTAMP(4..6) / TIMESTAMP_LTZ(p), which Flink refuses "
+    "there, as `local-timestamp-micros` / `timestamp-millis` or `-micros`; `false` writes a TIMESTAMP(0..3) as "
+    "`local-timestamp-millis`, a TIMESTAMP_LTZ(0..3) as `timestamp-millis`, and refuses precisions 4 to 6 (Flink "
+    "writes milliseconds in the micros it declares there).",
     kind=Flag(),
 )
 
@@ -276,6 +277,8 @@ class _Wire:
             try:
                 batch = batch.cast(self.exact)
             except pa.ArrowInvalid as e:
+                if "would lose data" not in str(e):
+                    raise
                 raise ValueError(
                     f"a timestamp has digits finer than a millisecond, which its Flink type ({', '.join(self.millis)})"
                     f" cannot hold ({e}): truncate it first, e.g. F.date_trunc('millisecond', column), or declare the"
@@ -284,7 +287,9 @@ class _Wire:
         return batch.cast(self.integers)
 
     def _field(self, f: pa.Field, integers: bool) -> pa.Field:
-        return f.with_type(self._type(f, integers))
+        # Nullable inside: Arrow casts no nullable STRUCT field to a NOT NULL one, and the Avro writer refuses a null
+        # where the schema has none.
+        return f.with_type(self._type(f, integers)).with_nullable(True)
 
     def _type(self, f: pa.Field, integers: bool) -> pa.DataType:
         t = f.type

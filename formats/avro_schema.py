@@ -20,8 +20,10 @@ so a MAP with other keys is rejected (as Spark's to_avro does).
 Timestamps as Flink's AvroSchemaConverter maps them: the Flink precision (formats/flink_types.py; 6 unless the
 column says otherwise) picks millis (0 to 3) or micros (4 to 6), and with `timestamp_mapping.legacy` (Flink's
 default, true) a TIMESTAMP(0..3) is `timestamp-millis` holding the wall clock as if in UTC. Flink's legacy mapping
-refuses TIMESTAMP(4..6) and every TIMESTAMP_LTZ; those take its non-legacy mapping, which Flink reads with
-`'avro.timestamp_mapping.legacy' = 'false'`.
+refuses TIMESTAMP(4..6) and every TIMESTAMP_LTZ: those take its non-legacy mapping's types, with true microseconds.
+Its non-legacy mapping declares TIMESTAMP(4..6) and TIMESTAMP_LTZ(4..6) as micros but writes milliseconds in them
+(Flink 2.2.1, tests/formats/golden/flink/avro_timestamp_mapping_v2.json): with `timestamp_mapping.legacy` false such
+a column is refused, since no choice of ours reads and writes the same instants as Flink there.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import Any
 import pyarrow as pa
 
 from .codec import STRING_KEYED_TYPES, FormatOptionError
-from .flink_types import timestamp_precision
+from .flink_types import flink_type_name, timestamp_precision
 
 # What the mapping above holds, for both avro formats: every Spark type, with Avro's string map keys.
 AVRO_TYPES = STRING_KEYED_TYPES
@@ -78,6 +80,14 @@ def timestamp_logical_type(f: pa.Field, legacy: bool) -> str:
     """The Avro logical type of a timestamp field, as Flink's AvroSchemaConverter picks it (module docstring)."""
     unit = "millis" if timestamp_precision(f) <= 3 else "micros"
     zoned = f.type.tz is not None
+    if not legacy and unit == "micros":
+        raise FormatOptionError(
+            f"column '{f.name}' is Flink's {flink_type_name(f)}, which Flink's avro with 'timestamp_mapping.legacy' = "
+            "false declares as micros but writes as milliseconds (Flink 2.2), so its records and ours would disagree "
+            "1000-fold: declare the column TIMESTAMP(3) / TIMESTAMP_LTZ(3) in option 'flink.column-types' to exchange "
+            "it with Flink, or keep 'timestamp_mapping.legacy' true, where this connector writes true microseconds "
+            "(Flink refuses the type there)"
+        )
     if zoned or (legacy and unit == "millis"):
         return f"timestamp-{unit}"
     return f"local-timestamp-{unit}"

@@ -6,7 +6,8 @@ row of six fields this runs several times faster than building a dict per row fo
 
 Only what has one JSON spelling takes this path: booleans, integers, floats (in Java's spelling, as Flink
 writes them: formats/java_numbers.py), and strings without control characters (the only characters, besides
-`"` and `\\`, that JSON requires escaped). Anything else (dates, decimals, nested types, ignore-null-fields)
+`"` and `\\`, that JSON requires escaped) and beyond the Basic Multilingual Plane (Jackson escapes those as
+surrogate pairs). Anything else (dates, decimals, nested types, ignore-null-fields)
 returns None and the caller encodes row by row, to the same bytes: a record's bytes never depend on the rest
 of its batch.
 """
@@ -25,6 +26,10 @@ _CONTROL = "[\\x00-\\x1f]"
 # orjson escapes control characters as \u001a, Jackson as \u001A: the escapes (a backslash not itself
 # escaped, then u00xx), hex digits in upper case.
 _LOWER_HEX_ESCAPE = re.compile(rb"(?<!\\)((?:\\\\)*)\\u00([0-9a-f]{2})")
+# Jackson (2.14, Flink's) writes a character beyond the Basic Multilingual Plane as its UTF-16 surrogate pair of
+# escapes (`\uD83C\uDF0D`), orjson as its 4 UTF-8 bytes; those bytes occur inside JSON strings only.
+_SUPPLEMENTARY = re.compile(rb"[\xf0-\xf4][\x80-\xbf]{3}")
+_SUPPLEMENTARY_TEXT = "[\\x{10000}-\\x{10FFFF}]"
 
 
 def _plain(t: pa.DataType) -> bool:
@@ -42,6 +47,8 @@ def _text(column: pa.Array) -> list[pa.Array] | None:
     t = column.type
     if pa.types.is_string(t):
         if pc.any(pc.match_substring_regex(column, _CONTROL)).as_py():
+            return None
+        if pc.any(pc.match_substring_regex(column, _SUPPLEMENTARY_TEXT)).as_py():
             return None
         escaped = pc.replace_substring(pc.replace_substring(column, "\\", "\\\\"), '"', '\\"')
         return [pc.fill_null(pc.binary_join_element_wise('"', escaped, '"', ""), "null")]
@@ -64,8 +71,16 @@ def encode_objects(batch: pa.RecordBatch) -> list[bytes] | None:
 
 
 def jackson_escapes(payloads: list[bytes]) -> list[bytes]:
-    """orjson's output with control-character escapes spelled as Jackson (Flink) spells them."""
+    """orjson's output with escapes spelled as Jackson (Flink) spells them: control characters' hex in upper case,
+    characters beyond the Basic Multilingual Plane as surrogate pairs."""
+    if _SUPPLEMENTARY.search(b"".join(payloads)):  # one scan of the batch: rare, and then per payload
+        payloads = [_SUPPLEMENTARY.sub(_surrogate_pair, p) for p in payloads]
     return [p if b"\\u00" not in p else _LOWER_HEX_ESCAPE.sub(_upper_hex, p) for p in payloads]
+
+
+def _surrogate_pair(m: re.Match[bytes]) -> bytes:
+    code = ord(m.group().decode()) - 0x10000
+    return b"\\u%04X\\u%04X" % (0xD800 + (code >> 10), 0xDC00 + (code & 0x3FF))
 
 
 def _upper_hex(m: re.Match[bytes]) -> bytes:

@@ -11,6 +11,7 @@ from decimal import Decimal
 
 import pyarrow as pa
 from pyspark_upsert_kafka import flink_table
+from pyspark_upsert_kafka.formats import FormatOptionError
 from pyspark_upsert_kafka.options.canonical import canonical_options
 from pyspark_upsert_kafka.options.columns import type_text
 from pyspark_upsert_kafka.options.ddl import parse_ddl
@@ -70,7 +71,10 @@ def _text(flink_type: str, value_format: str) -> str:
 
 def _avro(flink_type: str, legacy: bool) -> str:
     schema, codec = _value_schema(_table_options(flink_type, "avro", legacy)[0])
-    (field,) = codec.writer_schema(schema)["fields"]
+    try:
+        (field,) = codec.writer_schema(schema)["fields"]
+    except FormatOptionError:
+        return "refused: Flink writes millis in the micros it declares"
     avro = next(b for b in field["type"] if b != "null")
     if isinstance(avro, dict) and "logicalType" in avro:
         return f"{avro['type']} ({avro['logicalType']})"
@@ -85,7 +89,7 @@ def type_mapping_table() -> str:
         carried = options.get("flink.column-types")
         spark = f"`{spark_type}`" + (f" (`{carried}`)" if carried else "")
         json_text, csv_text = (_text(flink_type, f).replace("|", "\\|") for f in ("json", "csv"))
-        avro = f"`{_avro(flink_type, True)}`"
-        non_legacy = f"`{_avro(flink_type, False)}`"
+        avro, non_legacy = (_avro(flink_type, legacy) for legacy in (True, False))
+        avro, non_legacy = (t if t.startswith("refused") else f"`{t}`" for t in (avro, non_legacy))
         lines.append(f"| `{flink_type}` | {spark} | `{json_text}` | `{csv_text}` | {avro} | {non_legacy} |")
     return "\n".join(lines)

@@ -227,8 +227,20 @@ def parse_ddl(text: str, option: str = "schema") -> StructType:
 
 
 def ddl_text(schema: StructType) -> str:
-    """A schema as DDL, e.g. for logs: "`id` int NOT NULL, `name` string"."""
-    return ", ".join(
-        f"`{f.name.replace('`', '``')}` {f.dataType.simpleString()}{'' if f.nullable else ' NOT NULL'}"
-        for f in schema.fields
-    )
+    """A schema as DDL, e.g. for logs: "`id` int NOT NULL, `name` string, `r` struct<`x`: int NOT NULL>"; it
+    parses back (parse_ddl) to the same schema, the NOT NULL fields of a STRUCT included."""
+    return ", ".join(_field_text(f, " ") for f in schema.fields)
+
+
+def _field_text(f: StructField, separator: str) -> str:
+    return f"`{f.name.replace('`', '``')}`{separator}{_type_text(f.dataType)}{'' if f.nullable else ' NOT NULL'}"
+
+
+def _type_text(t: DataType) -> str:
+    if isinstance(t, StructType):
+        return f"struct<{', '.join(_field_text(f, ': ') for f in t.fields)}>"
+    if isinstance(t, ArrayType):
+        return f"array<{_type_text(t.elementType)}>"
+    if isinstance(t, MapType):
+        return f"map<{_type_text(t.keyType)}, {_type_text(t.valueType)}>"
+    return t.simpleString()

@@ -105,7 +105,9 @@ class RecordRangeDecoder(RangeDecoder):
         self, role: str, decoder: Decoder, codec: Codec, payloads: Sequence[bytes], offsets: Sequence[int]
     ) -> tuple[pa.RecordBatch, set[int]]:
         decoded = decoder.decode(payloads)
-        return decoded.batch, self._failed(role, codec, decoded.failures, payloads, offsets)
+        schema = self.layout.key_schema if role == "key" else self.layout.value_schema
+        batch, failures = _without_nulls_in_not_null(decoded.batch, schema, decoded.failures, len(payloads))
+        return batch, self._failed(role, codec, failures, payloads, offsets)
 
     def _assemble(
         self, key_batch: pa.RecordBatch, value_batch: pa.RecordBatch, present: list[bool], records: Records
@@ -130,3 +132,22 @@ class RecordRangeDecoder(RangeDecoder):
             else:
                 columns.append(value_batch.column(f.name))
         return pa.RecordBatch.from_arrays(columns, schema=layout.arrow_schema)
+
+
+def _without_nulls_in_not_null(
+    batch: pa.RecordBatch, schema: pa.Schema, failures: Sequence[tuple[int, str]], count: int
+) -> tuple[pa.RecordBatch, Sequence[tuple[int, str]]]:
+    """A record whose bytes hold no value for a NOT NULL column (a primary key's, or one declared so) is a record
+    error like any undecodable one: Spark would otherwise meet a null where the schema promises none."""
+    nulls = [(f.name, batch.column(f.name).is_null()) for f in schema if not f.nullable]
+    nulls = [(name, flags) for name, flags in nulls if pc.any(flags).as_py()]
+    if not nulls:
+        return batch, failures
+    failed = {i for i, _ in failures}
+    payload_of = [i for i in range(count) if i not in failed]  # the batch's rows are the records that decoded
+    bad: dict[int, str] = {}
+    for name, flags in nulls:
+        for row in pc.indices_nonzero(flags).to_pylist():
+            bad.setdefault(payload_of[row], f"column '{name}' is NOT NULL, but the record has no value for it")
+    keep = pc.invert(pc.is_in(pa.array(payload_of), pa.array(list(bad))))
+    return batch.filter(keep), sorted([*failures, *bad.items()])

@@ -24,10 +24,14 @@ Rows = TypeVar("Rows", pa.RecordBatch, pa.Table)
 
 
 def classify(
-    rows: Rows, column: str | None, where: Callable[[Rows, int], str] | None = None
+    rows: Rows,
+    column: str | None,
+    where: Callable[[Rows, int], str] | None = None,
+    preimages_as_deletes: bool = False,
 ) -> tuple[Rows, pa.BooleanArray | pa.ChunkedArray, int]:
     """(the rows without before-images, which of them are deletes, how many before-images were dropped); with no
-    change column every row is a value. An unknown kind is a RecordError; `where(rows, i)` names row i in it."""
+    change column every row is a value. An unknown kind is a RecordError; `where(rows, i)` names row i in it.
+    `preimages_as_deletes`: a before-image is kept as a delete (Flink's change-envelope formats write -U so)."""
     if column is None:
         return rows, pa.repeat(pa.scalar(False), rows.num_rows), 0
     kinds = pc.utf8_lower(rows.column(column))
@@ -39,6 +43,8 @@ def classify(
             f"{f' in {where(rows, row)}' if where else ''}; use {_NAMES} (or Flink's {_SHORT})"
         )
     skip = pc.fill_null(pc.is_in(kinds, _SKIPPED), False)
+    if preimages_as_deletes:
+        return rows, pc.or_(pc.fill_null(pc.is_in(kinds, _TOMBSTONES), False), skip), 0
     skipped = pc.sum(skip).as_py() or 0
     if skipped:
         rows, kinds = rows.filter(pc.invert(skip)), kinds.filter(pc.invert(skip))

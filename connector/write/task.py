@@ -174,9 +174,11 @@ class RecordWriter:
         return Pending(rows, deletes, keys, topics)
 
     def _classify(self, batch: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.BooleanArray]:
-        """Drop pre-images; return the rows to write and which of them are deletes."""
+        """Drop pre-images (a change-envelope format writes each as a delete, as Flink's do); return the rows to
+        write and which of them are deletes."""
         where = lambda b, row: f"the row with key {self._key_text(b, row)}"  # noqa: E731
-        rows, deletes, skipped = classify(batch, self.layout.changelog_column, where)
+        envelopes = isinstance(self.value_encoder, ChangelogEncoder)
+        rows, deletes, skipped = classify(batch, self.layout.changelog_column, where, envelopes)
         self.skipped += skipped
         return rows, deletes
 

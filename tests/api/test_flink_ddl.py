@@ -135,6 +135,7 @@ create table t_nick_cnt
  )
 """
 
+
 def _at(bootstrap: str, topic: str) -> dict[str, str]:
     return {"topic": topic, "properties.bootstrap.servers": bootstrap}
 

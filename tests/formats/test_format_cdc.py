@@ -324,18 +324,21 @@ WRITTEN = {
     "debezium-json": [
         b'{"before":null,"after":{"id":1,"name":"a","weight":1.5},"op":"c"}',
         b'{"before":null,"after":{"id":2,"name":"b","weight":null},"op":"c"}',
+        b'{"before":{"id":1,"name":"a","weight":1.5},"after":null,"op":"d"}',
         b'{"before":null,"after":{"id":1,"name":"c","weight":2.0},"op":"c"}',
         b'{"before":{"id":2,"name":null,"weight":null},"after":null,"op":"d"}',
     ],
     "canal-json": [
         b'{"data":[{"id":1,"name":"a","weight":1.5}],"type":"INSERT"}',
         b'{"data":[{"id":2,"name":"b","weight":null}],"type":"INSERT"}',
+        b'{"data":[{"id":1,"name":"a","weight":1.5}],"type":"DELETE"}',
         b'{"data":[{"id":1,"name":"c","weight":2.0}],"type":"INSERT"}',
         b'{"data":[{"id":2,"name":null,"weight":null}],"type":"DELETE"}',
     ],
     "maxwell-json": [
         b'{"data":{"id":1,"name":"a","weight":1.5},"type":"insert"}',
         b'{"data":{"id":2,"name":"b","weight":null},"type":"insert"}',
+        b'{"data":{"id":1,"name":"a","weight":1.5},"type":"delete"}',
         b'{"data":{"id":1,"name":"c","weight":2.0},"type":"insert"}',
         b'{"data":{"id":2,"name":null,"weight":null},"type":"delete"}',
     ],
@@ -348,11 +351,19 @@ def test_a_changelog_written_as_envelopes_like_flinks_reads_back(spark, options,
     opts = options(topic, {"value.format": fmt})
     write(spark, opts, ROWS, "id INT, name STRING, weight DOUBLE, _change_type STRING")
     records = consume_all(bootstrap, topic)
-    assert [k for _, _, k, _ in records] == [b'{"id":1}', b'{"id":2}', b'{"id":1}', b'{"id":2}']
-    assert [v for _, _, _, v in records] == WRITTEN[fmt]  # the pre-image is not written; a delete is an envelope
+    assert [k for _, _, k, _ in records] == [b'{"id":1}', b'{"id":2}', b'{"id":1}', b'{"id":1}', b'{"id":2}']
+    # As Flink's formats write them: the pre-image a delete envelope, then the post-image an insert; a delete an
+    # envelope too.
+    assert [v for _, _, _, v in records] == WRITTEN[fmt]
     assert rows_of(spark, opts, "id INT, name STRING, weight DOUBLE") == [(1, "c", 2.0)]
     changes = rows_of(spark, {**opts, "read.mode": "changelog"}, "id INT, name STRING, _change_type STRING")
-    assert changes == [(1, "a", "upsert"), (2, "b", "upsert"), (1, "c", "upsert"), (2, None, "delete")]
+    assert changes == [
+        (1, "a", "upsert"),
+        (2, "b", "upsert"),
+        (1, None, "delete"),  # a delete read in upsert mode has only its key
+        (1, "c", "upsert"),
+        (2, None, "delete"),
+    ]
 
 
 # -- options ---------------------------------------------------------------------------------------------

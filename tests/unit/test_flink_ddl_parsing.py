@@ -299,3 +299,22 @@ def test_statements_that_take_their_columns_elsewhere_are_refused_by_name(ddl, e
 def test_an_unclosed_string_is_named():
     with pytest.raises(OptionError, match=r"a quoted string is not closed"):
         flink_table("CREATE TABLE t (a STRING, PRIMARY KEY (a) NOT ENFORCED) WITH ('connector' = 'kafka)")
+
+
+# A `kafka` table with a changelog value format, as Flink's debezium-json page declares one (a primary key) with its
+# key format's columns (key.fields): built for the case, the shape of tests/formats/golden/flink/debezium_json.json.
+def _kafka_table(key_fields: str) -> str:
+    return f"""
+CREATE TABLE products (id INT, name STRING, PRIMARY KEY (id) NOT ENFORCED) WITH (
+  'connector' = 'kafka', 'topic' = 'products', 'properties.bootstrap.servers' = 'localhost:9092',
+  'key.format' = 'json', 'key.fields' = '{key_fields}', 'value.format' = 'debezium-json'
+)"""
+
+
+def test_a_primary_key_and_the_same_key_fields_are_one_key():
+    assert flink_table(_kafka_table("id")).options["key.fields"] == "id"
+
+
+def test_a_primary_key_and_other_key_fields_are_refused_naming_both():
+    with pytest.raises(OptionError, match=r"PRIMARY KEY \(id\) and option 'key.fields' = 'name'.*same columns"):
+        flink_table(_kafka_table("name"))
