@@ -77,7 +77,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from integration.kafka import CACHE_DIR, KafkaBroker, _run
+from integration.kafka import CACHE_DIR, KafkaBroker, _run, fetch_maven_jars
 from integration.registry import SchemaRegistryServer
 from tests.support.flink_golden import parse_type
 
@@ -120,32 +120,14 @@ def ensure_flink_venv() -> Path:
     return python
 
 
-def _fetch_jars(pom: Path, target: Path, what: str) -> Path:
-    if target.is_dir():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix="jars.partial-", dir=target.parent))
-    mvn = ["mvn", "-q", "-B", "-f", str(pom), "dependency:copy-dependencies", f"-DoutputDirectory={tmp}"]
-    try:
-        _run([*mvn, "-DincludeScope=runtime"], what)
-        try:
-            tmp.rename(target)
-        except OSError:
-            if not target.is_dir():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return target
-
-
 def ensure_flink_jars() -> list[Path]:
-    return sorted(_fetch_jars(FLINK_DIR / "pom.xml", JARS, "mvn fetching Flink's jars").glob("*.jar"))
+    return sorted(fetch_maven_jars(FLINK_DIR / "pom.xml", JARS, "mvn fetching Flink's jars").glob("*.jar"))
 
 
 def try_confluent_jars() -> tuple[list[Path], str]:
     """flink-avro-confluent-registry's jars, or [] and why not (Confluent's own Maven repository unreachable)."""
     try:
-        jars = _fetch_jars(FLINK_DIR / "pom-confluent.xml", CONFLUENT_JARS, "mvn fetching avro-confluent's jars")
+        jars = fetch_maven_jars(FLINK_DIR / "pom-confluent.xml", CONFLUENT_JARS, "mvn fetching avro-confluent's jars")
         return sorted(jars.glob("*.jar")), "fetched"
     except RuntimeError as e:
         text = str(e)

@@ -64,23 +64,27 @@ def _run(cmd: list[str], what: str, stdin: str | None = None) -> str:
 
 def ensure_kafka_jars() -> Path:
     """The folder holding the broker's jars, fetched with Maven only when absent."""
-    libs = CACHE_DIR / f"kafka-{KAFKA_VERSION}" / "libs"
-    if libs.is_dir():
-        return libs
-    libs.parent.mkdir(parents=True, exist_ok=True)
+    return fetch_maven_jars(POM, CACHE_DIR / f"kafka-{KAFKA_VERSION}" / "libs", "mvn fetching the Kafka jars")
+
+
+def fetch_maven_jars(pom: Path, target: Path, what: str) -> Path:
+    """`target`, holding the runtime jars of `pom`'s dependencies, fetched with Maven only when absent."""
+    if target.is_dir():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
     # Fetch beside the target, then rename: an interrupted fetch never looks complete.
-    tmp = Path(tempfile.mkdtemp(prefix="libs.partial-", dir=libs.parent))
-    mvn = ["mvn", "-q", "-B", "-f", str(POM), "dependency:copy-dependencies", f"-DoutputDirectory={tmp}"]
+    tmp = Path(tempfile.mkdtemp(prefix="libs.partial-", dir=target.parent))
+    mvn = ["mvn", "-q", "-B", "-f", str(pom), "dependency:copy-dependencies", f"-DoutputDirectory={tmp}"]
     try:
-        _run([*mvn, "-DincludeScope=runtime"], "mvn fetching the Kafka jars")
+        _run([*mvn, "-DincludeScope=runtime"], what)
         try:
-            tmp.rename(libs)
+            tmp.rename(target)
         except OSError:
-            if not libs.is_dir():  # not a concurrent fetch that won the race
+            if not target.is_dir():  # not a concurrent fetch that won the race
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return libs
+    return target
 
 
 def free_port() -> int:

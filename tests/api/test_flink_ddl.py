@@ -18,6 +18,7 @@ from pyspark_upsert_kafka.options.ddl import ddl_text as ddl_of
 
 from tests.support.kafka_io import consume_all
 from tests.support.read_helpers import finish_available_now, wait_for
+from tests.unit.test_flink_ddl_parsing import T_NICK_CNT  # a column-level key: its source is named there
 
 # Flink 1.13's upsert-kafka page: the aggregation sink (with COMMENTs in Chinese and backticks).
 SHOP_SALES_NUM = """
@@ -117,23 +118,6 @@ PAGEVIEWS = (
     "viewtime AS viewtime - INTERVAL '2' SECOND )WITH( 'connector'='kafka', 'topic'='<yourTopicName>', "
     "'properties.bootstrap.servers'='...', 'format'='json' );"
 )
-
-# A column-level primary key, lower case: a public Flink SQL course's upsert-kafka sink (51doit.com,
-# cn.doitedu.flinksql.demos.Demo6_Exercise).
-T_NICK_CNT = """
-create table t_nick_cnt
- (
-   nick string primary key not enforced,
-   user_cnt bigint
- )
- WITH (
-  'connector' = 'upsert-kafka',
-  'topic' = 'doit30-nick',
-  'properties.bootstrap.servers' = 'doitedu:9092',
-  'key.format' = 'json' ,
-  'value.format' = 'json'
- )
-"""
 
 
 def _at(bootstrap: str, topic: str) -> dict[str, str]:
