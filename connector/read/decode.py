@@ -105,7 +105,11 @@ class RecordRangeDecoder(RangeDecoder):
         self, role: str, decoder: Decoder, codec: Codec, payloads: Sequence[bytes], offsets: Sequence[int]
     ) -> tuple[pa.RecordBatch, set[int]]:
         decoded = decoder.decode(payloads)
-        schema = self.layout.key_schema if role == "key" else self.layout.value_schema
+        # A row's key columns come from its key: the value may leave them out (it is NOT NULL there for the schema
+        # Flink derives, not for reading).
+        schema = self.layout.key_schema
+        if role == "value":
+            schema = pa.schema([f for f in self.layout.value_schema if f.name not in self.layout.key_fields])
         batch, failures = _without_nulls_in_not_null(decoded.batch, schema, decoded.failures, len(payloads))
         return batch, self._failed(role, codec, failures, payloads, offsets)
 
