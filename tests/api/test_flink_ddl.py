@@ -18,7 +18,9 @@ from pyspark_upsert_kafka.options.ddl import ddl_text as ddl_of
 
 from tests.support.kafka_io import consume_all
 from tests.support.read_helpers import finish_available_now, wait_for
-from tests.unit.test_flink_ddl_parsing import T_NICK_CNT  # a column-level key: its source is named there
+
+# Flink's Orders (a TIMESTAMP(3) rowtime) and a column-level key: their sources are named there.
+from tests.unit.test_flink_ddl_parsing import ORDERS, T_NICK_CNT
 
 # Flink 1.13's upsert-kafka page: the aggregation sink (with COMMENTs in Chinese and backticks).
 SHOP_SALES_NUM = """
@@ -100,17 +102,6 @@ CREATE TABLE events (
 )
 """
 
-
-# Flink's CREATE statements page (docs/dev/table/sql/create.md, WATERMARK), with its `WITH ( . . . )` placeholder:
-# the most common Flink rowtime, a TIMESTAMP(3).
-ORDERS = """
-CREATE TABLE Orders (
-    `user` BIGINT,
-    product STRING,
-    order_time TIMESTAMP(3),
-    WATERMARK FOR order_time AS order_time - INTERVAL '5' SECOND
-) WITH ( . . . );
-"""
 
 # Alibaba Realtime Compute's upsert-kafka page: its source table, a watermark on a TIMESTAMP (precision 6), one line.
 PAGEVIEWS = (
