@@ -1,0 +1,162 @@
+"""normalized_changelog: an upsert (or change-envelope) stream as the full changelog of its table, as Flink's
+ChangelogNormalize gives it behind an upsert source.
+
+Keyed state holds the last row of every key. A record of a new key is an `insert`; of a known key an
+`update_preimage` (the last row) and an `update_postimage`; a delete (a tombstone, or a -D / -U envelope) of a
+known key a `delete` carrying the whole last row; an update equal to the last row, and a delete of a key not
+in the state, give nothing. With a state TTL (Flink's `table.exec.state.ttl`) a key's row is forgotten after that
+long without a change, and, as in Flink, an equal update is then passed on as -U/+U (so that the state of the
+operators after it does not expire early). Flink's rules: DeduplicateFunctionHelper.processLastRowOnChangelog.
+
+The state lives in Spark's state store through `transformWithStateInPandas` (every pyspark 4.x): it is
+checkpointed with each micro-batch, so a restarted query goes on exactly where it stopped. Rows cross into Python
+as Spark's own JSON text (tables/rows.py). Within a micro-batch, a key's records are applied in the order of
+`order_by` (the record's offset: a key lives in one partition), since Spark's shuffle keeps no order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import pandas as pd
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle, TimerValues
+from pyspark.sql.types import IntegralType, LongType, StringType, StructField, StructType
+
+from ..errors import OptionError, SchemaError
+from ..formats.change_kind import ChangeKind, UpsertAction, spellings
+from ..options.kinds import Duration
+from .rows import as_text, from_text, require_columns, require_rocksdb, require_text_safe
+
+HELPER = "normalized_changelog"
+# Spark's Python stateful operator renames columns whose name starts with "__": these names are plain.
+_ROW, _RETRACTS, _KIND, _KEY = "uk_row", "uk_retracts", "uk_kind", "uk_key"
+# Flink's rule: +I and +U (and an upsert) accumulate; -D and -U retract the key's row.
+_RETRACTING = [*spellings(UpsertAction.TOMBSTONE), *spellings(UpsertAction.SKIP)]
+_ACCUMULATING = list(spellings(UpsertAction.VALUE))
+
+
+def normalized_changelog(
+    changes: DataFrame,
+    key: str | Sequence[str],
+    *,
+    order_by: str | Sequence[str] = "offset",
+    state_ttl: str | None = None,
+    change_column: str = "_change_type",
+) -> DataFrame:
+    """The full changelog of the table `changes` describes: the same columns, `change_column` now `insert`,
+    `update_preimage`, `update_postimage` or `delete` (Spark's change data feed names; the upsert-kafka writer
+    reads them), a delete carrying the key's last row.
+
+    `key`: the primary key's columns. `order_by`: integer columns that order a key's records within a micro-batch
+    (default: the record's offset, read with option `metadata.columns` = `offset`); they are not part of the
+    comparison of a row with the last one. `state_ttl`: a duration ('1 h', '7 d'); unset, every key's last row is
+    kept for ever. Needs the RocksDB state store provider (the error says how to set it)."""
+    keys = require_columns(changes, [key] if isinstance(key, str) else list(key), "key column", HELPER)
+    order = require_columns(changes, [order_by] if isinstance(order_by, str) else list(order_by), "order_by", HELPER)
+    (change,) = require_columns(changes, [change_column], "change column", HELPER)
+    if not keys:
+        raise SchemaError(f"{HELPER}: give the primary key's columns (key=...)")
+    for name in order:
+        if not isinstance(changes.schema[name].dataType, IntegralType):
+            raise SchemaError(
+                f"{HELPER}: order_by column '{name}' is {changes.schema[name].dataType.simpleString()}; it orders a "
+                "key's records, so it must be an integer column (the record's offset: option metadata.columns = "
+                "'offset')"
+            )
+    ttl_ms = _ttl_ms(state_ttl)
+    require_rocksdb(changes.sparkSession, HELPER)
+    compared = [c for c in changes.columns if c != change and c not in order]
+    require_text_safe(changes, compared, HELPER)
+
+    prepared = changes.select(
+        *[F.col(k).alias(f"{_KEY}{i}") for i, k in enumerate(keys)],
+        as_text(compared).alias(_ROW),
+        _retracts(F.col(change), change).alias(_RETRACTS),
+        *[F.col(o).cast(LongType()).alias(o) for o in order],
+    )
+    orders = [StructField(o, LongType()) for o in order]
+    out = StructType([StructField(_ROW, StringType()), *orders, StructField(_KIND, StringType())])
+    normalized = prepared.groupBy(*[f"{_KEY}{i}" for i in range(len(keys))]).transformWithStateInPandas(
+        statefulProcessor=_LastRowPerKey(order, ttl_ms),
+        outputStructType=out,
+        outputMode="Append",
+        timeMode="ProcessingTime" if ttl_ms else "None",
+    )
+    row = from_text(F.col(_ROW), changes.select(*compared).schema).alias("uk_r")
+    typed = {c: changes.schema[c].dataType for c in order}
+    columns = {c: F.col(f"uk_r.{c}") for c in compared} | {c: F.col(c).cast(typed[c]) for c in order}
+    columns[change] = F.col(_KIND)
+    return normalized.select(row, *order, _KIND).select(*[columns[c].alias(c) for c in changes.columns])
+
+
+def _retracts(kind: Column, name: str) -> Column:
+    """True for a change that removes the key's row; an unknown kind fails the query, naming the kinds."""
+    lower = F.lower(kind)
+    known = ", ".join(k.value for k in ChangeKind)
+    return (
+        F.when(lower.isin(_RETRACTING), F.lit(True))
+        .when(lower.isin(_ACCUMULATING) | kind.isNull(), F.lit(False))
+        .otherwise(F.raise_error(F.concat(F.lit(f"{HELPER}: column '{name}' has the change kind '"), kind, F.lit(
+            f"'; use {known} (or Flink's +I, -U, +U, -D)"))))
+    )  # fmt: skip
+
+
+def _ttl_ms(state_ttl: str | None) -> int | None:
+    if state_ttl is None:
+        return None
+    try:
+        return max(1, round(Duration().parse(str(state_ttl)) * 1000))
+    except ValueError as e:
+        raise OptionError(f"{HELPER}: state_ttl {e}") from None
+
+
+class _LastRowPerKey(StatefulProcessor):
+    """Flink's processLastRowOnChangelog per key, over a micro-batch's records of that key in `order`."""
+
+    def __init__(self, order: list[str], ttl_ms: int | None) -> None:
+        self._order = order
+        self._ttl_ms = ttl_ms
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        schema = StructType([StructField("row", StringType()), *[StructField(o, LongType()) for o in self._order]])
+        self._last = handle.getValueState("last_row", schema, self._ttl_ms)
+
+    def handleInputRows(
+        self, key: tuple, rows: Iterator[pd.DataFrame], timerValues: TimerValues
+    ) -> Iterator[pd.DataFrame]:
+        frames = list(rows)
+        records = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+        if len(records) > 1:
+            records = records.sort_values(self._order, kind="stable")
+        found = self._last.get()
+        last = tuple(found) if found is not None else None
+        out: list[tuple] = []
+        changed = False
+        columns = [records[c].tolist() for c in (_ROW, _RETRACTS, *self._order)]
+        for row, retracts, *order in zip(*columns):
+            if retracts:
+                if last is not None:  # a delete of an unknown key gives nothing
+                    out.append((*last, ChangeKind.DELETE.value))
+                    last, changed = None, True
+                continue
+            current = (row, *order)
+            if last is None:
+                out.append((*current, ChangeKind.INSERT.value))
+            elif self._ttl_ms is None and last[0] == row:
+                continue  # the same row again: nothing changed (with a TTL, Flink passes it on)
+            else:
+                out.append((*last, ChangeKind.UPDATE_BEFORE.value))
+                out.append((*current, ChangeKind.UPDATE_AFTER.value))
+            last, changed = current, True
+        if changed:
+            if last is None:
+                self._last.clear()
+            else:
+                self._last.update(last)
+        if out:
+            yield pd.DataFrame(out, columns=[_ROW, *self._order, _KIND])
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,109 @@
+"""What the stateful helpers (normalize, aggregate, temporal_join) share: a row carried through Python as the text
+Spark's own `to_json` writes, and the state store they need.
+
+A row crosses into Spark's Python stateful operator (`transformWithStateInPandas`, the one on every pyspark 4.x) and
+back as pandas. That loses data: a null and a NaN are one value in a pandas float column (both come out as null), an
+integer column with nulls becomes float64 (past 2**53, another number). So the helpers hand Python each row as one
+STRING, written by Spark's `to_json` and read back by Spark's `from_json` with options that keep every value
+(microsecond timestamps with their offset, NaN and infinities, -0.0, decimals digit for digit, binary as base64): Python
+compares and stores the text, never a typed value. Equal rows give equal text, as Flink compares rows by their bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegralType,
+    MapType,
+    StringType,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
+
+from ..errors import OptionError, SchemaError
+
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+_PROVIDER = "spark.sql.streaming.stateStore.providerClass"
+
+# to_json and from_json with the same options: a timestamp keeps its microseconds (the default pattern stops at
+# milliseconds) and, for TIMESTAMP, its offset from UTC (so a wall clock in a DST change is not ambiguous).
+JSON_OPTIONS = {
+    "timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX",
+    "timestampNTZFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSS",
+    "dateFormat": "yyyy-MM-dd",
+}
+_SCALARS = (
+    BooleanType,
+    IntegralType,
+    FloatType,
+    DoubleType,
+    DecimalType,
+    StringType,
+    BinaryType,
+    DateType,
+    TimestampType,
+    TimestampNTZType,
+)
+
+
+def require_rocksdb(spark: SparkSession, helper: str) -> None:
+    """Spark's Python stateful operator runs on the RocksDB state store only; say so before the query starts."""
+    provider = spark.conf.get(_PROVIDER, None) or ""
+    if provider != ROCKSDB:
+        raise OptionError(
+            f"{helper} keeps its state in Spark's RocksDB state store, and this session uses "
+            f"{provider or 'the default (HDFS-backed) one'}: set spark.conf.set('{_PROVIDER}', '{ROCKSDB}') "
+            "before starting the query (or the same in the session's config)"
+        )
+
+
+def require_columns(df: DataFrame, names: Sequence[str], role: str, helper: str) -> list[str]:
+    """The DataFrame's spelling of each name (Spark resolves names case-insensitively); a missing one is an error."""
+    columns = {c.lower(): c for c in df.columns}
+    missing = [n for n in names if n.lower() not in columns]
+    if missing:
+        raise SchemaError(f"{helper}: {role} {', '.join(map(repr, missing))} not among the columns {df.columns}")
+    return [columns[n.lower()] for n in names]
+
+
+def require_text_safe(df: DataFrame, columns: Sequence[str], helper: str) -> None:
+    """Every column travels as to_json's text: types it reads back exactly, or an error naming the column."""
+    for field in df.select(*columns).schema.fields:
+        problem = _unsafe(field.dataType)
+        if problem:
+            shown = f"'{field.name}' ({field.dataType.simpleString()})"
+            raise SchemaError(f"{helper} cannot carry column {shown}: {problem}")
+
+
+def _unsafe(t: DataType) -> str | None:
+    if isinstance(t, _SCALARS):
+        return None
+    if isinstance(t, ArrayType):
+        return _unsafe(t.elementType)
+    if isinstance(t, MapType):
+        return "a MAP's keys must be STRING" if not isinstance(t.keyType, StringType) else _unsafe(t.valueType)
+    if isinstance(t, StructType):
+        return next((p for f in t.fields if (p := _unsafe(f.dataType))), None)
+    return f"{t.simpleString()} is not a type this helper carries (use a scalar, ARRAY, MAP or STRUCT type)"
+
+
+def as_text(columns: Sequence[str]) -> Column:
+    """The row of these columns as one JSON text (nulls left out)."""
+    return F.to_json(F.struct(*[F.col(c) for c in columns]), JSON_OPTIONS)
+
+
+def from_text(text: Column, schema: StructType) -> Column:
+    """The STRUCT that `as_text` wrote."""
+    return F.from_json(text, schema, JSON_OPTIONS)

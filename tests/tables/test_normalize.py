@@ -1,0 +1,176 @@
+"""normalized_changelog on a real broker: Flink's ChangelogNormalize rules (a new key inserts, a known key updates
+with its before-image, a delete carries the last row, a duplicate or a delete of an unknown key gives nothing), a
+restart from the checkpoint, state TTL, values kept exactly, and the errors that say what to change."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import math
+
+import orjson
+import pytest
+from pyspark_upsert_kafka import OptionError, SchemaError
+from pyspark_upsert_kafka.tables.normalize import normalized_changelog
+
+from tests.support.kafka_io import produce
+from tests.support.read_helpers import Collector, run_available_now, start_collecting, wait_for
+
+SCHEMA = "id INT, name STRING"
+UTC = dt.timezone.utc
+
+
+def _record(i: int, name: str | None) -> tuple:
+    value = None if name is None else orjson.dumps({"id": i, "name": name})
+    return (orjson.dumps({"id": i}), value)
+
+
+def _changes(spark, options: dict, schema: str = SCHEMA):
+    more = {"metadata.columns": "offset", "schema": schema, "scan.startup.mode": "earliest-offset"}
+    return spark.readStream.format("upsert-kafka").options(**(options | more)).load()
+
+
+def _per_key(rows: list) -> dict:
+    """Each key's emitted (name, change kind) in emission order (keys are independent; a key's order is kept)."""
+    by_key: dict = {}
+    for r in rows:
+        by_key.setdefault(r["id"], []).append((r["name"], r["_change_type"]))
+    return by_key
+
+
+COLUMNS = ("id", "name", "_change_type", "offset")
+
+
+def _run(df, checkpoint) -> list:
+    sink = run_available_now(df.select(*COLUMNS), str(checkpoint))
+    return [dict(zip(COLUMNS, r)) for r in sink.rows]
+
+
+def _run_until(df, checkpoint, rows: int) -> list:
+    """With a state TTL the query runs on a processing-time trigger (Spark's processing-time stateful operator asks
+    for another batch for ever, so availableNow never stops): collect until `rows` rows came, then stop."""
+    sink = Collector()
+    query = start_collecting(df.select(*COLUMNS), str(checkpoint), sink)
+    try:
+        wait_for(lambda: len(sink.rows) >= rows or query.exception(), f"{rows} rows")
+        assert query.exception() is None, query.exception()
+    finally:
+        query.stop()
+    return [dict(zip(COLUMNS, r)) for r in sink.rows]
+
+
+def test_a_key_inserts_then_updates_with_its_before_image_and_a_delete_carries_its_last_row(
+    spark, rocksdb, new_topic, options, bootstrap, tmp_path
+):
+    topic = new_topic()
+    produce(bootstrap, topic, [_record(1, "a"), _record(2, "b"), _record(1, "a2"), _record(1, "a2"), _record(2, None),
+                               _record(3, None), _record(2, "b2"), _record(1, "a3"), _record(1, None)])  # fmt: skip
+    rows = _run(normalized_changelog(_changes(spark, options(topic)), "id"), tmp_path)
+    assert _per_key(rows) == {
+        # a2 twice: the second is the same row, nothing changed
+        1: [
+            ("a", "insert"),
+            ("a", "update_preimage"),
+            ("a2", "update_postimage"),
+            ("a2", "update_preimage"),
+            ("a3", "update_postimage"),
+            ("a3", "delete"),
+        ],
+        2: [("b", "insert"), ("b", "delete"), ("b2", "insert")],  # the delete carries b, not the tombstone's nulls
+    }  # fmt: skip  (key 3: a delete of a key never seen gives nothing)
+    # A before-image and a delete are the last row as it was, its offset too.
+    offsets = {(r["id"], r["name"], r["_change_type"]): r["offset"] for r in rows}
+    assert offsets[(1, "a3", "delete")] == offsets[(1, "a3", "update_postimage")] == 7
+
+
+def test_a_restarted_query_goes_on_from_the_state_in_its_checkpoint(
+    spark, rocksdb, new_topic, options, bootstrap, tmp_path
+):
+    topic = new_topic(2)
+    produce(bootstrap, topic, [_record(i, "v1") for i in range(6)])
+    normalized = normalized_changelog(_changes(spark, options(topic)), "id")
+    assert sorted(r["_change_type"] for r in _run(normalized, tmp_path)) == ["insert"] * 6
+    more = [_record(0, "v2"), _record(1, "v1"), _record(2, None), _record(9, None), _record(7, "v1")]
+    produce(bootstrap, topic, more)
+    assert _per_key(_run(normalized, tmp_path)) == {
+        0: [("v1", "update_preimage"), ("v2", "update_postimage")],
+        2: [("v1", "delete")],
+        7: [("v1", "insert")],
+    }
+
+
+def test_with_a_state_ttl_an_equal_row_is_passed_on_as_an_update(
+    spark, rocksdb, new_topic, options, bootstrap, tmp_path
+):
+    topic = new_topic()
+    produce(bootstrap, topic, [_record(1, "a"), _record(1, "a")])
+    normalized = normalized_changelog(_changes(spark, options(topic)), "id", state_ttl="1 h")
+    expected = [("a", "insert"), ("a", "update_preimage"), ("a", "update_postimage")]
+    assert _per_key(_run_until(normalized, tmp_path, 3)) == {1: expected}
+
+
+def test_a_key_idle_longer_than_the_state_ttl_is_new_again(spark, rocksdb, new_topic, options, bootstrap, tmp_path):
+    topic = new_topic()
+    produce(bootstrap, topic, [_record(1, "a"), _record(2, "b")])
+    # 1 ms: expired by the next micro-batch, whose processing time is later by far more than that
+    normalized = normalized_changelog(_changes(spark, options(topic)), "id", state_ttl="1 ms")
+    assert _per_key(_run_until(normalized, tmp_path, 2)) == {1: [("a", "insert")], 2: [("b", "insert")]}
+    # key 2's delete comes first: read in the batch of key 1's record or before it
+    produce(bootstrap, topic, [_record(2, None), _record(1, "a2")])
+    # key 1's row is forgotten: an insert, not an update; key 2's delete finds no row and gives nothing
+    assert _per_key(_run_until(normalized, tmp_path, 1)) == {1: [("a2", "insert")]}
+
+
+EXACT = (
+    "id BIGINT, d DOUBLE, f FLOAT, big BIGINT, dec DECIMAL(38, 18), ts TIMESTAMP, ntz TIMESTAMP_NTZ, day DATE, "
+    "bin BINARY, s STRING, arr ARRAY<DOUBLE>, m MAP<STRING, BIGINT>, st STRUCT<x: DOUBLE, y: STRING>"
+)
+
+
+def test_values_come_out_exactly_as_they_went_in(spark, rocksdb, new_topic, options, bootstrap, tmp_path):
+    """The row crosses Python as Spark's JSON text: NaN stays NaN and null null (pandas makes one of them), -0.0 keeps
+    its sign, integers past 2**53 and 38-digit decimals every digit, timestamps their microseconds."""
+    rows = [
+        (1, math.nan, -0.0, 2**62 + 1, decimal.Decimal("12345678901234567890.123456789012345678"),
+         dt.datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC), dt.datetime(9999, 12, 31, 23, 59, 59, 123456),
+         dt.date(1, 1, 1), b"\x00\xff", "", [math.nan, None, -math.inf], {"k": None}, (None, "")),
+        (2, None, None, None, None, None, None, None, None, None, None, None, None),
+        (3, math.inf, 1.5, -(2**63), decimal.Decimal("-0.000000000000000001"),
+         dt.datetime(2038, 1, 19, 3, 14, 8, 1, tzinfo=UTC), dt.datetime(1582, 10, 4, 0, 0, 0, 1),
+         dt.date(2024, 2, 29), b"", "\U0001f600 \"q\"\n", [], {}, (math.nan, None)),
+    ]  # fmt: skip
+    topic = new_topic()
+    given = spark.createDataFrame(rows, EXACT)
+    given.write.format("upsert-kafka").options(**options(topic)).mode("append").save()
+    normalized = normalized_changelog(_changes(spark, options(topic), EXACT), "id")
+    sink = run_available_now(normalized.drop("offset"), str(tmp_path))
+    got = spark.createDataFrame([r[:-1] for r in sink.rows], EXACT)
+    assert {r[-1] for r in sink.rows} == {"insert"}
+    # compared as text of every value: Spark's = would take NaN = NaN but also 0.0 = -0.0
+    text = "to_json(struct(*), map('timestampFormat', 'yyyy-MM-dd HH:mm:ss.SSSSSSXXX'))"
+    texts = [sorted(r[0] for r in df.selectExpr(text).collect()) for df in (got, given)]
+    assert texts[0] == texts[1]
+    assert "-0.0" in next(r[0] for r in got.selectExpr(text).collect() if '"id":1' in r[0])
+
+
+def test_an_unknown_change_kind_fails_the_query_naming_the_kinds(spark, rocksdb, tmp_path):
+    rows = [(1, "a", "upsert"), (1, "b", "replace")]
+    changes = spark.createDataFrame(rows, "id INT, name STRING, _change_type STRING")
+    normalized = normalized_changelog(changes.withColumn("offset", changes.id.cast("bigint")), "id")
+    with pytest.raises(Exception, match="has the change kind 'replace'; use insert, update_preimage"):
+        normalized.collect()
+
+
+def test_the_helper_says_what_to_change_before_a_query_starts(spark, new_topic, options):
+    changes = _changes(spark, options(new_topic()))
+    with pytest.raises(OptionError, match="RocksDBStateStoreProvider"):
+        normalized_changelog(changes, "id")
+    with pytest.raises(SchemaError, match=r"key column 'user' not among the columns"):
+        normalized_changelog(changes, "user")
+    with pytest.raises(SchemaError, match=r"order_by column 'name' is string; .* must be an integer column"):
+        normalized_changelog(changes, "id", order_by="name")
+    with pytest.raises(SchemaError, match=r"order_by 'offset' not among the columns"):
+        without_offsets = spark.readStream.format("upsert-kafka").options(**options(new_topic()))
+        normalized_changelog(without_offsets.option("schema", SCHEMA).load(), "id")
+    with pytest.raises(OptionError, match=r"state_ttl .*a duration"):
+        normalized_changelog(changes, "id", state_ttl="soon")
