@@ -2,6 +2,7 @@
 
     integration/dev python -m integration.flink_golden            # all cases (a few minutes)
     integration/dev python -m integration.flink_golden json csv   # only the named cases (and the type mapping)
+    integration/dev python -m integration.flink_golden --tables   # only the tables_* cases (flink_golden_tables.py)
 
 Not part of CI: the files it writes are committed, and the tests compare the connector with them.
 
@@ -52,6 +53,16 @@ MAP sorted [key, value] pairs; ROW objects.
 avro_type_mapping.json: AvroSchemaConverter.convertToSchema for each single Flink type, NULL and NOT NULL, legacy
 timestamp mapping true and false (one entry each), at top level and inside ROW / ARRAY / MAP (keys top, row, array,
 map: the schema, or {"error": ...} where Flink refuses).
+
+tables_normalize.json, tables_aggregate.json, tables_temporal_join.json (integration/flink_golden_tables.py, whose
+docstring has their shape; `--tables` regenerates only them, not avro_type_mapping.json): the topic as a table inside
+a stream. Flink's sinks write the records (json keys and values, one partition per topic, Kafka timestamps set
+through writer tables), then Flink's queries run over them and every row they emit is recorded with its RowKind in
+emission order, with Flink's plan: `SELECT * FROM users` through ChangelogNormalize (default settings and with
+'table.exec.state.ttl'), a GROUP BY over an upsert table (its changelog, and the records of its upsert-kafka sink),
+the event-time temporal join of Flink's docs (LEFT and inner) and Flink's error for it on processing time. These
+files have no top-level "ddl" (tests/formats/test_flink_golden.py's cases are the files with one). They run last
+(some of their queries change a session setting for themselves, and put it back).
 
 Test/dev tooling only: the product never imports this module.
 """
@@ -920,7 +931,13 @@ def servers() -> Iterator[tuple[str, str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    only = set(sys.argv[1:] if argv is None else argv)
+    # flink_golden_tables imports this module: run as __main__, it must find this instance (one FlinkJobError class)
+    sys.modules.setdefault("integration.flink_golden", sys.modules[__name__])
+    from integration.flink_golden_tables import dump_tree, run_tables_case, table_cases
+
+    args = sys.argv[1:] if argv is None else argv
+    table_names = {c.name for c in table_cases()}
+    only = {a for a in args if a != "--tables"} | (table_names if "--tables" in args else set())
     started = time.monotonic()
     python = ensure_flink_venv()
     jars = ensure_flink_jars()
@@ -930,7 +947,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         log(f"Confluent's Maven repository unreachable ({why}): avro_confluent by confluent-kafka's AvroSerializer")
     cases = [c for c in all_cases(bool(confluent_jars)) if not only or c.name in only]
-    unknown = only - {c.name for c in all_cases(bool(confluent_jars))}
+    tables = [c for c in table_cases() if not only or c.name in only]
+    unknown = only - {c.name for c in all_cases(bool(confluent_jars))} - table_names
     if unknown:
         print(f"unknown cases: {sorted(unknown)}", file=sys.stderr)
         return 2
@@ -940,15 +958,19 @@ def main(argv: list[str] | None = None) -> int:
         flink = FlinkSession(python, jars + confluent_jars, workdir)
         try:
             log(f"Flink {FLINK_VERSION} session up (log {flink.log_path})")
-            (OUT / "avro_type_mapping.json").write_text(dump(avro_type_mapping(flink)))
+            if cases or not only:
+                (OUT / "avro_type_mapping.json").write_text(dump(avro_type_mapping(flink)))
             runner = Runner(flink, bootstrap, registry, bool(confluent_jars))
             for case in cases:
                 log(f"case {case.name}")
                 (OUT / f"{case.name}.json").write_text(dump(runner.run(case)))
+            for table_case in tables:  # last: some of their queries change a session setting for a while
+                log(f"case {table_case.name}")
+                (OUT / f"{table_case.name}.json").write_text(dump_tree(run_tables_case(flink, bootstrap, table_case)))
         finally:
             flink.close()
     shutil.rmtree(workdir, ignore_errors=True)
-    log(f"done in {time.monotonic() - started:.0f} s: {len(cases)} cases in {OUT.relative_to(ROOT)}")
+    log(f"done in {time.monotonic() - started:.0f} s: {len(cases) + len(tables)} cases in {OUT.relative_to(ROOT)}")
     return 0
 
 

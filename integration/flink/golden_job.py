@@ -11,15 +11,26 @@ may print to stdout too). Requests ("op"):
 - `sql`: {"statements": [...]} runs DDL statements (execute_sql).
 - `explain`: {"statement": "INSERT ..."} translates a statement down to Flink's job graph without running it
   (ExplainDetail.JSON_EXECUTION_PLAN: the formats' runtime encoders are built, so a type a format refuses fails here).
-- `write`: {"table", "columns": [{"name", "type"}], "changes": [{"kind", "row"}], "timeout_s"} writes the
-  changes into the table with Flink SQL: a changelog stream carrying each change's RowKind and sequence number
-  (`from_changelog_stream`) and an `INSERT INTO table SELECT CASE seq WHEN n THEN <typed literal> ... END, ...`.
+- `write`: {"table", "columns": [{"name", "type"}], "changes": [{"kind", "row"}], "timeout_s", "insert_only"}
+  writes the changes into the table with Flink SQL: a changelog stream carrying each change's RowKind and sequence
+  number (`from_changelog_stream`) and an `INSERT INTO table SELECT CASE seq WHEN n THEN <typed literal> ... END, ...`.
+  With "insert_only" (every change "+I") the stream is an insert-only table (`from_data_stream`: what a `kafka`
+  sink with a plain format takes); else a changelog that may carry every RowKind.
   Values are typed SQL literals rendered from the canonical form, except FLOAT/DOUBLE columns, whose values travel
   as DOUBLE fields of the stream: Flink's planner folds float literals through BigDecimal, which loses -0.0 and
   refuses NaN/Infinity as FLOAT.
-- `read`: {"query", "columns": [{"name", "type"}], "timeout_s"} runs a bounded query and returns every row it
-  emits with its RowKind, in the canonical form (converted from Flink's Java values, not PyFlink's collect(),
-  which loses TIMESTAMP micros and fails on TIMESTAMP_LTZ, MAP and arrays with nulls).
+- `read`: {"query", "columns": [{"name", "type"}], "timeout_s", "config"} runs a bounded query and returns every
+  row it emits with its RowKind, in emission order, in the canonical form (converted from Flink's Java values, not
+  PyFlink's collect(), which loses TIMESTAMP micros and fails on TIMESTAMP_LTZ, MAP and arrays with nulls). Without
+  "columns" they are the query's resolved output columns, returned as "columns" ({"name", "type"}, the type as
+  Flink prints it, VARCHAR(2147483647) as STRING). "config" {key: value}: table settings for this query only (e.g.
+  'table.exec.state.ttl'), put back afterwards as they were, or set to Flink's default (CONFIG_DEFAULTS).
+- `plan`: {"statement", "config"} Flink's EXPLAIN (ExplainDetail.CHANGELOG_MODE) of an INSERT, or of a query as
+  `read` runs it (into Flink's collecting sink: TableEnvironmentInternal.explainInternal of a CollectModifyOperation),
+  with "config" applied as in `read`: the lines of its "== Optimized Physical Plan ==" section (the collecting sink's
+  session-wide number left out of its name).
+- `execute`: {"statement", "timeout_s", "config"} runs an INSERT INTO ... SELECT ... (bounded sources) to its end.
+- `settings`: the session's own settings (TABLE_CONFIG) as its table configuration holds them.
 - `row_types`: {"table", "key": [...], "value": [...]} Flink's resolved physical row type of a table, projected
   on the key fields and on the value fields (a primary key's columns are NOT NULL there).
 - `avro_schema`: {"type": "<Flink type text>", "legacy": bool} AvroSchemaConverter.convertToSchema(type, legacy).
@@ -36,6 +47,7 @@ import datetime as dt
 import decimal
 import importlib.util
 import json
+import re
 import struct
 import sys
 import threading
@@ -43,6 +55,8 @@ import time
 import traceback
 from typing import Any
 
+import py4j.java_gateway
+import py4j.protocol
 from pyflink.common import Configuration, Row, RowKind, Types
 from pyflink.datastream import StreamExecutionEnvironment
 from pyflink.java_gateway import get_gateway
@@ -55,6 +69,8 @@ TABLE_CONFIG = {
     "table.exec.sink.upsert-materialize": "NONE",
     "parallelism.default": "1",
 }
+# Flink 2.2.1's defaults of the settings a request may change for itself (see Session._config).
+CONFIG_DEFAULTS = {"table.exec.state.ttl": "0 ms", "pipeline.auto-watermark-interval": "200 ms"}
 
 
 def _load_canonical(path: str) -> Any:
@@ -79,6 +95,18 @@ def java_error(e: BaseException) -> dict[str, Any]:
         root, j, seen = j, j.getCause(), seen + 1
     frames = [str(f.toString()) for f in list(root.getStackTrace())[:12]]
     return {"error": causes[-1], "causes": causes, "root_frames": frames}
+
+
+@contextlib.contextmanager
+def raw_java_errors() -> Any:
+    """Py4J's own errors (Py4JJavaError, its Java exception attached) instead of PyFlink's conversion of them, whose
+    text is the top message with the stack trace and whose Java exception is gone: java_error() gets the chain."""
+    patched = py4j.java_gateway.get_return_value
+    py4j.java_gateway.get_return_value = py4j.protocol.get_return_value
+    try:
+        yield
+    finally:
+        py4j.java_gateway.get_return_value = patched
 
 
 def q(name: str) -> str:
@@ -231,7 +259,8 @@ class Session:
         stream = self.env.from_collection(rows, type_info=Types.ROW_NAMED(names, types))
         self.views += 1
         view = f"golden_changes_{self.views}"
-        self.tenv.create_temporary_view(view, self.tenv.from_changelog_stream(stream))
+        convert = self.tenv.from_data_stream if req.get("insert_only") else self.tenv.from_changelog_stream
+        self.tenv.create_temporary_view(view, convert(stream))
         select = []
         for name, t in columns:
             if name in floats:
@@ -263,10 +292,39 @@ class Session:
             with contextlib.suppress(Exception):
                 client.get().cancel().get()
 
+    @contextlib.contextmanager
+    def _config(self, config: dict[str, str] | None) -> Any:
+        """Table settings for one request, each put back afterwards: to its value before, or to Flink's default (in
+        CONFIG_DEFAULTS), set explicitly. Removing the key is not enough: running a job copies the table settings into
+        the execution environment's configuration (StreamExecutionEnvironment.configure), where they would stay."""
+        j_conf = self.tenv.get_config()._j_table_config.getConfiguration()
+        before = {k: j_conf.toMap().get(k) for k in (config or {})}
+        for key, value in before.items():
+            if value is None and key not in CONFIG_DEFAULTS:
+                raise ValueError(f"no default known for {key}: add it to CONFIG_DEFAULTS")
+        try:
+            for key, value in (config or {}).items():
+                self.tenv.get_config().set(key, value)
+            yield
+        finally:
+            for key, value in before.items():
+                self.tenv.get_config().set(key, CONFIG_DEFAULTS[key] if value is None else value)
+
+    def _columns(self, j_table: Any) -> list[dict[str, str]]:
+        out = []
+        for column in list(j_table.getResolvedSchema().getColumns()):
+            text = column.getDataType().getLogicalType().asSerializableString()
+            text = text.replace("VARCHAR(2147483647)", "STRING").replace("VARBINARY(2147483647)", "BYTES")
+            out.append({"name": column.getName(), "type": text})
+        return out
+
     def op_read(self, req: dict[str, Any]) -> dict[str, Any]:
-        columns = [(c["name"], self.cg.parse_type(c["type"])) for c in req["columns"]]
         started = time.monotonic()
-        j_result = self.tenv.sql_query(req["query"])._j_table.execute()
+        with self._config(req.get("config")):
+            j_table = self.tenv.sql_query(req["query"])._j_table
+            names_types = req.get("columns") or self._columns(j_table)
+            columns = [(c["name"], self.cg.parse_type(c["type"])) for c in names_types]
+            j_result = j_table.execute()
         timer = threading.Timer(req.get("timeout_s", 120), self._cancel, [j_result])
         timer.start()
         out = []
@@ -279,7 +337,40 @@ class Session:
             it.close()
         finally:
             timer.cancel()
-        return {"rows": out, "seconds": round(time.monotonic() - started, 1)}
+        return {"rows": out, "columns": names_types, "seconds": round(time.monotonic() - started, 1)}
+
+    def op_plan(self, req: dict[str, Any]) -> dict[str, Any]:
+        """EXPLAIN with the changelog modes, of the job Flink runs: an INSERT as written; a query as `read` runs it,
+        into a collecting sink (explain_sql of a bare query plans no sink, and so differs: no ChangelogNormalize)."""
+        jvm, statement = self.jvm, req["statement"]
+        with self._config(req.get("config")), raw_java_errors():
+            if statement.lstrip().upper().startswith("INSERT"):
+                text = self.tenv.explain_sql(statement, ExplainDetail.CHANGELOG_MODE)
+            else:
+                query = self.tenv.sql_query(statement)._j_table.getQueryOperation()
+                operations = jvm.java.util.ArrayList()
+                operations.add(jvm.org.apache.flink.table.operations.CollectModifyOperation(query))
+                details = get_gateway().new_array(jvm.org.apache.flink.table.api.ExplainDetail, 1)
+                details[0] = jvm.org.apache.flink.table.api.ExplainDetail.CHANGELOG_MODE
+                text_format = jvm.org.apache.flink.table.api.ExplainFormat.TEXT
+                text = self.tenv._j_tenv.explainInternal(operations, text_format, details)
+        lines = text.splitlines()
+        start = lines.index("== Optimized Physical Plan ==") + 1
+        end = next((i for i in range(start, len(lines)) if lines[i].startswith("== ")), len(lines))
+        # the collecting sink's name counts the session's collects: its number is left out
+        plan = [re.sub(r"anonymous_collect\$\d+", "anonymous_collect", line.rstrip()) for line in lines[start:end]]
+        return {"plan": [line for line in plan if line.strip()]}
+
+    def op_execute(self, req: dict[str, Any]) -> dict[str, Any]:
+        started = time.monotonic()
+        with self._config(req.get("config")):
+            result = self.tenv.execute_sql(req["statement"])
+        self._await(result._j_table_result, req.get("timeout_s", 120))
+        return {"ok": True, "seconds": round(time.monotonic() - started, 1)}
+
+    def op_settings(self, req: dict[str, Any]) -> dict[str, Any]:
+        held = self.tenv.get_config()._j_table_config.getConfiguration().toMap()
+        return {"settings": {key: held.get(key) for key in TABLE_CONFIG}}
 
     def op_row_types(self, req: dict[str, Any]) -> dict[str, Any]:
         schema = self.tenv.from_path(req["table"])._j_table.getResolvedSchema()
