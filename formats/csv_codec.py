@@ -4,13 +4,16 @@ Both directions are column-wise in Arrow: a batch's records are parsed together 
 (joined by newlines; a batch that Arrow refuses is parsed record by record to name the bad ones), and
 written by turning each column into text with Arrow kernels and joining the columns per row.
 
-Text forms: numbers as Flink's csv format (Jackson) writes them (`1.0E7`, NaN, Infinity; decimals without
-trailing zeros, `1.5`, `1E+2`, or plain with `write-bigdecimal-in-scientific-notation=false`), DATE
-`2024-05-06`, TIMESTAMP `2024-05-06 07:08:09.120000Z`, TIMESTAMP_NTZ the same without `Z`, BINARY base64.
-An ARRAY or STRUCT of non-nested types is its elements joined by `array-element-delimiter` (Flink's way); a
-MAP or anything nested deeper is its JSON text. A null field is empty (or `null-literal`); an empty string
-is `""`. A value that would not read back as written (an element holding the delimiter, an empty string that
-only quotes tell from null, years outside 0001 to 9999) fails the write, naming the column and what to change.
+Text forms, as Flink 2.2.1's csv format (Jackson 2.18) writes them (proved on its bytes: tests/formats/golden/flink/):
+numbers `1.0E7`, NaN, Infinity; decimals plain with their scale's digits (`12.30`), or without trailing zeros
+(`1.5`, `1E+2`) with `write-bigdecimal-in-scientific-notation=true`; DATE `2024-05-06`; TIMESTAMP
+`2024-05-06 07:08:09.12Z` (the fraction's trailing zeros dropped), TIMESTAMP_NTZ the same without `Z`; BINARY base64.
+An ARRAY or STRUCT of non-nested types is its elements joined by `array-element-delimiter` (Flink's way); a MAP or
+anything nested deeper is its JSON text. Text is quoted where Jackson quotes it (csv_text.jackson_quotes), numbers
+where they would not read back otherwise. A null field is empty (or `null-literal`); an empty string is empty with a
+`null-literal` (as Flink), else `""` (Flink's empty field would read back as null). A value that would not read back
+as written (an element holding the delimiter, an empty string element that only a null literal tells from null, years
+outside 0001 to 9999) fails the write, naming the column and what to change.
 """
 
 from __future__ import annotations
@@ -35,7 +38,16 @@ from .codec import (
     batch_from_records,
     empty_batch,
 )
-from .csv_text import ColumnReader, TextForm, column_reader, column_text, native_csv_type
+from .csv_text import (
+    ColumnReader,
+    TextForm,
+    column_reader,
+    column_text,
+    jackson_quote_pattern,
+    jackson_quotes,
+    native_csv_type,
+    textual,
+)
 from .json_values import datetime_out_of_range, has_datetime, outside_datetime_range
 from .option_kinds import FORMAT, Char, Flag, Option, Text
 
@@ -53,9 +65,11 @@ class CsvCodec(Codec):
         Option("null-literal", None, FORMAT, "The text of a null field (none by default: empty).", kind=Text()),
         Option(
             "write-bigdecimal-in-scientific-notation",
-            "true",
+            "false",
             FORMAT,
-            "Write DECIMALs in scientific notation where shorter (Jackson's default).",
+            "`true`: a DECIMAL without trailing zeros, in scientific notation where Java's `BigDecimal.toString` uses "
+            "it (`1E+2`); `false`: plain, with all the scale's digits (`100.00`). Flink declares `true` as its default "
+            "but writes plain unless the option is set: so does this.",
             kind=Flag(),
         ),
     )
@@ -82,7 +96,7 @@ class CsvCodec(Codec):
             raise FormatOptionError(  # the reader takes the escape away before it compares with the literal
                 f"option '{prefix}null-literal' must not hold the '{prefix}escape-character' '{self.escape}'"
             )
-        self.decimal_plain = not values.value("write-bigdecimal-in-scientific-notation")
+        self.decimal_scientific = values.value("write-bigdecimal-in-scientific-notation")
         specials = [c for c in (self.delimiter, self.quote, self.escape) if c is not None]
         if len(set(specials)) != len(specials):
             raise FormatOptionError(
@@ -113,7 +127,7 @@ class CsvDecoder(Decoder):
         self._parse_options = pa_csv.ParseOptions(
             delimiter=codec.delimiter,
             quote_char=codec.quote or False,
-            double_quote=codec.escape is None,
+            double_quote=True,  # Flink doubles a quote, with an escape character too (older writes escaped it)
             escape_char=codec.escape or False,
             ignore_empty_lines=False,
         )
@@ -217,16 +231,18 @@ class CsvEncoder(Encoder):
     def __init__(self, schema: pa.Schema, codec: CsvCodec) -> None:
         self.schema = schema
         self.codec = codec
-        self.form = TextForm(codec.element_delimiter, codec.null_literal, codec.decimal_plain, codec.prefix)
+        self.form = TextForm(codec.element_delimiter, codec.null_literal, codec.decimal_scientific, codec.prefix)
         self.null_text = self.form.null_text
         self.datetimes = [i for i, f in enumerate(schema) if has_datetime(f.type)]
+        self.textual = [textual(f.type) for f in schema]
         specials = [codec.delimiter, "\r", "\n"] + [c for c in (codec.quote, codec.escape) if c]
         alternatives = [re.escape(c) for c in specials]
+        self._jackson = None
         if codec.quote is not None:
-            # Quoted, an empty string or the null literal reads back as a string, not as null.
-            alternatives.append("^$")
-            if codec.null_literal:
-                alternatives.append(f"^{re.escape(codec.null_literal)}$")
+            # Quoted, the null literal (or, without one, an empty string) reads back as a string, not as null. Flink
+            # writes an empty string unquoted, as a null without a null literal: a value it cannot tell from null.
+            alternatives.append(f"^{re.escape(codec.null_literal)}$" if codec.null_literal else "^$")
+            self._jackson = jackson_quote_pattern(codec.delimiter, codec.quote, codec.escape)
         self._needs_quoting = "|".join(alternatives)
 
     def encode(self, batch: pa.RecordBatch) -> list[bytes]:
@@ -237,9 +253,9 @@ class CsvEncoder(Encoder):
             if found:
                 raise outside_datetime_range(self.schema.names[i], found, "csv")
         texts = []
-        for name, column in zip(self.schema.names, batch.columns):
+        for name, column, is_text in zip(self.schema.names, batch.columns, self.textual):
             try:
-                texts.append(self._quoted(column, column_text(column, self.form)))
+                texts.append(self._quoted(column, column_text(column, self.form), is_text))
             except ValueError as e:
                 raise ValueError(f"column '{name}': {e}") from None
         rows = pc.binary_join_element_wise(
@@ -247,7 +263,9 @@ class CsvEncoder(Encoder):
         )
         return rows.cast(pa.binary()).to_pylist()
 
-    def _quoted(self, column: pa.Array, text: pa.Array) -> pa.Array:
+    def _quoted(self, column: pa.Array, text: pa.Array, is_text: bool) -> pa.Array:
+        """The column's text, quoted where Flink's csv format (Jackson) quotes it, and wherever it would not read back
+        as written otherwise (a number holding the delimiter, an empty string without a null literal)."""
         codec = self.codec
         if codec.quote is None:
             # Unquoted, a value written as the null text (an empty string or ARRAY, or the null literal) is null.
@@ -262,6 +280,8 @@ class CsvEncoder(Encoder):
                     f"character: {fix}"
                 )
         needs = pc.fill_null(pc.match_substring_regex(text, self._needs_quoting), False)
+        if is_text and self._jackson is not None:
+            needs = pc.or_(needs, jackson_quotes(text, self._jackson))
         if not pc.any(needs).as_py():
             return text
         if codec.quote is None and codec.escape is None:
@@ -275,13 +295,10 @@ class CsvEncoder(Encoder):
                 text, f"([{re.escape(codec.escape + codec.delimiter)}\\r\\n])", f"{_re_repl(codec.escape)}\\1"
             )
             return pc.if_else(needs, escaped, text)
-        inner = (
-            pc.replace_substring(text, codec.quote, codec.quote * 2)
-            if codec.escape is None
-            else pc.replace_substring_regex(
-                text, f"([{re.escape(codec.escape + codec.quote)}])", f"{_re_repl(codec.escape)}\\1"
-            )
-        )
+        # Inside quotes Jackson doubles the quote character and escapes only the escape character (with itself).
+        inner = pc.replace_substring(text, codec.quote, codec.quote * 2)
+        if codec.escape is not None:
+            inner = pc.replace_substring(inner, codec.escape, codec.escape * 2)
         quoted = pc.binary_join_element_wise(codec.quote, inner, codec.quote, "")
         return pc.if_else(needs, quoted, text)
 

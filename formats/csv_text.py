@@ -8,6 +8,7 @@ as text and converted by a ColumnReader, which names the rows it could not conve
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -17,7 +18,7 @@ import pyarrow.compute as pc
 
 from .codec import CodecContext
 from .decimals import decimals_from_text
-from .java_numbers import decimal_texts, float_texts
+from .java_numbers import decimal_scale_texts, decimal_texts, float_texts
 from .json_codec import JsonCodec
 from .json_values import RECORD_ERRORS, arrow_to_json, json_loads_for, json_reason, json_to_arrow, json_values
 
@@ -59,7 +60,7 @@ class TextForm:
 
     delimiter: str  # array-element-delimiter
     null_literal: str | None
-    decimal_plain: bool  # not write-bigdecimal-in-scientific-notation
+    decimal_scientific: bool  # write-bigdecimal-in-scientific-notation
     prefix: str  # of the option names in errors: 'value.csv.'
 
     @property
@@ -67,9 +68,9 @@ class TextForm:
         return self.null_literal if self.null_literal is not None else ""
 
 
-def column_text(column: pa.Array, form: TextForm, element: bool = False) -> pa.Array:
-    """The column as text (nulls stay null). An ARRAY or STRUCT of flat values that would not read back as
-    written raises ValueError, saying which option to change. `element`: the values are elements of such."""
+def column_text(column: pa.Array, form: TextForm) -> pa.Array:
+    """The column as text, as Flink 2.2.1's csv format writes it (nulls stay null). An ARRAY or STRUCT of flat values
+    that would not read back as written raises ValueError, saying which option to change."""
     t = column.type
     if pa.types.is_string(t):
         return column
@@ -77,20 +78,22 @@ def column_text(column: pa.Array, form: TextForm, element: bool = False) -> pa.A
         return pa.array([None if v is None else base64.b64encode(v).decode() for v in column.to_pylist()], pa.string())
     if pa.types.is_floating(t):  # as Flink's csv format (Jackson) writes them: 1.0, 1.0E7, NaN, Infinity
         return float_texts(column, quote_non_finite=False)
-    if pa.types.is_decimal(t):  # Jackson's CsvGenerator writes an array element with toString, whatever the option
-        return decimal_texts(column, plain=form.decimal_plain and not element)
+    if pa.types.is_decimal(t):  # Jackson 2.18 writes an ARRAY's elements as the column's values
+        return decimal_texts(column, plain=False) if form.decimal_scientific else decimal_scale_texts(column)
+    if pa.types.is_timestamp(t):
+        return timestamp_text(column)
     if _flat(t):
         return pc.cast(column, pa.string())
     if pa.types.is_list(t) and _delimited(t):
         offsets, values = _own_elements(column)
-        raw = column_text(values, form, element=True)
+        raw = column_text(values, form)
         elements = pa.ListArray.from_arrays(offsets, raw, mask=column.is_null())
         filled = pa.ListArray.from_arrays(offsets, pc.fill_null(raw, form.null_text), mask=column.is_null())
         joined = pc.binary_join(filled, form.delimiter)
         _check_list(column, elements, filled, joined, form)
         return joined
     if _delimited(t):
-        raw = [column_text(f, form, element=True) for f in column.flatten()]
+        raw = [column_text(f, form) for f in column.flatten()]
         filled = [pc.fill_null(f, form.null_text) for f in raw]
         joined = pc.if_else(
             column.is_valid(), pc.binary_join_element_wise(*filled, form.delimiter), pa.scalar(None, pa.string())
@@ -99,6 +102,44 @@ def column_text(column: pa.Array, form: TextForm, element: bool = False) -> pa.A
         return joined
     values = json_values(column, arrow_to_json(t, _JSON_DEFAULTS))
     return pa.array([None if v is None else orjson.dumps(v).decode() for v in values], pa.string())
+
+
+def timestamp_text(column: pa.Array) -> pa.Array:
+    """`2024-05-06 07:08:09.12` (`...Z` with a time zone, in UTC) as Flink's csv format writes a TIMESTAMP(p) and a
+    TIMESTAMP_LTZ(p) (ISO_LOCAL_TIME): the fraction without its trailing zeros, none for a whole second."""
+    text = pc.cast(column, pa.string())  # Arrow writes all 6 fraction digits
+    return pc.replace_substring_regex(text, r"(\.\d*[1-9])0+(Z?)$|\.0+(Z?)$", r"\1\2\3")
+
+
+# Jackson's CsvEncoder (2.18, Flink 2.2.1's) quotes a text value, never a number or a boolean, when it is longer than
+# 24 UTF-16 units or holds a character below the "safe" one (one past the largest of the field delimiter and the quote
+# character), the quote character, or the escape character (a backslash without one).
+_JACKSON_CHECKED_LENGTH = 24
+
+
+def textual(t: pa.DataType) -> bool:
+    """Written by Flink's csv format as text, which Jackson quotes by its rule (jackson_quotes), not as a number."""
+    return not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_boolean(t))
+
+
+def jackson_quote_pattern(delimiter: str, quote: str, escape: str | None) -> str:
+    """The characters that make Jackson quote a text value (a regular expression of one character)."""
+    safe = max(ord(delimiter), ord(quote)) + 1
+    special = escape if escape is not None else "\\"
+    return f"[\\x{{0}}-\\x{{{safe - 1:x}}}]|{re.escape(special)}"
+
+
+def jackson_quotes(text: pa.Array, pattern: str) -> pa.Array:
+    """Which values of a text column Jackson quotes, given jackson_quote_pattern (False for null)."""
+    units = pc.utf8_length(text)
+    needs = pc.greater(units, _JACKSON_CHECKED_LENGTH)
+    # Java counts a character beyond the BMP as two units: only non-ASCII text near the limit needs counting them.
+    near = pc.fill_null(pc.and_(pc.invert(needs), pc.greater(pc.binary_length(text), _JACKSON_CHECKED_LENGTH)), False)
+    if pc.any(near).as_py():
+        astral = pc.count_substring_regex(text.filter(near), "[\\x{10000}-\\x{10ffff}]")
+        longer = pc.greater(pc.add(units.filter(near), astral), _JACKSON_CHECKED_LENGTH)
+        needs = pc.replace_with_mask(needs, near, longer)
+    return pc.fill_null(pc.or_(needs, pc.match_substring_regex(text, pattern)), False)
 
 
 def _own_elements(column: pa.ListArray) -> tuple[pa.Array, pa.Array]:

@@ -3,10 +3,10 @@
 Jackson writes a FLOAT / DOUBLE with `Float.toString` / `Double.toString`: the shortest decimal that reads
 back to the same value (of at least two digits when one digit is not the closest, JDK 19+), plain from 10^-3
 up to 10^7 with at least one fraction digit (`1.0`, `0.001`, `-0.0`), else `d.dddE<n>` (`1.0E7`, `1.5E-4`).
-NaN and the infinities are `NaN`, `Infinity`, `-Infinity` (quoted in JSON). A DECIMAL goes through Jackson's
-node factory, which strips trailing zeros, then `BigDecimal.toString` (`1.5`, `1E+2`, `2.7E-8`) or, with
-Flink's `encode.decimal-as-plain-number` (json) / `write-bigdecimal-in-scientific-notation=false` (csv),
-`toPlainString` (`100`, `0.000000027`).
+NaN and the infinities are `NaN`, `Infinity`, `-Infinity` (quoted in JSON). A DECIMAL in Flink's json goes through
+Jackson's node factory, which strips trailing zeros, then `BigDecimal.toString` (`1.5`, `1E+2`, `2.7E-8`) or, with
+`encode.decimal-as-plain-number`, `toPlainString` (`100`, `0.000000027`); Flink's csv writes `toPlainString` of the
+unstripped value (`12.30`) unless `write-bigdecimal-in-scientific-notation=true` is set, then as json's default.
 
 `float_texts` does a whole column with Arrow kernels: Arrow's own float-to-string cast already gives the
 shortest digits; only their layout is Java's. `float_text` is the same for one value (exact arithmetic,
@@ -177,6 +177,15 @@ def decimal_texts(column: pa.Array, plain: bool) -> pa.Array:
     if not plain:  # toString of the stripped value has an exponent for an integer with trailing zeros too (1E+2)
         exponent = pc.or_(exponent, pc.match_substring_regex(text, r"^-?[1-9]\d*0$"))
     return _where(text, exponent, lambda t: pa.array([decimal_text(Decimal(v), plain) for v in t.to_pylist()]))
+
+
+def decimal_scale_texts(column: pa.Array) -> pa.Array:
+    """Every value of a decimal column as BigDecimal.toPlainString writes it with all `scale` fraction digits
+    (`12345678.90`, `0.00`, `0.000000000000000001`): Flink's csv format by default. Arrow's text is that, except
+    below 10^-6 (`1E-18`, `0E-18`, `-1.00000000000E-7`): those few go through Python's Decimal."""
+    text = pc.cast(column, pa.string())
+    exponent = pc.fill_null(pc.match_substring(text, "E"), False)
+    return _where(text, exponent, lambda t: pa.array([format(Decimal(v), "f") for v in t.to_pylist()]))
 
 
 def decimal_text(value: Decimal, plain: bool) -> str:

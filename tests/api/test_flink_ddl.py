@@ -190,7 +190,8 @@ def test_a_java_escaped_csv_delimiter_is_the_character_on_the_wire(spark, new_to
         _at(bootstrap, topic),
     )
     table.write(spark.createDataFrame([("1", "web-1", "GET /, 200")], table.columns)).mode("append").save()
-    assert [v for _, _, _, v in consume_all(bootstrap, topic)] == [b"1\x01web-1\x01GET /, 200"]
+    # Quoted as Flink 2.2.1's csv writes it: the text holds a space, below the quote character.
+    assert [v for _, _, _, v in consume_all(bootstrap, topic)] == [b'1\x01web-1\x01"GET /, 200"']
     assert table.read(spark).collect() == [("1", "web-1", "GET /, 200")]
 
 

@@ -148,10 +148,39 @@ MILLIS_AS_MICROS = "declares as micros but writes as milliseconds"
 
 
 # Flink's csv writes an empty string and a null alike, as an empty field (a STRING, an ARRAY element, a ROW field), and
-# cannot read its own records back (the case's `table_error`). This connector fails loudly on both sides instead:
-# reading such a field into a NOT NULL column is a record error, and writing a value that would not read back as
-# written is refused (formats/README.md, csv).
+# cannot read its own records back (the case `csv`, its `table_error`). This connector fails loudly on both sides
+# instead: reading such a field into a NOT NULL column is a record error, and writing a value that would not read back
+# as written is refused (formats/README.md, csv). With a null literal (the cases `csv_null_literal`, `csv_options`)
+# Flink reads its records back, and this connector reads and writes them byte for byte.
 CSV_AMBIGUOUS = {"read": "is NOT NULL, but the record has no value for it", "write": "which reads back as null"}
+
+
+def _folded(case: dict) -> list[dict]:
+    """The case's changes folded by key: the table Flink was given."""
+    rows: dict[tuple, dict] = {}
+    for change in case["changes"]:
+        key = tuple(change["row"][k] for k in case["primary_key"])
+        if change["kind"] in ("+I", "+U"):
+            rows[key] = change["row"]
+        else:
+            rows.pop(key, None)
+    return list(rows.values())
+
+
+def _expected_table(case: dict) -> list[dict]:
+    """Flink's table, except where Flink's own read loses what it wrote: its csv reads a null ARRAY, written as the
+    null literal, as an ARRAY of one null (the literal split as one element; the case's notes). There this connector
+    reads back what was written; anywhere else Flink's table must be what it was given."""
+    if "'value.format' = 'csv'" not in case["ddl"]:
+        return case["table"]
+    arrays = {c for c, t in _types(case).items() if t.root == "ARRAY"}
+    written = {tuple(r[k] for k in case["primary_key"]): r for r in _folded(case)}
+    table = []
+    for row in case["table"]:
+        given = written[tuple(row[k] for k in case["primary_key"])]
+        table.append({c: None if c in arrays and v == [None] and given[c] is None else v for c, v in row.items()})
+    assert sorted(map(str, table)) == sorted(map(str, written.values())), "Flink's csv lost more than a null ARRAY"
+    return table
 
 
 def _millis_as_micros(case: dict) -> bool:
@@ -182,7 +211,7 @@ def test_records_flink_wrote_read_back_as_flinks_table(spark, new_topic, bootstr
     got = [{c: canonical(_from_spark(r[c], types[c]), types[c]) for c in types} for r in rows]
     key = case["primary_key"]
     assert sorted(got, key=lambda r: [str(r[k]) for k in key]) == sorted(
-        case["table"], key=lambda r: [str(r[k]) for k in key]
+        _expected_table(case), key=lambda r: [str(r[k]) for k in key]
     )
 
 

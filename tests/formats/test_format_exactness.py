@@ -147,9 +147,10 @@ def test_csv_write_either_reads_back_exactly_or_fails(batch, options):
 
 
 # -- csv: DECIMAL as Flink writes it -------------------------------------------------------------------
-# Flink's csv format puts a DECIMAL through Jackson's node factory, which strips trailing zeros (zero is `0`),
-# then writes BigDecimal.toString, or toPlainString with write-bigdecimal-in-scientific-notation=false; an
-# element of an ARRAY is always toString (Jackson's CsvGenerator).
+# Flink 2.2.1's csv format writes a DECIMAL with BigDecimal.toPlainString, all the scale's digits kept, unless
+# write-bigdecimal-in-scientific-notation is set to true: then trailing zeros stripped (zero is `0`) and
+# BigDecimal.toString. An ARRAY's elements are written the same way (Jackson 2.18). The expected bytes are those
+# Flink 2.2.1's CsvRowDataSerializationSchema wrote for these values.
 
 DEC = pa.decimal128(20, 10)
 DECIMALS = [
@@ -162,34 +163,60 @@ DECIMALS = [
     "1200",
     "1E-10",
 ]
+SCIENTIFIC = {"write-bigdecimal-in-scientific-notation": "true"}
 
 
 def test_csv_decimals_are_written_as_flinks_csv_format_writes_them_and_read_back_exactly():
     batch = one_column(DEC, [Decimal(d) for d in DECIMALS])
-    assert encode("csv", batch) == [b"1.5", b"1E+2", b"0", b"-123.45", b"1.2E-7", b"12", b"1.2E+3", b"1E-10"]
-    plain = {"write-bigdecimal-in-scientific-notation": "false"}
-    assert encode("csv", batch, **plain) == [
-        b"1.5",
-        b"100",
-        b"0",
-        b"-123.45",
-        b"0.00000012",
-        b"12",
-        b"1200",
+    plain = [
+        b"1.5000000000",
+        b"100.0000000000",
+        b"0.0000000000",
+        b"-123.4500000000",
+        b"0.0000001200",
+        b"12.0000000000",
+        b"1200.0000000000",
         b"0.0000000001",
     ]
-    for options in ({}, plain):
+    assert encode("csv", batch) == plain, "Flink writes plain unless the option is set"
+    assert encode("csv", batch, **{"write-bigdecimal-in-scientific-notation": "false"}) == plain
+    assert encode("csv", batch, **SCIENTIFIC) == [
+        b"1.5",
+        b"1E+2",
+        b"0",
+        b"-123.45",
+        b"1.2E-7",
+        b"12",
+        b"1.2E+3",
+        b"1E-10",
+    ]
+    for options in ({}, SCIENTIFIC):
         assert round_trip("csv", batch, **options) == [Decimal(d) for d in DECIMALS]
 
 
-def test_csv_decimal_array_elements_are_written_with_to_string_in_either_setting():
+def test_csv_decimals_of_any_scale_keep_every_fraction_digit_as_flink_writes_them():
+    # Arrow's own text of these has an exponent (1E-18, 0E-18, -1.00000000000E-7): Flink's is plain.
+    values = ["0E-18", "1E-18", "-1E-18", "-1.00000000000E-7", "12.5", "-99999999999999999999.999999999999999999"]
+    batch = one_column(pa.decimal128(38, 18), [Decimal(v) for v in values])
+    assert encode("csv", batch) == [
+        b"0.000000000000000000",
+        b"0.000000000000000001",
+        b"-0.000000000000000001",
+        b"-0.000000100000000000",
+        b"12.500000000000000000",
+        b"-99999999999999999999.999999999999999999",
+    ]
+    assert round_trip("csv", batch) == [Decimal(v) for v in values]
+
+
+def test_csv_decimal_array_elements_are_written_as_the_columns_values():
     batch = one_column(pa.list_(DEC), [[Decimal("100.0000000000"), Decimal("1.5000000000"), None]])
-    for options in (
-        {"null-literal": "\\N"},
-        {"null-literal": "\\N", "write-bigdecimal-in-scientific-notation": "false"},
+    for options, text in (
+        ({}, b'"100.0000000000;1.5000000000;\\N"'),  # quoted: Jackson quotes text holding a backslash
+        (SCIENTIFIC, b'"1E+2;1.5;\\N"'),
     ):
-        assert encode("csv", batch, **options) == [b"1E+2;1.5;\\N"]
-        assert round_trip("csv", batch, **options) == batch.column(0).to_pylist()
+        assert encode("csv", batch, **{"null-literal": "\\N", **options}) == [text]
+        assert round_trip("csv", batch, **{"null-literal": "\\N", **options}) == batch.column(0).to_pylist()
 
 
 def test_csv_decimal_with_more_fraction_digits_than_its_column_is_rounded_half_up_as_flink_reads_it():

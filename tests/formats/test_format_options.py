@@ -60,7 +60,7 @@ def test_csv_without_quotes_or_escape_refuses_a_value_holding_the_delimiter():
 def test_csv_null_literal_tells_null_from_the_empty_string():
     rows = [{"id": 1, "name": None}, {"id": 2, "name": ""}]
     payloads = encode("csv", rows, **{"null-literal": "\\N"})
-    assert payloads == [b"1,\\N", b'2,""']
+    assert payloads == [b"1,\\N", b"2,"], "with a null literal an empty string is an empty field, as Flink writes it"
     assert decode("csv", payloads, **{"null-literal": "\\N"}).batch.to_pylist() == rows
 
 
@@ -76,6 +76,77 @@ def test_csv_comment_lines_are_skipped_only_with_allow_comments():
     payloads = [b"# written by a tool\n1,a"]
     assert decode("csv", payloads, **{"allow-comments": "true"}).batch.to_pylist() == [{"id": 1, "name": "a"}]
     assert decode("csv", payloads).failures, "without allow-comments the comment line is a bad record"
+
+
+# Which texts Flink 2.2.1's csv format quotes (Jackson 2.18's CsvEncoder): a text longer than 24 UTF-16 units, or
+# holding a character below one past the larger of the field delimiter and the quote character, or a backslash (the
+# escape character when one is set); never a number. The expected bytes are those Flink's CsvRowDataSerializationSchema
+# wrote for these rows.
+QUOTED_TEXTS = ["hello", "a b", "abc123", "-", "a|b", "back\\slash", "x" * 24, "x" * 25]
+QUOTED_TEXTS += ["\U0001d11e" * 12, "\U0001d11e" * 13, "é" * 24, "é" * 25]  # 24 and 26, 24 and 25 UTF-16 units
+TEXT_ROW = pa.schema([("s", pa.string()), ("i", pa.int32()), ("d", pa.date32())])
+
+
+@pytest.mark.parametrize(
+    ("delimiter", "quoted"),
+    [
+        (",", {"a b", "back\\slash", "x" * 25, "\U0001d11e" * 13, "é" * 25}),
+        ("\\t", {"a b", "back\\slash", "x" * 25, "\U0001d11e" * 13, "é" * 25}),  # the option's spelling of a tab
+        (";", {"a b", "abc123", "-", "back\\slash", "x" * 25, "\U0001d11e" * 13, "é" * 25, "2024-05-06"}),
+        ("|", set(QUOTED_TEXTS[:8]) | {"\U0001d11e" * 13, "é" * 25, "2024-05-06"}),
+    ],
+)
+def test_csv_quotes_the_texts_flinks_csv_format_quotes_whatever_the_delimiter(delimiter, quoted):
+    rows = [{"s": v, "i": -5, "d": dt.date(2024, 5, 6)} for v in QUOTED_TEXTS]
+    sep = "\t" if delimiter == "\\t" else delimiter
+
+    def field(text: str) -> str:
+        return f'"{text}"' if text in quoted else text
+
+    expected = [sep.join([field(v), "-5", field("2024-05-06")]).encode() for v in QUOTED_TEXTS]
+    options = {"field-delimiter": delimiter}
+    assert encode("csv", rows, TEXT_ROW, **options) == expected
+    assert decode("csv", expected, TEXT_ROW, **options).batch.to_pylist() == rows
+
+
+def test_csv_quoted_text_doubles_the_quote_and_escapes_only_the_escape_character_as_flink():
+    schema = pa.schema([("s", pa.string()), ("a", pa.list_(pa.string()))])
+    rows = [{"s": 'a"b\\c', "a": ["x\\y", 'q"r']}]
+    escaped = encode("csv", rows, schema, **{"escape-character": "\\"})
+    assert escaped == [b'"a""b\\\\c","x\\\\y;q""r"']
+    assert decode("csv", escaped, schema, **{"escape-character": "\\"}).batch.to_pylist() == rows
+    single = encode("csv", rows, schema, **{"quote-character": "'"})
+    assert single == [b"'a\"b\\c','x\\y;q\"r'"]
+    assert decode("csv", single, schema, **{"quote-character": "'"}).batch.to_pylist() == rows
+    # Before, an escape character escaped the quote too: such records still read.
+    assert (
+        decode("csv", [b'"a\\"b\\\\c","x\\\\y;q\\"r"'], schema, **{"escape-character": "\\"}).batch.to_pylist() == rows
+    )
+
+
+def test_csv_timestamps_are_written_with_the_fraction_flink_writes_and_read_back():
+    utc = dt.timezone.utc
+    wall = [dt.datetime(2024, 5, 6, 7, 8, 9, 120000), dt.datetime(1, 1, 1), dt.datetime(2024, 1, 1, 0, 0, 0, 1), None]
+    schema = pa.schema([("t", pa.timestamp("us")), ("l", pa.timestamp("us", tz="UTC"))])
+    rows = [{"t": w, "l": w and w.replace(tzinfo=utc)} for w in wall]
+    payloads = encode("csv", rows, schema)
+    assert payloads == [
+        b'"2024-05-06 07:08:09.12","2024-05-06 07:08:09.12Z"',
+        b'"0001-01-01 00:00:00","0001-01-01 00:00:00Z"',
+        b'"2024-01-01 00:00:00.000001","2024-01-01 00:00:00.000001Z"',
+        b",",
+    ]
+    assert decode("csv", payloads, schema).batch.to_pylist() == rows
+    # What this connector wrote before (6 digits, unquoted) still reads.
+    old = [b"2024-05-06 07:08:09.120000,2024-05-06 07:08:09.120000Z"]
+    assert decode("csv", old, schema).batch.to_pylist() == rows[:1]
+
+
+def test_csv_empty_string_is_an_empty_field_with_a_null_literal_and_quoted_without_one():
+    rows = [{"id": 1, "name": ""}, {"id": 2, "name": None}]
+    assert encode("csv", rows) == [b'1,""', b"2,"], "Flink writes both as an empty field: quoted, it reads back"
+    assert decode("csv", [b'1,""', b"2,"]).batch.to_pylist() == rows
+    assert encode("csv", rows, **{"null-literal": "NULL"}) == [b"1,", b"2,NULL"]
 
 
 def test_csv_floats_are_written_as_flinks_csv_format_writes_them_and_read_back():
