@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # the names for type checkers; at run time __getattr__ import
     from .formats import Codec, CodecContext, ColumnTypes, Decoded, Decoder, Encoder, FormatOptionError, register_codec  # noqa: F401
     from .mirror import delta_mirror, mirror_to_delta  # noqa: F401
     from .secrets import SPARK_REDACTION_REGEX, redact_secret_options  # noqa: F401
+    from .tables.aggregate import aggregate_changelog  # noqa: F401
     from .tables.normalize import normalized_changelog  # noqa: F401
 
     DefaultSource = UpsertKafkaDataSource
@@ -69,6 +70,7 @@ _HOMES = {
     "SPARK_REDACTION_REGEX": ".secrets",
     "redact_secret_options": ".secrets",
     "normalized_changelog": ".tables.normalize",
+    "aggregate_changelog": ".tables.aggregate",
 }
 _ALIASES = {"DefaultSource": "UpsertKafkaDataSource"}
 

@@ -127,6 +127,22 @@ def spark():
 
 
 @pytest.fixture
+def rocksdb(spark) -> Iterator[None]:
+    """The tables/ helpers need Spark's RocksDB state store: set for the queries a test starts (a streaming query copies
+    the session's configuration when it starts), and put back afterwards."""
+    from pyspark_upsert_kafka.tables.rows import ROCKSDB
+
+    provider = "spark.sql.streaming.stateStore.providerClass"
+    before = spark.conf.get(provider, None)
+    spark.conf.set(provider, ROCKSDB)
+    yield
+    if before is None:
+        spark.conf.unset(provider)
+    else:
+        spark.conf.set(provider, before)
+
+
+@pytest.fixture
 def new_topic(bootstrap: str, request: pytest.FixtureRequest) -> Callable[..., str]:
     """Create a topic named after the test; call again for more topics."""
 

@@ -1,12 +1,15 @@
-"""normalized_changelog on a real broker: Flink's ChangelogNormalize rules (a new key inserts, a known key updates
-with its before-image, a delete carries the last row, a duplicate or a delete of an unknown key gives nothing), a
-restart from the checkpoint, state TTL, values kept exactly, and the errors that say what to change."""
+"""normalized_changelog on a real broker: the records Flink wrote normalize as Flink's ChangelogNormalize does (a new
+key inserts, a known key updates with its before-image, a delete carries the last row, a duplicate or a delete of an
+unknown key gives nothing; with a state TTL, duplicates passed on), a key's state expires, values come out exactly,
+and the errors say what to change. A restart from the checkpoint: tests/compat/test_tables_versions.py."""
 
 from __future__ import annotations
 
 import datetime as dt
 import decimal
+import json
 import math
+from pathlib import Path
 
 import orjson
 import pytest
@@ -41,11 +44,6 @@ def _per_key(rows: list) -> dict:
 COLUMNS = ("id", "name", "_change_type", "offset")
 
 
-def _run(df, checkpoint) -> list:
-    sink = run_available_now(df.select(*COLUMNS), str(checkpoint))
-    return [dict(zip(COLUMNS, r)) for r in sink.rows]
-
-
 def _run_until(df, checkpoint, rows: int) -> list:
     """With a state TTL the query runs on a processing-time trigger (Spark's processing-time stateful operator asks
     for another batch for ever, so availableNow never stops): collect until `rows` rows came, then stop."""
@@ -59,56 +57,6 @@ def _run_until(df, checkpoint, rows: int) -> list:
     return [dict(zip(COLUMNS, r)) for r in sink.rows]
 
 
-def test_a_key_inserts_then_updates_with_its_before_image_and_a_delete_carries_its_last_row(
-    spark, rocksdb, new_topic, options, bootstrap, tmp_path
-):
-    topic = new_topic()
-    produce(bootstrap, topic, [_record(1, "a"), _record(2, "b"), _record(1, "a2"), _record(1, "a2"), _record(2, None),
-                               _record(3, None), _record(2, "b2"), _record(1, "a3"), _record(1, None)])  # fmt: skip
-    rows = _run(normalized_changelog(_changes(spark, options(topic)), "id"), tmp_path)
-    assert _per_key(rows) == {
-        # a2 twice: the second is the same row, nothing changed
-        1: [
-            ("a", "insert"),
-            ("a", "update_preimage"),
-            ("a2", "update_postimage"),
-            ("a2", "update_preimage"),
-            ("a3", "update_postimage"),
-            ("a3", "delete"),
-        ],
-        2: [("b", "insert"), ("b", "delete"), ("b2", "insert")],  # the delete carries b, not the tombstone's nulls
-    }  # fmt: skip  (key 3: a delete of a key never seen gives nothing)
-    # A before-image and a delete are the last row as it was, its offset too.
-    offsets = {(r["id"], r["name"], r["_change_type"]): r["offset"] for r in rows}
-    assert offsets[(1, "a3", "delete")] == offsets[(1, "a3", "update_postimage")] == 7
-
-
-def test_a_restarted_query_goes_on_from_the_state_in_its_checkpoint(
-    spark, rocksdb, new_topic, options, bootstrap, tmp_path
-):
-    topic = new_topic(2)
-    produce(bootstrap, topic, [_record(i, "v1") for i in range(6)])
-    normalized = normalized_changelog(_changes(spark, options(topic)), "id")
-    assert sorted(r["_change_type"] for r in _run(normalized, tmp_path)) == ["insert"] * 6
-    more = [_record(0, "v2"), _record(1, "v1"), _record(2, None), _record(9, None), _record(7, "v1")]
-    produce(bootstrap, topic, more)
-    assert _per_key(_run(normalized, tmp_path)) == {
-        0: [("v1", "update_preimage"), ("v2", "update_postimage")],
-        2: [("v1", "delete")],
-        7: [("v1", "insert")],
-    }
-
-
-def test_with_a_state_ttl_an_equal_row_is_passed_on_as_an_update(
-    spark, rocksdb, new_topic, options, bootstrap, tmp_path
-):
-    topic = new_topic()
-    produce(bootstrap, topic, [_record(1, "a"), _record(1, "a")])
-    normalized = normalized_changelog(_changes(spark, options(topic)), "id", state_ttl="1 h")
-    expected = [("a", "insert"), ("a", "update_preimage"), ("a", "update_postimage")]
-    assert _per_key(_run_until(normalized, tmp_path, 3)) == {1: expected}
-
-
 def test_a_key_idle_longer_than_the_state_ttl_is_new_again(spark, rocksdb, new_topic, options, bootstrap, tmp_path):
     topic = new_topic()
     produce(bootstrap, topic, [_record(1, "a"), _record(2, "b")])
@@ -119,6 +67,50 @@ def test_a_key_idle_longer_than_the_state_ttl_is_new_again(spark, rocksdb, new_t
     produce(bootstrap, topic, [_record(2, None), _record(1, "a2")])
     # key 1's row is forgotten: an insert, not an update; key 2's delete finds no row and gives nothing
     assert _per_key(_run_until(normalized, tmp_path, 1)) == {1: [("a2", "insert")]}
+
+
+GOLDEN = json.loads((Path(__file__).parents[1] / "formats/golden/flink/tables_normalize.json").read_text())
+FLINK_KINDS = {"+I": "insert", "-U": "update_preimage", "+U": "update_postimage", "-D": "delete"}
+USERS = "id INT, name STRING, region STRING, score DOUBLE"
+
+
+def _flinks_changes(query: str) -> dict:
+    """Each key's changes as Flink's ChangelogNormalize emitted them (Flink's canonical DOUBLE is text)."""
+    (rows,) = [q["rows"] for q in GOLDEN["queries"] if q["name"] == query]
+    by_key: dict = {}
+    for change in rows:
+        row = change["row"]
+        score = None if row["score"] is None else float(row["score"])
+        by_key.setdefault(row["id"], []).append((row["name"], row["region"], score, FLINK_KINDS[change["kind"]]))
+    return by_key
+
+
+@pytest.mark.parametrize(("query", "state_ttl"), [("stream", None), ("stream_state_ttl", "1 h")])
+def test_flinks_records_normalize_as_flinks_changelog_normalize_does(
+    spark, rocksdb, new_topic, options, bootstrap, tmp_path, query, state_ttl
+):
+    """The records Flink 2.2.1's upsert-kafka sink wrote (an update, a duplicate, deletes of known and unknown keys, a
+    re-insert, nulls), normalized here, give what Flink's ChangelogNormalize gave for `SELECT * FROM users` (a key's
+    changes in order; keys are independent), with and without 'table.exec.state.ttl'."""
+    topic = new_topic()
+    records = GOLDEN["topics"]["users"]["records"]
+    produce(bootstrap, topic, [(bytes.fromhex(r["key"]), r["value"] and bytes.fromhex(r["value"])) for r in records])
+    normalized = normalized_changelog(_changes(spark, options(topic), USERS), "id", state_ttl=state_ttl).drop("offset")
+    expected = _flinks_changes(query)
+    if state_ttl is None:
+        rows = run_available_now(normalized, str(tmp_path)).rows
+    else:
+        sink = Collector()
+        started = start_collecting(normalized, str(tmp_path), sink)
+        try:
+            wait_for(lambda: len(sink.rows) >= sum(map(len, expected.values())) or started.exception(), "the changes")
+        finally:
+            started.stop()
+        rows = sink.rows
+    got: dict = {}
+    for id_, *rest in rows:
+        got.setdefault(id_, []).append(tuple(rest))
+    assert got == expected
 
 
 EXACT = (

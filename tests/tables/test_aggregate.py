@@ -1,0 +1,108 @@
+"""aggregate_changelog on a real broker, against a real Flink: the orders Flink 2.2.1 wrote (upserted, moved between
+categories, deleted, a category emptied and refilled; tests/formats/golden/flink/tables_aggregate.json) normalized,
+aggregated and written to upsert-kafka give the records Flink's own GroupAggregate and upsert-kafka sink wrote."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pyspark_upsert_kafka import SchemaError
+from pyspark_upsert_kafka.tables.aggregate import aggregate_changelog
+from pyspark_upsert_kafka.tables.normalize import normalized_changelog
+
+from tests.support.kafka_io import consume_messages, produce
+from tests.support.read_helpers import finish_available_now
+
+GOLDEN = json.loads((Path(__file__).parents[1] / "formats/golden/flink/tables_aggregate.json").read_text())
+AGGREGATES = {
+    "num": "COUNT(*)",
+    "total": "SUM(price)",
+    "avg_price": "AVG(price)",
+    "min_price": "MIN(price)",
+    "max_price": "MAX(price)",
+}
+
+
+def _records(topic: str) -> list[tuple]:
+    return [
+        (bytes.fromhex(r["key"]), r["value"] and bytes.fromhex(r["value"])) for r in GOLDEN["topics"][topic]["records"]
+    ]
+
+
+def _per_key(records: list[tuple]) -> dict:
+    by_key: dict = {}
+    for key, value in records:
+        by_key.setdefault(key, []).append(value)
+    return by_key
+
+
+def test_flinks_orders_aggregated_here_give_the_records_flinks_upsert_sink_wrote(
+    spark, rocksdb, new_topic, options, bootstrap, tmp_path
+):
+    orders, sales = new_topic(), new_topic()
+    produce(bootstrap, orders, _records("orders"))
+    # One record a micro-batch: each order's change reaches the aggregate alone, as in Flink (no mini-batch), so every
+    # intermediate result Flink wrote is written here too.
+    read = {"metadata.columns": "offset", "scan.max-records-per-batch": "1", "scan.startup.mode": "earliest-offset"}
+    changes = (
+        spark.readStream.format("upsert-kafka")
+        .options(**options(orders, {"key.fields": "order_id", **read}))
+        .option("schema", "order_id STRING, category STRING, price DOUBLE")
+        .load()
+    )
+    table = normalized_changelog(changes, "order_id")
+    query = (
+        aggregate_changelog(table.drop("offset"), "category", **AGGREGATES)
+        .writeStream.format("upsert-kafka")
+        .options(**options(sales, {"key.fields": "category"}))
+        .option("checkpointLocation", str(tmp_path))
+        .trigger(availableNow=True)
+        .start()
+    )
+    finish_available_now(query, timeout_s=600)
+    got, flinks = (
+        _per_key([(m.key(), m.value()) for m in consume_messages(bootstrap, sales)]),
+        _per_key(_records("shop_sales")),
+    )
+    # Keys are independent (a micro-batch's groups are written by several tasks). Each key's records are Flink's, byte
+    # for byte and in order, its tombstones included, but for one kind of record: Flink's GroupAggregate takes an
+    # update's -U and +U one at a time and writes the group without the old row before the group with the new one
+    # (books, when order o1's price changes: offsets 3 and 11, the second time a tombstone, o1 being alone there);
+    # here the pair is one change of the group, written as its new value (as Flink's mini-batch aggregation does).
+    assert got.keys() == flinks.keys()
+    for key, records in got.items():
+        assert _in_order_within(records, flinks[key]), key
+        assert records[-1] == flinks[key][-1], key  # the same table at the end
+    assert None in got[b'{"category":"music"}']  # music emptied by deletes (orders o4, o5), then refilled
+    assert len(flinks[b'{"category":"books"}']) - len(got[b'{"category":"books"}']) == 2  # o1's two updates
+
+
+def _in_order_within(records: list, others: list) -> bool:
+    """Whether `records` are `others` with some left out (a subsequence)."""
+    rest = iter(others)
+    return all(any(r == o for o in rest) for r in records)
+
+
+def test_a_group_that_empties_is_deleted_and_a_stream_of_upserts_is_refused(spark, rocksdb, tmp_path):
+    rows = [("a", 1.0, "insert"), ("a", 1.0, "delete"), ("b", None, "insert")]
+    changelog = spark.createDataFrame(rows, "g STRING, x DOUBLE, _change_type STRING")
+    out = aggregate_changelog(changelog, "g", n="COUNT(*)", nx="COUNT(x)", s="SUM(x)", hi="MAX(x)").collect()
+    # one batch: group a came and went (nothing to say); b holds one row whose x is null
+    assert [tuple(r) for r in out] == [("b", 1, 0, None, None, "insert")]
+    upserts = spark.createDataFrame([("a", 1.0, "upsert")], "g STRING, x DOUBLE, _change_type STRING")
+    with pytest.raises(Exception, match=r"needs normalized_changelog\(...\) first"):
+        aggregate_changelog(upserts, "g", n="COUNT(*)").collect()
+
+
+def test_aggregates_are_checked_before_a_query_starts(spark, rocksdb):
+    df = spark.createDataFrame([("a", "x", "insert")], "g STRING, s STRING, _change_type STRING")
+    with pytest.raises(SchemaError, match=r"MEDIAN\(s\)' is not one of COUNT"):
+        aggregate_changelog(df, "g", m="MEDIAN(s)")
+    with pytest.raises(SchemaError, match="SUM of a string column"):
+        aggregate_changelog(df, "g", m="SUM(s)")
+    with pytest.raises(SchemaError, match="only COUNT takes"):
+        aggregate_changelog(df, "g", m="MAX(*)")
+    with pytest.raises(SchemaError, match="its own name"):
+        aggregate_changelog(df, "g", g="COUNT(*)")
