@@ -56,5 +56,9 @@ def upsert_action(kind: ChangeKind) -> UpsertAction:
 def spellings(action: UpsertAction) -> tuple[str, ...]:
     """How a change column may name the kinds an upsert write gives `action` (lower-cased: the column is read
     case-insensitively): each kind's value and Flink's short string."""
-    kinds = [k for k in ChangeKind if upsert_action(k) is action]
+    return kind_spellings(*[k for k in ChangeKind if upsert_action(k) is action])
+
+
+def kind_spellings(*kinds: ChangeKind) -> tuple[str, ...]:
+    """How a change column may name these kinds, lower-cased: each kind's value and Flink's short string."""
     return (*(k.value for k in kinds), *(k.short.lower() for k in kinds if k.short))

@@ -46,7 +46,7 @@ from pyspark.sql.types import (
 )
 
 from ..errors import RecordError, SchemaError
-from ..formats.change_kind import ChangeKind
+from ..formats.change_kind import ChangeKind, kind_spellings
 from .rows import JSON_OPTIONS, as_text, from_text, require_columns, require_rocksdb
 
 HELPER = "aggregate_changelog"
@@ -54,6 +54,8 @@ _FUNCTIONS = ("count", "sum", "avg", "min", "max")
 _CALL = re.compile(r"^\s*(\w+)\s*\(\s*(\*|`[^`]+`|[^\s()`]+)\s*\)\s*$")
 _GROUP, _SIGN, _VALUES, _RESULT, _KIND = "uk_group", "uk_sign", "uk_values", "uk_result", "uk_kind"
 _MAX_LONG = 2**63 - 1
+_COMING_IN = list(kind_spellings(ChangeKind.INSERT, ChangeKind.UPDATE_AFTER))
+_GOING_OUT = list(kind_spellings(ChangeKind.DELETE, ChangeKind.UPDATE_BEFORE))
 _DECIMALS = decimal.Context(prec=80)
 _EPOCH_NTZ = "1970-01-01 00:00:00"
 
@@ -156,8 +158,8 @@ def _sign(kind: Column) -> Column:
     """+1 for a row coming in, -1 for a row going out; an upsert (not yet normalized) or an unknown kind fails."""
     lower = F.lower(kind)
     return (
-        F.when(lower.isin(ChangeKind.INSERT.value, ChangeKind.UPDATE_AFTER.value, "+i", "+u"), F.lit(1))
-        .when(lower.isin(ChangeKind.DELETE.value, ChangeKind.UPDATE_BEFORE.value, "-d", "-u"), F.lit(-1))
+        F.when(lower.isin(_COMING_IN), F.lit(1))
+        .when(lower.isin(_GOING_OUT), F.lit(-1))
         .otherwise(F.raise_error(F.concat(F.lit(f"{HELPER}: change kind '"), F.coalesce(kind, F.lit("null")), F.lit(
             "' is not one of a full changelog (insert, update_preimage, update_postimage, delete): an upsert stream "
             "needs normalized_changelog(...) first, to know what each upsert replaces"))))

@@ -25,7 +25,7 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor, Stateful
 from pyspark.sql.types import IntegralType, LongType, StringType, StructField, StructType
 
 from ..errors import OptionError, SchemaError
-from ..formats.change_kind import ChangeKind, UpsertAction, spellings
+from ..formats.change_kind import ChangeKind, kind_spellings
 from ..options.kinds import Duration
 from .rows import as_text, from_text, require_columns, require_rocksdb, require_text_safe
 
@@ -33,8 +33,8 @@ HELPER = "normalized_changelog"
 # Spark's Python stateful operator renames columns whose name starts with "__": these names are plain.
 _ROW, _RETRACTS, _KIND, _KEY = "uk_row", "uk_retracts", "uk_kind", "uk_key"
 # Flink's rule: +I and +U (and an upsert) accumulate; -D and -U retract the key's row.
-_RETRACTING = [*spellings(UpsertAction.TOMBSTONE), *spellings(UpsertAction.SKIP)]
-_ACCUMULATING = list(spellings(UpsertAction.VALUE))
+_RETRACTING = list(kind_spellings(ChangeKind.DELETE, ChangeKind.UPDATE_BEFORE))
+_ACCUMULATING = list(kind_spellings(ChangeKind.INSERT, ChangeKind.UPDATE_AFTER, ChangeKind.UPSERT))
 
 
 def normalized_changelog(
