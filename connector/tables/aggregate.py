@@ -47,7 +47,7 @@ from pyspark.sql.types import (
 
 from ..errors import RecordError, SchemaError
 from ..formats.change_kind import ChangeKind, kind_spellings
-from .rows import JSON_OPTIONS, as_text, from_text, require_columns, require_rocksdb
+from .rows import as_text, from_text, require_columns, require_rocksdb
 
 HELPER = "aggregate_changelog"
 _FUNCTIONS = ("count", "sum", "avg", "min", "max")
@@ -110,7 +110,7 @@ def aggregate_changelog(changelog: DataFrame, group_by: str | Sequence[str], **a
     carried = StructType([StructField(s.name, _carried(s.result)) for s in specs])
     return aggregated.select(
         from_text(F.col(_GROUP), group_schema).alias("uk_g"),
-        F.from_json(F.col(_RESULT), carried, JSON_OPTIONS).alias("uk_r"),
+        from_text(F.col(_RESULT), carried).alias("uk_r"),
         F.col(_KIND),
     ).select(
         *[F.col(f"uk_g.{g}").alias(g) for g in groups],

@@ -44,29 +44,33 @@ def _per_key(rows: list) -> dict:
 COLUMNS = ("id", "name", "_change_type", "offset")
 
 
-def _run_until(df, checkpoint, rows: int) -> list:
+def _run_until(df, checkpoint, rows: int) -> list[tuple]:
     """With a state TTL the query runs on a processing-time trigger (Spark's processing-time stateful operator asks
     for another batch for ever, so availableNow never stops): collect until `rows` rows came, then stop."""
     sink = Collector()
-    query = start_collecting(df.select(*COLUMNS), str(checkpoint), sink)
+    query = start_collecting(df, str(checkpoint), sink)
     try:
         wait_for(lambda: len(sink.rows) >= rows or query.exception(), f"{rows} rows")
         assert query.exception() is None, query.exception()
     finally:
         query.stop()
-    return [dict(zip(COLUMNS, r)) for r in sink.rows]
+    return sink.rows
+
+
+def _named(rows: list[tuple]) -> list[dict]:
+    return [dict(zip(COLUMNS, r)) for r in rows]
 
 
 def test_a_key_idle_longer_than_the_state_ttl_is_new_again(spark, rocksdb, new_topic, options, bootstrap, tmp_path):
     topic = new_topic()
     produce(bootstrap, topic, [_record(1, "a"), _record(2, "b")])
     # 1 ms: expired by the next micro-batch, whose processing time is later by far more than that
-    normalized = normalized_changelog(_changes(spark, options(topic)), "id", state_ttl="1 ms")
-    assert _per_key(_run_until(normalized, tmp_path, 2)) == {1: [("a", "insert")], 2: [("b", "insert")]}
+    normalized = normalized_changelog(_changes(spark, options(topic)), "id", state_ttl="1 ms").select(*COLUMNS)
+    assert _per_key(_named(_run_until(normalized, tmp_path, 2))) == {1: [("a", "insert")], 2: [("b", "insert")]}
     # key 2's delete comes first: read in the batch of key 1's record or before it
     produce(bootstrap, topic, [_record(2, None), _record(1, "a2")])
     # key 1's row is forgotten: an insert, not an update; key 2's delete finds no row and gives nothing
-    assert _per_key(_run_until(normalized, tmp_path, 1)) == {1: [("a2", "insert")]}
+    assert _per_key(_named(_run_until(normalized, tmp_path, 1))) == {1: [("a2", "insert")]}
 
 
 GOLDEN = json.loads((Path(__file__).parents[1] / "formats/golden/flink/tables_normalize.json").read_text())
@@ -100,13 +104,7 @@ def test_flinks_records_normalize_as_flinks_changelog_normalize_does(
     if state_ttl is None:
         rows = run_available_now(normalized, str(tmp_path)).rows
     else:
-        sink = Collector()
-        started = start_collecting(normalized, str(tmp_path), sink)
-        try:
-            wait_for(lambda: len(sink.rows) >= sum(map(len, expected.values())) or started.exception(), "the changes")
-        finally:
-            started.stop()
-        rows = sink.rows
+        rows = _run_until(normalized, tmp_path, sum(map(len, expected.values())))
     got: dict = {}
     for id_, *rest in rows:
         got.setdefault(id_, []).append(tuple(rest))
