@@ -8,7 +8,7 @@ import os
 import re
 import signal
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,20 +105,6 @@ def tally(bootstrap: str, topic: str, expected: range) -> Tally:
 def report(scenario: str, **figures: object) -> None:
     """Print the figures a test checks, in one greppable line (see them with `pytest -s` or `-rP`)."""
     print(f"\nFAULT FIGURES [{scenario}] " + " ".join(f"{k}={v}" for k, v in figures.items()), flush=True)
-
-
-@contextlib.contextmanager
-def arrow_batch_rows(spark, rows: int) -> Iterator[None]:
-    """Smaller Arrow batches between Spark and the Python writer: a task's first records reach Kafka after
-    `rows` rows instead of 10,000, so a fault mid-task finds them in its transaction. A streaming query
-    takes the setting when it starts."""
-    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
-    before = spark.conf.get(key)
-    spark.conf.set(key, str(rows))
-    try:
-        yield
-    finally:
-        spark.conf.set(key, before)
 
 
 def wait_reached(query, signals: list[Path], what: str, timeout: float = 120) -> None:

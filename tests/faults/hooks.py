@@ -14,25 +14,12 @@ import time
 import zlib
 from pathlib import Path
 
-from tests.workers.failure_injection import open_transaction_has_records
+from tests.workers.failure_injection import open_transaction_has_records, text
 
 # Rows seen by each task attempt of this worker, by Spark's task attempt id.
 _ROWS: dict[int, int] = {}
 # Keys partitioned by each task attempt of this worker (the kill partitioner).
 _KEYS: dict[int, int] = {}
-
-
-# Rows reach the writer in bursts: the UDF worker's 64 KB output buffer, an Arrow batch
-# (spark.sql.execution.arrow.maxRecordsPerBatch, 100 in these tests), the JVM's 64 KB buffer to the writer.
-# With 1 KB rows all three pass within the first ~200 rows: past OPEN_AFTER, a task's writer has records in
-# flight (with 100-character rows it took ~1,100).
-TEXT_CHARS = 1000
-OPEN_AFTER = 400
-
-
-def text(seq: int) -> str:
-    """The bulky column value of a row, so rows stream on to the writer rather than wait in buffers."""
-    return f"{seq:<{TEXT_CHARS}}"
 
 
 def _task() -> tuple[object, int, int | None]:

@@ -18,7 +18,6 @@ import pytest
 from pyspark.errors import StreamingQueryException
 
 from tests.faults.helpers import (
-    arrow_batch_rows,
     cause,
     committed_source_offsets,
     copy_stream,
@@ -30,7 +29,7 @@ from tests.faults.helpers import (
 from tests.faults.hooks import block_first_attempt
 from tests.support.kafka_io import create_topic, log_ends
 from tests.support.read_helpers import wait_for
-from tests.support.write_helpers import task_marker
+from tests.support.write_helpers import arrow_batch_rows, task_marker
 from tests.workers.failure_injection import open_transaction_has_records
 
 ROWS_PER_TASK = 800

@@ -17,7 +17,6 @@ from pyspark.sql import functions as F
 
 from tests.faults.helpers import (
     CHANGES,
-    arrow_batch_rows,
     cause,
     committed_source_offsets,
     copy_stream,
@@ -30,6 +29,7 @@ from tests.faults.helpers import (
 from tests.faults.hooks import block_first_attempt
 from tests.support.kafka_io import create_topic, log_ends
 from tests.support.read_helpers import wait_for
+from tests.support.write_helpers import arrow_batch_rows
 
 KILLS = 3
 N = 6_000

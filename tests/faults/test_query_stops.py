@@ -12,7 +12,6 @@ import time
 from tests.faults.helpers import (
     CHANGES,
     SEED,
-    arrow_batch_rows,
     guarantee_options,
     next_batch,
     produce_two_partitions,
@@ -23,7 +22,7 @@ from tests.faults.helpers import (
 )
 from tests.faults.hooks import OPEN_AFTER, block_first_attempt
 from tests.support.read_helpers import finish_available_now, wait_for
-from tests.support.write_helpers import task_marker
+from tests.support.write_helpers import arrow_batch_rows, task_marker
 from tests.workers.failure_injection import open_transaction_has_records
 
 STOPS = 10

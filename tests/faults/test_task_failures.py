@@ -9,7 +9,6 @@ from collections import Counter
 from tests.faults.helpers import (
     CHANGES,
     SEED,
-    arrow_batch_rows,
     guarantee_options,
     produce_two_partitions,
     report,
@@ -17,6 +16,7 @@ from tests.faults.helpers import (
 )
 from tests.faults.hooks import OPEN_AFTER, fail_first_attempts, failing_row
 from tests.support.read_helpers import finish_available_now
+from tests.support.write_helpers import arrow_batch_rows
 
 ROWS_PER_TASK = 800
 BATCHES = 10

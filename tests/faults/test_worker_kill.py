@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from tests.faults.helpers import (
-    arrow_batch_rows,
     descends_from,
     guarantee_options,
     report,
@@ -27,7 +26,7 @@ from tests.faults.helpers import (
 from tests.faults.hooks import KILL_AFTER_KEYS, PID_DIR, block_first_attempt
 from tests.support.kafka_io import log_ends
 from tests.support.read_helpers import wait_for
-from tests.support.write_helpers import task_marker
+from tests.support.write_helpers import arrow_batch_rows, task_marker
 from tests.workers.failure_injection import open_transaction_has_records
 
 ROWS = 20_000  # two tasks of 10,000

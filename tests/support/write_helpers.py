@@ -3,9 +3,11 @@ Kafka holds, record by record or as the connector's table."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from collections import Counter
+from collections.abc import Iterator
 
 import orjson
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
@@ -80,3 +82,17 @@ def _committed_metadata(bootstrap: str, group: str, topic: str, timeout: float) 
                 time.sleep(0.2)
     finally:
         consumer.close()
+
+
+@contextlib.contextmanager
+def arrow_batch_rows(spark, rows: int) -> Iterator[None]:
+    """Smaller Arrow batches between Spark and the Python writer: a task's first records reach Kafka after
+    `rows` rows instead of 10,000, so a fault mid-task finds them in its transaction. A streaming query
+    takes the setting when it starts."""
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    before = spark.conf.get(key)
+    spark.conf.set(key, str(rows))
+    try:
+        yield
+    finally:
+        spark.conf.set(key, before)

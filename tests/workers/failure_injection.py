@@ -11,6 +11,19 @@ from pathlib import Path
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+# Rows reach the writer in bursts: the UDF worker's 64 KB output buffer, an Arrow batch
+# (spark.sql.execution.arrow.maxRecordsPerBatch: ARROW_ROWS in these tests), the JVM's 64 KB buffer to the writer.
+# With 1 KB rows all three pass within the first ~200 rows: past OPEN_AFTER, a task's writer has records in
+# flight (with 100-character rows it took ~1,100).
+TEXT_CHARS = 1000
+OPEN_AFTER = 400
+ARROW_ROWS = 100
+
+
+def text(seq: int) -> str:
+    """The bulky column value of a row, so rows stream on to the writer rather than wait in buffers."""
+    return f"{seq:<{TEXT_CHARS}}"
+
 
 def open_transaction_has_records(bootstrap: str, topic: str) -> bool:
     """True when some partition of `topic` holds records not yet committed or aborted: its end offset (all
@@ -27,14 +40,14 @@ def open_transaction_has_records(bootstrap: str, topic: str) -> bool:
 
 
 def fail_first_attempt(bootstrap: str, topic: str, at_every: int, at: int, log_dir: str, patience_s: float = 10):
-    """A column function for `withColumn`: a 100-character text for each row's `seq` (bulky, so rows stream on
-    to the writer rather than wait in buffers), except that the first attempt of a task fails at the row whose
-    `seq % at_every == at`, after waiting (at most patience_s) for its transaction to hold records. Each
+    """A column function for `withColumn`: `text(seq)` for each row's `seq`, except that the first attempt of a
+    task fails at the row whose `seq % at_every == at` (past OPEN_AFTER rows, with ARROW_ROWS Arrow batches: when
+    the writer has records in flight), after waiting (at most patience_s) for its transaction to hold records. Each
     injected failure leaves a file in log_dir, named `open-...` when the transaction held records, else
     `empty-...`."""
     from pyspark.sql import functions as F
 
-    def text(seq: int) -> str:
+    def value(seq: int) -> str:
         from pyspark import TaskContext
 
         context = TaskContext.get()
@@ -45,6 +58,6 @@ def fail_first_attempt(bootstrap: str, topic: str, at_every: int, at: int, log_d
             name = f"{'open' if is_open else 'empty'}-{context.partitionId()}-{uuid.uuid4().hex[:6]}"
             Path(log_dir, name).touch()
             raise RuntimeError(f"injected failure at row {seq}")
-        return f"{seq:<100}"
+        return text(seq)
 
-    return F.udf(text, "string", useArrow=False).asNondeterministic()
+    return F.udf(value, "string", useArrow=False).asNondeterministic()

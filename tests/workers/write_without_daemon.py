@@ -10,11 +10,12 @@ from __future__ import annotations
 import sys
 
 from integration.spark_session import local_session
-from tests.workers.failure_injection import fail_first_attempt
+from tests.workers.failure_injection import ARROW_ROWS, fail_first_attempt
 
 
 def main(bootstrap: str, topic: str, failures: str, n: int) -> None:
-    spark = local_session("upsert-kafka-write-without-daemon", "local[2,2]", {"spark.python.use.daemon": "false"})
+    conf = {"spark.python.use.daemon": "false", "spark.sql.execution.arrow.maxRecordsPerBatch": str(ARROW_ROWS)}
+    spark = local_session("upsert-kafka-write-without-daemon", "local[2,2]", conf)
     rows = spark.range(0, n, 1, numPartitions=2).selectExpr(
         "cast(id as int) as id", "concat('name-', id) as name", "cast(id as double) as price"
     )

@@ -17,8 +17,8 @@ from pyspark_upsert_kafka.spark_internals import ADMISSION_CONTROL
 from tests.support.checkpoints import uncommit
 from tests.support.kafka_io import consume_all, log_ends, produce
 from tests.support.read_helpers import fail_tasks
-from tests.support.write_helpers import key_counts, task_markers, write
-from tests.workers.failure_injection import fail_first_attempt, open_transaction_has_records
+from tests.support.write_helpers import arrow_batch_rows, key_counts, task_markers, write
+from tests.workers.failure_injection import ARROW_ROWS, OPEN_AFTER, fail_first_attempt, open_transaction_has_records
 
 SCHEMA = "id INT, name STRING, price DOUBLE"
 CHANGES = SCHEMA + ", _change_type STRING"
@@ -96,13 +96,15 @@ def test_batch_write_with_failed_first_attempts_writes_every_row_exactly_once(
     topic = new_topic(partitions=3)
     failures = tmp_path / "failures"
     failures.mkdir()
-    n = 40_000
+    n = 4 * OPEN_AFTER * 2
     rows = spark.range(0, n, 1, numPartitions=2).selectExpr(
         "cast(id as int) as id", "concat('name-', id) as name", "cast(id as double) as price"
     )
-    # Each task's first attempt dies after 15,000 of its 20,000 rows, with records in its open transaction.
-    failing = rows.withColumn("name", fail_first_attempt(bootstrap, topic, 20_000, 15_000, str(failures))("id"))
-    failing.write.format("upsert-kafka").options(**options(topic, exactly_once(topic))).mode("append").save()
+    # Each task's first attempt dies 3/4 into its rows, with records in its open transaction.
+    half = n // 2
+    failing = rows.withColumn("name", fail_first_attempt(bootstrap, topic, half, half * 3 // 4, str(failures))("id"))
+    with arrow_batch_rows(spark, ARROW_ROWS):
+        failing.write.format("upsert-kafka").options(**options(topic, exactly_once(topic))).mode("append").save()
 
     assert sorted(f.name.split("-")[0] for f in failures.iterdir()) == ["open", "open"]
     assert key_counts(bootstrap, topic) == {i: 1 for i in range(n)}
@@ -116,7 +118,7 @@ def test_streaming_write_under_task_failures_restarts_and_a_replayed_batch_write
     source, target = new_topic(), new_topic(partitions=2)
     failures, checkpoint = tmp_path / "failures", tmp_path / "checkpoint"
     failures.mkdir()
-    per_batch = 20_000
+    per_batch = 4 * OPEN_AFTER
 
     def produce_range(start: int, stop: int) -> None:
         produce(
@@ -146,17 +148,18 @@ def test_streaming_write_under_task_failures_restarts_and_a_replayed_batch_write
             .schema(CHANGES)
             .load()
         )
-        # The first attempt of every micro-batch's task dies after 15,000 of its 20,000 rows.
+        # The first attempt of every micro-batch's task dies 3/4 into its rows.
         failing = changes.withColumn(
-            "name", fail_first_attempt(bootstrap, target, per_batch, 15_000, str(failures), 3)("price")
+            "name", fail_first_attempt(bootstrap, target, per_batch, per_batch * 3 // 4, str(failures), 3)("price")
         )
-        query = (
-            failing.writeStream.format("upsert-kafka")
-            .options(**options(target, exactly_once(target)))
-            .option("checkpointLocation", str(checkpoint))
-            .trigger(availableNow=True)
-            .start()
-        )
+        with arrow_batch_rows(spark, ARROW_ROWS):  # a streaming query takes it when it starts
+            query = (
+                failing.writeStream.format("upsert-kafka")
+                .options(**options(target, exactly_once(target)))
+                .option("checkpointLocation", str(checkpoint))
+                .trigger(availableNow=True)
+                .start()
+            )
         query.awaitTermination(300)
         assert query.exception() is None, query.exception()
         return sorted({p["batchId"] for p in query.recentProgress if p["numInputRows"]})
@@ -341,7 +344,7 @@ def test_a_write_in_workers_without_the_daemon_still_tells_a_cut_short_input(new
     topic = new_topic(partitions=2)
     failures = tmp_path / "failures"
     failures.mkdir()
-    n = 40_000
+    n = 4 * OPEN_AFTER * 2
     child = subprocess.run(
         [sys.executable, "-m", "tests.workers.write_without_daemon", bootstrap, topic, str(failures), str(n)],
         cwd=Path(__file__).resolve().parents[2],
@@ -353,7 +356,7 @@ def test_a_write_in_workers_without_the_daemon_still_tells_a_cut_short_input(new
 
     counts = key_counts(bootstrap, topic)
     print(f"daemonless exactly-once write: {len(list(failures.iterdir()))} injected failures, {len(counts)} keys")
-    assert len(list(failures.iterdir())) == 2
+    assert sorted(f.name.split("-")[0] for f in failures.iterdir()) == ["open", "open"]
     assert counts == {i: 1 for i in range(n)}
 
 
