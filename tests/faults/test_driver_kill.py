@@ -25,11 +25,10 @@ from tests.faults.helpers import (
     uncommitted_batch,
     wait_gone,
 )
-from tests.faults.hooks import OPEN_AFTER
 from tests.support.kafka_io import log_ends
 from tests.support.read_helpers import wait_for
 from tests.support.write_helpers import task_marker
-from tests.workers.failure_injection import open_transaction_has_records
+from tests.workers.failure_injection import OPEN_AFTER, open_transaction_has_records
 
 ROOT = Path(__file__).resolve().parents[2]
 ROWS_PER_TASK = 800

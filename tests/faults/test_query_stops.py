@@ -20,10 +20,10 @@ from tests.faults.helpers import (
     uncommitted_batch,
     wait_reached,
 )
-from tests.faults.hooks import OPEN_AFTER, block_first_attempt
+from tests.faults.hooks import block_first_attempt
 from tests.support.read_helpers import finish_available_now, wait_for
 from tests.support.write_helpers import arrow_batch_rows, task_marker
-from tests.workers.failure_injection import open_transaction_has_records
+from tests.workers.failure_injection import OPEN_AFTER, open_transaction_has_records
 
 STOPS = 10
 ROWS_PER_TASK = 800

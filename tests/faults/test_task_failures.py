@@ -14,9 +14,10 @@ from tests.faults.helpers import (
     report,
     tally,
 )
-from tests.faults.hooks import OPEN_AFTER, fail_first_attempts, failing_row
+from tests.faults.hooks import fail_first_attempts, failing_row
 from tests.support.read_helpers import finish_available_now
 from tests.support.write_helpers import arrow_batch_rows
+from tests.workers.failure_injection import OPEN_AFTER
 
 ROWS_PER_TASK = 800
 BATCHES = 10
