@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # the names for type checkers; at run time __getattr__ import
     from .secrets import SPARK_REDACTION_REGEX, redact_secret_options  # noqa: F401
     from .tables.aggregate import aggregate_changelog  # noqa: F401
     from .tables.normalize import normalized_changelog  # noqa: F401
+    from .tables.temporal_join import temporal_join  # noqa: F401
 
     DefaultSource = UpsertKafkaDataSource
 
@@ -71,6 +72,7 @@ _HOMES = {
     "redact_secret_options": ".secrets",
     "normalized_changelog": ".tables.normalize",
     "aggregate_changelog": ".tables.aggregate",
+    "temporal_join": ".tables.temporal_join",
 }
 _ALIASES = {"DefaultSource": "UpsertKafkaDataSource"}
 

@@ -1,14 +1,17 @@
 """The tables/ helpers on every supported pyspark (transformWithStateInPandas exists from 4.0): an upsert topic
-normalized and aggregated, across a restart from the checkpoint."""
+normalized and aggregated, and two topics joined as of event time, across a restart from the checkpoint."""
 
 from __future__ import annotations
+
+import datetime as dt
 
 import orjson
 from pyspark_upsert_kafka.tables.aggregate import aggregate_changelog
 from pyspark_upsert_kafka.tables.normalize import normalized_changelog
+from pyspark_upsert_kafka.tables.temporal_join import temporal_join
 
 from tests.support.kafka_io import produce
-from tests.support.read_helpers import run_available_now
+from tests.support.read_helpers import Collector, run_available_now, start_collecting, wait_for
 
 
 def _order(i: int, category: str | None, price: float = 1.0) -> tuple:
@@ -45,3 +48,69 @@ def test_an_upsert_topic_normalized_and_aggregated_goes_on_after_a_restart(
         ("b", 1, 1.0, 1.0, "update_preimage"),
         ("b", 1, 3.0, 3.0, "update_postimage"),
     ]
+
+
+H, T0 = 3_600_000, 1704067200000  # an hour; 2024-01-01T00:00Z
+
+
+def _keyed(key: dict, value: dict | None, at_ms: int) -> tuple:
+    return (orjson.dumps(key), None if value is None else orjson.dumps(value), None, at_ms)
+
+
+def test_a_temporal_join_of_two_topics_goes_on_after_a_restart(spark, rocksdb, new_topic, options, bootstrap, tmp_path):
+    """Both sides in one stateful operator (a union keyed by the join key: pyspark 4.0 takes one input), orders waiting
+    for the watermark of both sides, event-time timers; then the latest-value join."""
+    keep = {"retention.ms": "-1"}
+    orders, rates = new_topic(1, **keep), new_topic(1, **keep)
+
+    def order(i: str, currency: str, hour: int) -> tuple:
+        at = dt.datetime.fromtimestamp((T0 + hour * H) / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+        return _keyed({"id": i}, {"id": i, "currency": currency, "at": at}, T0 + hour * H)
+
+    produce(bootstrap, rates, [_keyed({"currency": "A"}, {"currency": "A", "rate": 1.5}, T0 + H),
+                               _keyed({"currency": "B"}, {"currency": "B", "rate": 2.0}, T0 + 3 * H)])  # fmt: skip
+    produce(bootstrap, orders, [order("a", "A", 2), order("b", "B", 3)])
+    start = {"scan.startup.mode": "earliest-offset"}
+
+    def joined(stream_time: str | None = "at"):
+        left = spark.readStream.format("upsert-kafka").options(**options(orders, start))
+        left = left.option("schema", "id STRING, currency STRING, at TIMESTAMP_NTZ").load()
+        left = left.select("id", "currency", left.at.cast("timestamp").alias("at"))
+        right = spark.readStream.format("upsert-kafka").options(**options(rates, start | {"key.fields": "currency"}))
+        right = right.option("schema", "currency STRING, rate DOUBLE")
+        right = right.option("metadata.columns", "t=timestamp,offset").load()
+        return temporal_join(
+            left.withWatermark("at", "0 seconds"), right.withWatermark("t", "0 seconds"), "currency",
+            stream_time=stream_time, table_time="t",
+        ).select("id", "rate")  # fmt: skip
+
+    assert _until(joined(), tmp_path / "event", 2) == [("a", 1.5), ("b", 2.0)]
+    produce(
+        bootstrap,
+        rates,
+        [
+            _keyed({"currency": "A"}, None, T0 + 4 * H),
+            _keyed({"currency": "C"}, {"currency": "C", "rate": 3.0}, T0 + 9 * H),
+        ],
+    )
+    produce(bootstrap, orders, [order("a5", "A", 5), order("c10", "C", 10)])
+    # A deleted at 04:00; c10 waits for the rates' watermark
+    assert _until(joined(), tmp_path / "event", 1) == [("a5", None)]
+    assert _until(joined(None), tmp_path / "latest", 4) == [("a", None), ("a5", None), ("b", 2.0), ("c10", 3.0)]
+
+
+def _until(df, checkpoint, rows: int) -> list[tuple]:
+    sink = Collector()
+    query = start_collecting(df, str(checkpoint), sink)
+    try:
+        wait_for(lambda: _committed(query, sink, rows) or query.exception(), f"{rows} rows", timeout=180)
+        assert query.exception() is None, query.exception()
+    finally:
+        query.stop()
+    return sorted(sink.rows)
+
+
+def _committed(query, sink: Collector, rows: int) -> bool:
+    """`rows` rows came and their batch is committed (a batch stopped before its commit runs again on restart)."""
+    progress = query.lastProgress
+    return len(sink.rows) >= rows and progress is not None and progress["batchId"] >= max(sink.batches)
