@@ -243,7 +243,8 @@ class _AsOfJoin(StatefulProcessor):
         """Flink's emitResultAndCleanUpState: the waiting rows the watermark passed, joined; old versions dropped."""
         watermark = watermark_ms * 1000
         waiting = list(self._waiting.get())
-        due = sorted((w for w in waiting if w[0] <= watermark), key=lambda w: (w[0], w[1]))
+        # in arrival order, as Flink: by micro-batch, and by time within one (Spark's shuffle keeps no order)
+        due = sorted((w for w in waiting if w[0] <= watermark), key=lambda w: w[1])
         versions = sorted((k[0], v[0]) for k, v in self._versions.iterator()) if comparable else []
         if due:
             rest = [w for w in waiting if w[0] > watermark]
