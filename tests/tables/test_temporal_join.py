@@ -56,7 +56,7 @@ def _rates(spark, options, topic: str):
     )
 
 
-def _order(order_id: str, currency: str, at_ms: int) -> tuple:
+def _order(order_id: str, currency: str | None, at_ms: int) -> tuple:
     when = dt.datetime.fromtimestamp(at_ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
     value = {"order_id": order_id, "price": 1, "currency": currency, "order_time": when}
     return (orjson.dumps({"order_id": order_id}), orjson.dumps(value), None, at_ms)
@@ -193,15 +193,18 @@ def test_late_rows_deletes_and_a_restart_from_the_checkpoint(spark, rocksdb, new
 
 def test_the_latest_value_join_looks_up_the_current_row(spark, rocksdb, new_topic, options, bootstrap, tmp_path):
     """stream_time=None: each order gets its currency's latest rate when it is read (what Flink refuses on a versioned
-    table: 'Processing-time temporal join is not supported yet.'); a micro-batch's rates apply before its orders."""
+    table: 'Processing-time temporal join is not supported yet.'); a micro-batch's rates apply before its orders; a
+    deleted rate, an unknown currency and a null one are no match."""
     (error,) = [q["error"] for q in GOLDEN["queries"] if q["name"] == "processing_time_left_join"]
     assert "Processing-time temporal join is not supported yet." in error
     orders, rates = new_topic(1, **KEEP), new_topic(1, **KEEP)
     produce(bootstrap, rates, [_rate("A", "1", T0), _rate("A", "2", T0 + H), _rate("B", "7", T0), _rate("B", None, T0)])
-    produce(bootstrap, orders, [_order("a", "A", T0), _order("b", "B", T0), _order("x", "X", T0)])
+    produce(
+        bootstrap, orders, [_order("a", "A", T0), _order("b", "B", T0), _order("x", "X", T0), _order("n", None, T0)]
+    )
     joined = temporal_join(_orders(spark, options, orders), _rates(spark, options, rates), "currency", stream_time=None)
-    rows = _collect(joined.select("order_id", "conversion_rate"), tmp_path, 3)
-    assert sorted(rows) == [("a", decimal.Decimal("2.00")), ("b", None), ("x", None)]
+    rows = _collect(joined.select("order_id", "conversion_rate"), tmp_path, 4)
+    assert sorted(rows) == [("a", decimal.Decimal("2.00")), ("b", None), ("n", None), ("x", None)]  # n: no currency
 
 
 def test_the_join_says_what_to_change_before_a_query_starts(spark, rocksdb, new_topic, options):
