@@ -35,6 +35,7 @@ from pyspark.sql.types import (
 from .errors import OptionError
 from .formats.flink_types import SPARK_PRECISION
 from .options.tokens import TokenReader
+from .spark_internals import TimeType
 
 COLUMN_TYPES = "flink.column-types"
 # `other`: any character Flink's expressions may hold (`||`, `%`, `!=`): a computed column or a query is refused by
@@ -371,6 +372,8 @@ class FlinkStatement(TokenReader):
                 self.accept("without", "time", "zone")
             self.timestamp(path, in_collection, "TIMESTAMP_LTZ" if local else "TIMESTAMP", precision, at)
             return TimestampType() if local else TimestampNTZType()
+        if word == "time":
+            return self.time(path, at)
         if word == "array":
             self.expect("<")
             element = self.data_type(path, True)
@@ -425,6 +428,26 @@ class FlinkStatement(TokenReader):
                 at,
             )
         self.flink_types.append((path, flink))
+
+    def time(self, path: tuple[str, ...], at: int) -> DataType:
+        """Flink's TIME(p) (TIME is TIME(0)) as Spark's TIME(p): pyspark 4.1+. Flink's runtime holds milliseconds
+        (its formats write at most those: formats/time_text.py), Spark's TIME microseconds."""
+        precision = self.optional_length()
+        self.accept("without", "time", "zone")
+        flink = f"TIME({0 if precision is None else precision})"
+        if TimeType is None:
+            self.fail(
+                f"'{path_text(path)}' is {flink}, and this pyspark has no TIME type (pyspark 4.1 or later has): "
+                "upgrade pyspark, or declare the column STRING to read and write its text",
+                at,
+            )
+        if precision is not None and precision > 6:
+            self.fail(
+                f"'{path_text(path)}' is {flink}: Spark's TIME holds microseconds, so its finer digits would be lost "
+                "(Flink's own runtime holds milliseconds): declare it TIME(3) or coarser",
+                at,
+            )
+        return TimeType(0 if precision is None else precision)
 
     def optional_length(self) -> int | None:
         if not self.accept("("):

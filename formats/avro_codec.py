@@ -262,9 +262,9 @@ def _has_map(t: pa.DataType) -> bool:
 
 
 class _Wire:
-    """A derived schema's integer encodings of dates and timestamps, cast from the table's Arrow types: micros, or
-    millis for a timestamp of Flink precision 0 to 3, cast safely (a value with finer digits than its Flink type
-    fails the write, never truncated)."""
+    """A derived schema's integer encodings of dates, TIMEs and timestamps, cast from the table's Arrow types: micros,
+    or millis for a TIME and for a timestamp of Flink precision 0 to 3, cast safely (a value with finer digits than
+    its Flink type fails the write, never truncated)."""
 
     def __init__(self, schema: pa.Schema, legacy: bool) -> None:
         self.legacy = legacy
@@ -280,9 +280,11 @@ class _Wire:
                 if "would lose data" not in str(e):
                     raise
                 raise ValueError(
-                    f"a timestamp has digits finer than a millisecond, which its Flink type ({', '.join(self.millis)})"
-                    f" cannot hold ({e}): truncate it first, e.g. F.date_trunc('millisecond', column), or declare the"
-                    " column's precision as 6 in option 'flink.column-types'"
+                    f"a timestamp or TIME has digits finer than a millisecond, which its Flink type"
+                    f" ({', '.join(self.millis)}) cannot hold ({e}): truncate it first, e.g."
+                    " F.date_trunc('millisecond', column) for a timestamp or CAST(column AS TIME(3)) for a TIME,"
+                    " or declare a timestamp column's precision as 6 in option 'flink.column-types' (Flink's avro"
+                    " holds no TIME finer than millis)"
                 ) from None
         return batch.cast(self.integers)
 
@@ -299,6 +301,10 @@ class _Wire:
                     self.millis.append(f"{f.name} {flink_type_name(f)}")
                 return pa.int64() if integers else pa.timestamp("ms", t.tz)
             return pa.int64() if integers else t
+        if pa.types.is_time(t):  # time-millis: a value with finer digits fails the exact cast
+            if not integers:
+                self.millis.append(f"{f.name} TIME(3)")
+            return pa.int32() if integers else pa.time32("ms")
         if pa.types.is_date32(t):
             return pa.int32() if integers else t
         if pa.types.is_list(t):

@@ -208,6 +208,23 @@ def _days(target: pa.DataType) -> Callable | None:
     return _within(_DATE_DAYS, 1, target) if target == pa.date32() else None
 
 
+def _times(scale: int) -> Callable[[pa.DataType], Callable | None]:
+    """time-millis / time-micros into a TIME (nanoseconds of the day); outside the day fastavro names the record."""
+
+    def conversion(target: pa.DataType) -> Callable | None:
+        if not pa.types.is_time(target):
+            return None
+
+        def convert(values: np.ndarray) -> pa.Array:
+            if len(values) and (values.min() < 0 or values.max() >= 86_400 * 1_000_000_000 // scale):
+                raise Unsure
+            return pa.array(values.astype(np.int64) * scale).cast(target)
+
+        return convert
+
+    return conversion
+
+
 def _timestamps(zoned: bool, bounds: tuple[int, int], scale: int) -> Callable:
     """An instant (`zoned`) into a TIMESTAMP, or into a TIMESTAMP_NTZ as its wall clock in UTC (Flink's legacy
     mapping of TIMESTAMP(3) writes that); a local timestamp into a TIMESTAMP_NTZ only."""
@@ -245,6 +262,8 @@ CONVERT: dict[tuple[str, str], Callable[[pa.DataType], Callable | None]] = {
 }
 LOGICAL: dict[tuple[str, str], Callable[[pa.DataType], Callable | None]] = {
     ("int", "date"): _days,
+    ("int", "time-millis"): _times(1_000_000),
+    ("long", "time-micros"): _times(1_000),
     ("long", "timestamp-micros"): _timestamps(True, _MICROS, 1),
     ("long", "timestamp-millis"): _timestamps(True, _MILLIS, 1000),
     ("long", "local-timestamp-micros"): _timestamps(False, _MICROS, 1),

@@ -38,7 +38,7 @@ class CodecContext:
 # The column types Spark hands a Python data source, by their Spark SQL names, in the README's order.
 SPARK_TYPES = (
     "BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DECIMAL", "STRING", "BINARY",
-    "DATE", "TIMESTAMP", "TIMESTAMP_NTZ", "ARRAY", "MAP", "STRUCT",
+    "DATE", "TIMESTAMP", "TIMESTAMP_NTZ", "TIME", "ARRAY", "MAP", "STRUCT",
 )  # fmt: skip
 _PRIMITIVE_NAMES = {
     pa.bool_(): "BOOLEAN",
@@ -60,7 +60,7 @@ _PRIMITIVE_NAMES = {
 def spark_type_name(t: pa.DataType) -> str:
     """The Spark SQL name of the kind of column Spark hands over as Arrow type `t` ('DECIMAL' for every
     decimal, 'ARRAY' for every list); Spark's types without a name in SPARK_TYPES are named as Spark names
-    them (VOID, TIME, INTERVAL DAY TO SECOND, VARIANT, ...)."""
+    them (VOID, INTERVAL DAY TO SECOND, VARIANT, ...)."""
     if t in _PRIMITIVE_NAMES:
         return _PRIMITIVE_NAMES[t]
     if pa.types.is_decimal(t):

@@ -1,8 +1,8 @@
 """Column <-> text conversions of the csv format, column-wise with Arrow kernels where Arrow has them.
 
-A column whose values Arrow's CSV reader parses itself (numbers, booleans, decimals, dates, timestamps,
-strings) needs nothing here on reading; binary, ARRAY / STRUCT of flat types and nested types are read
-as text and converted by a ColumnReader, which names the rows it could not convert.
+A column whose values Arrow's CSV reader parses itself (numbers, booleans, dates, timestamps, strings) needs
+nothing here on reading; binary, decimals, TIME (formats/time_text.py), ARRAY / STRUCT of flat types and nested
+types are read as text and converted by a ColumnReader, which names the rows it could not convert.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from .decimals import decimals_from_text
 from .java_numbers import decimal_scale_texts, decimal_texts, float_texts
 from .json_codec import JsonCodec
 from .json_values import RECORD_ERRORS, arrow_to_json, json_loads_for, json_reason, json_to_arrow, json_values
+from .time_text import CSV_TIME, time_texts, times_from_text
 
 # (converted column, [(row, reason)]) from a column of text.
 ColumnReader = Callable[[pa.Array], tuple[pa.Array, list[tuple[int, str]]]]
@@ -47,7 +48,7 @@ def native_csv_type(t: pa.DataType) -> pa.DataType:
 
 
 def _native(t: pa.DataType) -> bool:
-    return _flat(t) and not pa.types.is_binary(t) and not pa.types.is_decimal(t)
+    return _flat(t) and not pa.types.is_binary(t) and not pa.types.is_decimal(t) and not pa.types.is_time(t)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -82,6 +83,8 @@ def column_text(column: pa.Array, form: TextForm) -> pa.Array:
         return decimal_texts(column, plain=False) if form.decimal_scientific else decimal_scale_texts(column)
     if pa.types.is_timestamp(t):
         return timestamp_text(column)
+    if pa.types.is_time(t):  # ISO_LOCAL_TIME, as Flink's csv writes a TIME: `12:34:56.78`
+        return time_texts(column, fraction=True)
     if _flat(t):
         return pc.cast(column, pa.string())
     if pa.types.is_list(t) and _delimited(t):
@@ -252,7 +255,7 @@ def column_reader(t: pa.DataType, delimiter: str, null_text: str | None) -> Colu
     """How to turn the text column Arrow read into `t`; None when Arrow parsed it already."""
     if _native(t):
         return None
-    if pa.types.is_binary(t) or pa.types.is_decimal(t):
+    if pa.types.is_binary(t) or pa.types.is_decimal(t) or pa.types.is_time(t):
         return _per_row(lambda text: _parse_flat(text, t))
     if pa.types.is_list(t) and _delimited(t):
         return _per_row(lambda text: _parse_list(text, t, delimiter, null_text))
@@ -300,6 +303,8 @@ def _parse_flat(text: pa.Array, t: pa.DataType) -> pa.Array:
         return pc.equal(lowered, "true")
     if pa.types.is_decimal(t):
         return decimals_from_text(text, t)
+    if pa.types.is_time(t):
+        return times_from_text(text, CSV_TIME)
     return pc.cast(text, t)
 
 

@@ -47,6 +47,7 @@ from .json_values import (
     rows_to_batch,
 )
 from .option_kinds import FORMAT, Choice, Flag, Option, Text
+from .time_text import JSON_TIME, fraction_refusal, has_time, times_from_text, with_fraction
 
 
 class JsonCodec(Codec):
@@ -156,8 +157,12 @@ class JsonDecoder(Decoder):
     def __init__(self, schema: pa.Schema, fail_on_missing_field: bool) -> None:
         self.schema = schema
         self.fail_on_missing_field = fail_on_missing_field
-        self.fast = not fail_on_missing_field and all(_arrow_readable(f.type) for f in schema)
-        self._parse_options = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+        readable = all(_arrow_readable(f.type) or pa.types.is_time(f.type) for f in schema)
+        self.fast = not fail_on_missing_field and readable
+        # A TIME column is read as its text by Arrow, then parsed column-wise (formats/time_text.py).
+        self._times = [i for i, f in enumerate(schema) if pa.types.is_time(f.type)]
+        read_schema = pa.schema([f.with_type(pa.string()) if pa.types.is_time(f.type) else f for f in schema])
+        self._parse_options = pa_json.ParseOptions(explicit_schema=read_schema, unexpected_field_behavior="ignore")
         self._converters = [(f.name, json_to_arrow(f.type)) for f in schema]
         self._decimals = [i for i, f in enumerate(schema) if _has_decimal(f.type)]
         self._loads = json_loads_for(pa.struct(list(schema)))
@@ -175,6 +180,14 @@ class JsonDecoder(Decoder):
         batch = read_json_lines(payloads, self._parse_options)
         if batch is not None and self._decimals and not all(decimals_fit(batch.column(i)) for i in self._decimals):
             return None  # a number too wide for its DECIMAL: the per-record path names the record
+        if batch is not None and self._times:
+            columns = batch.columns
+            try:
+                for i in self._times:
+                    columns[i] = times_from_text(columns[i], JSON_TIME)
+            except (ValueError, pa.ArrowException):
+                return None  # a value that is no time: the per-record path names the record
+            batch = pa.RecordBatch.from_arrays(columns, schema=self.schema)
         return batch
 
     def _decode_each(self, payloads: Sequence[bytes]) -> Decoded:
@@ -248,6 +261,7 @@ class JsonEncoder(Encoder):
         self.codec = codec
         self.converters = [arrow_to_json(f.type, codec) for f in schema]
         self.datetimes = [i for i, f in enumerate(schema) if has_datetime(f.type)]
+        self.times = [i for i, f in enumerate(schema) if has_time(f.type)]
         # Flat rows of numbers, booleans and strings are written column-wise (formats/json_vector.py).
         self.column_wise = json_vector.supports(schema) and not codec.ignore_null_fields
 
@@ -256,6 +270,10 @@ class JsonEncoder(Encoder):
             found = datetime_out_of_range(batch.column(i))
             if found:
                 raise outside_datetime_range(self.names[i], found, "json")
+        for i in self.times:  # Flink's json writes and reads a TIME as whole seconds (formats/time_text.py)
+            found = with_fraction(batch.column(i))
+            if found:
+                raise fraction_refusal(self.names[i], found, "json")
         if self.column_wise:
             encoded = json_vector.encode_objects(batch)
             if encoded is not None:

@@ -7,7 +7,7 @@ import base64
 import json
 import re
 from collections.abc import Callable
-from datetime import date, datetime, timezone
+from datetime import date, datetime, time, timezone
 from decimal import Decimal, InvalidOperation
 from functools import partial
 from typing import Any, Protocol
@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from .codec import FormatOptionError, batch_from_records
 from .decimals import fit_decimal
 from .java_numbers import decimal_text, float_texts
+from .time_text import JSON_TIME, parse_time
 
 # What can go wrong converting one record (json.loads recurses on nesting: RecursionError).
 RECORD_ERRORS = (ValueError, TypeError, OverflowError, ArithmeticError, RecursionError, orjson.JSONDecodeError)
@@ -109,6 +110,8 @@ def json_to_arrow(t: pa.DataType) -> Convert:
         return _parse_date
     if pa.types.is_timestamp(t):
         return _parse_timestamp_ltz if t.tz else _parse_timestamp_ntz
+    if pa.types.is_time(t):
+        return lambda v: parse_time(_expect(str)(v), JSON_TIME)
     if pa.types.is_list(t):
         item = json_to_arrow(t.value_type)
         return lambda v: [None if x is None else item(x) for x in _expect(list)(v)]
@@ -357,6 +360,8 @@ def arrow_to_json(t: pa.DataType, codec: JsonWriting) -> Convert | None:
     if pa.types.is_timestamp(t):
         sep, zone = ("T" if codec.iso8601 else " "), ("Z" if t.tz else "")
         return lambda ts: _format_timestamp(ts, sep, zone)
+    if pa.types.is_time(t):  # whole seconds in the json format (its encoder refuses a fraction), as Flink writes them
+        return _format_time
     if pa.types.is_list(t):
         item = arrow_to_json(t.value_type, codec)
         return None if item is None else (lambda xs: [None if x is None else item(x) for x in xs])
@@ -370,6 +375,10 @@ def arrow_to_json(t: pa.DataType, codec: JsonWriting) -> Convert | None:
             return None
         return lambda d: {n: (d[n] if c is None or d[n] is None else c(d[n])) for n, c in fields}
     return None
+
+
+def _format_time(t: time) -> str:
+    return t.isoformat("microseconds").rstrip("0").rstrip(".") if t.microsecond else t.isoformat("seconds")
 
 
 def _format_timestamp(ts: datetime, sep: str, zone: str) -> str:

@@ -5,9 +5,9 @@ quoted, nulls as `null`), then one element-wise join lays the objects out: `{"id
 row of six fields this runs several times faster than building a dict per row for orjson.
 
 Only what has one JSON spelling takes this path: booleans, integers, floats (in Java's spelling, as Flink
-writes them: formats/java_numbers.py), and strings without control characters (the only characters, besides
-`"` and `\\`, that JSON requires escaped) and beyond the Basic Multilingual Plane (Jackson escapes those as
-surrogate pairs). Anything else (dates, decimals, nested types, ignore-null-fields)
+writes them: formats/java_numbers.py), TIMEs (whole seconds: formats/time_text.py), and strings without control
+characters (the only characters, besides `"` and `\\`, that JSON requires escaped) and beyond the Basic Multilingual
+Plane (Jackson escapes those as surrogate pairs). Anything else (dates, decimals, nested types, ignore-null-fields)
 returns None and the caller encodes row by row, to the same bytes: a record's bytes never depend on the rest
 of its batch.
 """
@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .java_numbers import float_text_parts
+from .time_text import time_texts
 
 _CONTROL = "[\\x00-\\x1f]"
 # orjson escapes control characters as \u001a, Jackson as \u001A: the escapes (a backslash not itself
@@ -34,7 +35,13 @@ _SUPPLEMENTARY_TEXT = "[\\x{10000}-\\x{10FFFF}]"
 
 
 def _plain(t: pa.DataType) -> bool:
-    return pa.types.is_boolean(t) or pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_string(t)
+    return (
+        pa.types.is_boolean(t)
+        or pa.types.is_integer(t)
+        or pa.types.is_floating(t)
+        or pa.types.is_string(t)
+        or pa.types.is_time(t)
+    )
 
 
 def supports(schema: pa.Schema) -> bool:
@@ -53,6 +60,8 @@ def _text(column: pa.Array) -> list[pa.Array] | None:
             return None
         escaped = pc.replace_substring(pc.replace_substring(column, "\\", "\\\\"), '"', '\\"')
         return [pc.fill_null(pc.binary_join_element_wise('"', escaped, '"', ""), "null")]
+    if pa.types.is_time(t):  # whole seconds: the encoder refused a fraction before
+        return [pc.fill_null(pc.binary_join_element_wise('"', time_texts(column, fraction=False), '"', ""), "null")]
     if pa.types.is_floating(t):
         first, *rest = float_text_parts(column, quote_non_finite=True)
         return [pc.fill_null(first, "null"), *(pc.fill_null(part, "") for part in rest)]

@@ -54,6 +54,11 @@ avro_type_mapping.json: AvroSchemaConverter.convertToSchema for each single Flin
 timestamp mapping true and false (one entry each), at top level and inside ROW / ARRAY / MAP (keys top, row, array,
 map: the schema, or {"error": ...} where Flink refuses).
 
+time_json.json, time_csv.json, time_avro.json, time_avro_confluent.json, time_debezium_json.json: Flink's TIME
+(`TIME`, `TIME(0)`, `TIME(3)`, `TIME(3) NOT NULL`, `TIME(6)`) as the value format's columns, a json key. Flink 2.2.1
+resolves each declared TIME(p) as TIME(0) (DESCRIBE), its runtime value being milliseconds of the day: json writes
+whole seconds, csv the fraction (read back truncated to seconds), avro time-millis (its table keeps the millis).
+
 tables_normalize.json, tables_aggregate.json, tables_temporal_join.json (integration/flink_golden_tables.py, whose
 docstring has their shape; `--tables` regenerates only them, not avro_type_mapping.json): the topic as a table inside
 a stream. Flink's sinks write the records (json keys and values, one partition per topic, Kafka timestamps set
@@ -528,6 +533,52 @@ def _csv_options(options: dict[str, str]) -> dict[str, str]:
     return {f"{role}.csv.{k}": v for role in ("key", "value") for k, v in options.items()}
 
 
+# Flink's TIME (issue 36). Flink 2.2.1 resolves every TIME(p) of a CREATE TABLE as TIME(0) (DESCRIBE says so), yet
+# its runtime value is milliseconds of the day and its avro carries them; its json writes whole seconds, its csv writes
+# the fraction and reads it back truncated to the resolved TIME(0). TIME(6) is probed as the other columns are.
+TIME_COLUMNS = [("t", "TIME"), ("t0", "TIME(0)"), ("t3", "TIME(3)"), ("t3_nn", "TIME(3) NOT NULL"), ("t6", "TIME(6)")]
+_TIME_ROWS = {
+    "A": ("12:34:56", "12:34:56", "12:34:56.789000", "00:00:00.001000", "12:34:56.789000"),
+    "B": ("23:59:59", "23:59:59", "23:59:59.999000", "23:59:59.999000", "23:59:59.999000"),
+    "C": ("00:00:00", "00:00:00", "00:00:00", "00:00:00", "00:00:00"),
+    "D": (None, None, None, "12:00:00.100000", None),
+    "E": ("01:02:03", "01:02:03", "00:00:00.120000", "01:02:03.050000", "00:00:00.120000"),
+    "A2": ("07:08:09", "07:08:09", "07:08:09.010000", "07:08:09", "07:08:09.010000"),
+    "B2": ("18:00:00", "18:00:00", "18:00:00.500000", "18:00:00.500000", "18:00:00.500000"),
+}
+_TIME_CHANGES = [("+I", 1, "A"), ("+I", 2, "B"), ("+I", 3, "C"), ("+I", 4, "D"), ("+I", 5, "E"), ("+U", 1, "A2"),
+                 ("-U", 2, "B"), ("+U", 2, "B2"), ("-D", 3, "C")]  # fmt: skip
+
+
+def time_cases() -> list[Case]:
+    changes = [
+        {"kind": kind, "row": {"id": k, **dict(zip([c for c, _ in TIME_COLUMNS], _TIME_ROWS[label], strict=True))}}
+        for kind, k, label in _TIME_CHANGES
+    ]
+    bounded = {"scan.bounded.mode": "latest-offset"}
+    cols = [("id", "INT"), *TIME_COLUMNS]
+
+    def case(name: str, fmt: str, options: dict[str, str], **more: Any) -> Case:
+        opts = {"key.format": "json", "value.format": fmt, **options, **bounded}
+        return Case(name, cols, ["id"], [dict(c, row=dict(c["row"])) for c in changes], opts, probe=True, **more)
+
+    cases = [
+        case("time_json", "json", {}),
+        case("time_csv", "csv", {"value.csv.null-literal": "\\N"}),
+        case("time_avro", "avro", {}, avro=("value",)),
+        case("time_avro_confluent", "avro-confluent",
+             {"key.format": "avro-confluent", "key.avro-confluent.url": "{registry}",
+              "value.avro-confluent.url": "{registry}"}, avro=("key", "value"), confluent=True),
+    ]  # fmt: skip
+    env = {"scan.startup.mode": "earliest-offset"}
+    cases.append(
+        Case("time_debezium_json", cols, ["id"], [dict(c, row=dict(c["row"])) for c in changes],
+             {"key.format": "json", "key.fields": "id", "value.format": "debezium-json", **env, **bounded},
+             connector="kafka", partitions=1)
+    )  # fmt: skip
+    return cases
+
+
 def all_cases(confluent: bool) -> list[Case]:
     cases = [
         matrix_case(
@@ -567,7 +618,7 @@ def all_cases(confluent: bool) -> list[Case]:
             avro=("key", "value"), confluent=True,
         ),
     ]  # fmt: skip
-    return cases + raw_cases() + pageviews_cases() + cdc_cases(confluent)
+    return cases + raw_cases() + pageviews_cases() + cdc_cases(confluent) + time_cases()
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -962,6 +1013,9 @@ def main(argv: list[str] | None = None) -> int:
     from integration.flink_golden_tables import dump_tree, run_tables_case, table_cases
 
     args = sys.argv[1:] if argv is None else argv
+    if {"-h", "--help"} & set(args):
+        print(__doc__)
+        return 0
     table_names = {c.name for c in table_cases()}
     only = {a for a in args if a != "--tables"} | (table_names if "--tables" in args else set())
     started = time.monotonic()

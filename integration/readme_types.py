@@ -32,6 +32,8 @@ SAMPLES: dict[str, object] = {
     "VARCHAR(20)": "a",
     "BYTES": b"\x01\xff",
     "DATE": dt.date(1969, 12, 31),
+    "TIME": dt.time(12, 34, 56),
+    "TIME(3)": dt.time(12, 34, 56, 780000),
     "TIMESTAMP(3)": dt.datetime(2024, 6, 30, 12, 0, 0, 1000),
     "TIMESTAMP(6)": dt.datetime(2024, 6, 30, 12, 0, 0, 1002),
     "TIMESTAMP_LTZ(3)": dt.datetime(2024, 6, 30, 12, 0, 0, 1000, tzinfo=UTC),
@@ -65,7 +67,12 @@ def _text(flink_type: str, value_format: str) -> str:
     """What the format writes for the sample value: its field's text inside the value."""
     schema, codec = _value_schema(_table_options(flink_type, value_format)[0])
     batch = pa.RecordBatch.from_arrays([pa.array([SAMPLES[flink_type]], schema.field("c").type)], schema=schema)
-    written = codec.encoder(schema).encode(batch)[0].decode()
+    try:
+        written = codec.encoder(schema).encode(batch)[0].decode()
+    except ValueError as e:
+        if "fraction of a second" not in str(e):
+            raise
+        return "refused: Flink writes whole seconds"
     return written.removeprefix('{"c":').removesuffix("}") if value_format == "json" else written
 
 
@@ -89,7 +96,8 @@ def type_mapping_table() -> str:
         carried = options.get("flink.column-types")
         spark = f"`{spark_type}`" + (f" (`{carried}`)" if carried else "")
         json_text, csv_text = (_text(flink_type, f).replace("|", "\\|") for f in ("json", "csv"))
+        json_text, csv_text = (t if t.startswith("refused") else f"`{t}`" for t in (json_text, csv_text))
         avro, non_legacy = (_avro(flink_type, legacy) for legacy in (True, False))
         avro, non_legacy = (t if t.startswith("refused") else f"`{t}`" for t in (avro, non_legacy))
-        lines.append(f"| `{flink_type}` | {spark} | `{json_text}` | `{csv_text}` | {avro} | {non_legacy} |")
+        lines.append(f"| `{flink_type}` | {spark} | {json_text} | {csv_text} | {avro} | {non_legacy} |")
     return "\n".join(lines)

@@ -182,8 +182,10 @@ class Session:
             return f"CAST(X'{v}' AS {cast})"
         if r == "DATE":
             return f"DATE '{v}'"
-        if r == "TIME":
-            return f"CAST(TIME '{v}' AS {cast})"
+        if r == "TIME":  # the fraction as short as it goes: a TIME '...' literal's precision is its digits'
+            whole, _, fraction = str(v).partition(".")
+            fraction = fraction.rstrip("0")
+            return f"CAST(TIME '{whole}{'.' + fraction if fraction else ''}' AS {cast})"
         if r == "TIMESTAMP":
             return f"CAST(TIMESTAMP '{v.replace('T', ' ')}' AS {cast})"
         if r == "TIMESTAMP_LTZ":

@@ -4,7 +4,10 @@ pyspark; the README's support table says what each version does."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
+from pyspark_upsert_kafka import OptionError, flink_table
 from pyspark_upsert_kafka.spark_internals import ADMISSION_CONTROL, TimeType
 
 from tests.support.read_helpers import (
@@ -118,9 +121,37 @@ def test_available_now_with_a_rate_limit(spark, new_topic, options, bootstrap, t
     assert sorted(r[0] for run in runs for r in run.rows) == list(range(10))
 
 
-def test_a_time_column_fails_before_any_task_saying_what_to_change(spark, new_topic, options):
-    """No format holds TIME; pyspark 4.0 has no TIME type at all: either way a SchemaError that says so."""
-    read = spark.read.format("upsert-kafka").options(**options(new_topic(), {"schema": "id INT, t TIME(3)"}))
-    expected = r"TIME needs pyspark 4\.1" if TimeType is None else r"TIME\(3\), which the value format 'json'"
-    with pytest.raises(Exception, match=rf"SchemaError: .*{expected}"):
-        read.load().collect()
+# Flink's TIME column, as flink_table reads it.
+TIME_DDL = (
+    "CREATE TABLE t (id INT, t TIME(3), PRIMARY KEY (id) NOT ENFORCED) WITH ('connector' = 'upsert-kafka', "
+    "'topic' = 't', 'properties.bootstrap.servers' = '127.0.0.1:9092', 'key.format' = 'json', 'value.format' = 'json')"
+)
+
+
+def test_a_time_column_is_read_and_written_from_4_1_and_refused_by_name_on_4_0(spark, new_topic, options):
+    """pyspark 4.1+ has Spark's TIME (Arrow time64[ns] both ways): a TIME(3) column is written and read back as written
+    by json (whole seconds, as Flink's json: a fraction is refused), csv and avro (Flink's time-millis). pyspark 4.0 has
+    no TIME type: a SchemaError says so, and flink_table refuses Flink's TIME naming the pyspark that has one."""
+    if TimeType is None:
+        read = spark.read.format("upsert-kafka").options(**options(new_topic(), {"schema": "id INT, t TIME(3)"}))
+        with pytest.raises(Exception, match=r"SchemaError: .*TIME needs pyspark 4\.1"):
+            read.load().collect()
+        with pytest.raises(OptionError, match=r"'t' is TIME\(3\), and this pyspark has no TIME type \(pyspark 4\.1"):
+            flink_table(TIME_DDL)
+        return
+    assert str(flink_table(TIME_DDL).columns["t"].dataType) == "TimeType(3)"
+    whole = [(1, dt.time(0, 0, 0)), (2, dt.time(23, 59, 59)), (3, None)]
+    fraction = [(4, dt.time(12, 34, 56, 789000)), (5, dt.time(0, 0, 0, 1000))]
+    for fmt in ("json", "csv", "avro"):
+        opts = options(new_topic(), {"value.format": fmt})
+        rows = whole if fmt == "json" else whole + fraction
+        spark.createDataFrame(rows, "id INT, t TIME(3)").write.format("upsert-kafka").options(**opts).mode(
+            "append"
+        ).save()
+        read = spark.read.format("upsert-kafka").options(**opts, schema="id INT, t TIME(3)").load()
+        assert sorted((r.id, r.t) for r in read.collect()) == rows, fmt
+        if fmt == "json":
+            with pytest.raises(Exception, match=r"TIME (00:00:00\.001|12:34:56\.789) has a fraction"):
+                spark.createDataFrame(fraction, "id INT, t TIME(3)").write.format("upsert-kafka").options(**opts).mode(
+                    "append"
+                ).save()
