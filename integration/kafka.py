@@ -22,6 +22,7 @@ import base64
 import contextlib
 import json
 import os
+import random
 import secrets
 import shutil
 import signal
@@ -115,13 +116,33 @@ def _log_excerpt(path: Path, lines: int = 40, start: int = 0) -> str:
     return "".join(["first errors:\n", *errors, f"last {lines} lines:\n", *tail])
 
 
+def _ephemeral_start() -> int:
+    """The first port of the kernel's ephemeral range (client sockets take ports from there)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
 def _free_ports(count: int) -> list[int]:
+    """Free ports for a broker, below the ephemeral range: a broker is restarted on its ports, and while it is
+    down a port in that range can be taken by any client socket (a fault test's restart then fails)."""
+    low = min(_ephemeral_start(), 32768)
+    rng = random.Random()
     ports: list[int] = []
-    while len(ports) < count:
-        port = free_port()
-        if port not in ports:
-            ports.append(port)
-    return ports
+    for _ in range(1000):  # bounded: a port already bound is tried again with another
+        port = rng.randrange(10_000, low)
+        if port in ports:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        ports.append(port)
+        if len(ports) == count:
+            return ports
+    raise RuntimeError(f"no {count} free ports between 10000 and {low} on 127.0.0.1")
 
 
 # The harness's super user and the PLAIN users: PLAIN users live in the broker's JAAS configuration (SCRAM

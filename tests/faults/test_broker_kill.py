@@ -33,7 +33,7 @@ from tests.support.write_helpers import arrow_batch_rows, task_marker
 from tests.workers.failure_injection import open_transaction_has_records
 
 ROWS_PER_TASK = 800
-N = 12_800  # half before the outage (4 micro-batches), half after the broker is back
+N = 6_400  # half before the outage (2 micro-batches, the second held), half after the broker is back
 ARROW_ROWS = 100
 HOLD = (1, 0, 600)  # micro-batch, Spark partition and row where a write task waits for the outage to end
 

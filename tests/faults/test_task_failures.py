@@ -20,11 +20,11 @@ from tests.support.write_helpers import arrow_batch_rows
 from tests.workers.failure_injection import OPEN_AFTER
 
 ROWS_PER_TASK = 800
-BATCHES = 10
+BATCHES = 6
 ARROW_ROWS = 100  # a failure past OPEN_AFTER finds records in its transaction
 
 
-def test_twenty_failed_task_attempts_over_ten_micro_batches_write_every_record_exactly_once(
+def test_twelve_failed_task_attempts_over_six_micro_batches_write_every_record_exactly_once(
     spark, new_topic, options, bootstrap, tmp_path
 ):
     source, target = new_topic(partitions=2), new_topic(partitions=2)

@@ -3,7 +3,7 @@ by name in every process that makes a Kafka client: the driver's planning worker
 
 The secured broker checks tokens with Kafka's unsecured validator (integration/kafka.py): an unsigned JWT (header
 `{"alg":"none"}`) whose `sub` is the user and `exp` its expiry. `sasl.oauthbearer.config` names the user:
-`principal=<user>`. Each token lives LIFETIME_S, so a minute-long query needs several.
+`principal=<user>`. Each token lives LIFETIME_S, so a query running half a minute needs several.
 """
 
 from __future__ import annotations

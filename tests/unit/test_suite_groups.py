@@ -26,3 +26,11 @@ def test_every_collected_test_is_in_exactly_one_group(request: pytest.FixtureReq
     wrong = {i.nodeid: [g for g in GROUPS if i.get_closest_marker(g)] for i in items}
     assert {n: g for n, g in wrong.items() if len(g) != 1} == {}
     assert request.node.get_closest_marker("unit")
+
+
+def test_a_brokers_ports_are_below_the_ephemeral_range_so_a_restart_finds_them_free():
+    from integration.kafka import _ephemeral_start, _free_ports
+
+    ports = _free_ports(3)
+    assert len(set(ports)) == 3
+    assert all(10_000 <= port < min(_ephemeral_start(), 32768) for port in ports), ports
