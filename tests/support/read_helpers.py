@@ -97,6 +97,26 @@ def start_collecting(df, checkpoint: str, sink: Collector):
     )
 
 
+def collect_until(df, checkpoint: str, rows: int, timeout: float = 180) -> list[tuple]:
+    """Run a stream on start_collecting's processing-time trigger until `rows` rows came and the micro-batch that
+    gave the last of them is committed (a batch stopped before its commit runs again when the query restarts from
+    `checkpoint`, and its rows would come twice), then stop it. For queries that never run dry under availableNow
+    (state TTL, event-time timers)."""
+    sink = Collector()
+    query = start_collecting(df, str(checkpoint), sink)
+
+    def committed() -> bool:
+        progress = query.lastProgress
+        return len(sink.rows) >= rows and progress is not None and progress["batchId"] >= max(sink.batches)
+
+    try:
+        wait_for(lambda: committed() or query.exception(), f"{rows} rows", timeout)
+        assert query.exception() is None, query.exception()
+    finally:
+        query.stop()
+    return sink.rows
+
+
 def run_available_now(df, checkpoint: str) -> Collector:
     """Run a stream with Trigger.AvailableNow into a Collector; fail if the query failed."""
     sink = Collector()

@@ -17,7 +17,7 @@ from pyspark_upsert_kafka import OptionError, SchemaError
 from pyspark_upsert_kafka.tables.normalize import normalized_changelog
 
 from tests.support.kafka_io import produce
-from tests.support.read_helpers import Collector, run_available_now, start_collecting, wait_for
+from tests.support.read_helpers import collect_until, run_available_now
 
 SCHEMA = "id INT, name STRING"
 UTC = dt.timezone.utc
@@ -44,19 +44,6 @@ def _per_key(rows: list) -> dict:
 COLUMNS = ("id", "name", "_change_type", "offset")
 
 
-def _run_until(df, checkpoint, rows: int) -> list[tuple]:
-    """With a state TTL the query runs on a processing-time trigger (Spark's processing-time stateful operator asks
-    for another batch for ever, so availableNow never stops): collect until `rows` rows came, then stop."""
-    sink = Collector()
-    query = start_collecting(df, str(checkpoint), sink)
-    try:
-        wait_for(lambda: len(sink.rows) >= rows or query.exception(), f"{rows} rows")
-        assert query.exception() is None, query.exception()
-    finally:
-        query.stop()
-    return sink.rows
-
-
 def _named(rows: list[tuple]) -> list[dict]:
     return [dict(zip(COLUMNS, r)) for r in rows]
 
@@ -66,11 +53,11 @@ def test_a_key_idle_longer_than_the_state_ttl_is_new_again(spark, rocksdb, new_t
     produce(bootstrap, topic, [_record(1, "a"), _record(2, "b")])
     # 1 ms: expired by the next micro-batch, whose processing time is later by far more than that
     normalized = normalized_changelog(_changes(spark, options(topic)), "id", state_ttl="1 ms").select(*COLUMNS)
-    assert _per_key(_named(_run_until(normalized, tmp_path, 2))) == {1: [("a", "insert")], 2: [("b", "insert")]}
+    assert _per_key(_named(collect_until(normalized, tmp_path, 2))) == {1: [("a", "insert")], 2: [("b", "insert")]}
     # key 2's delete comes first: read in the batch of key 1's record or before it
     produce(bootstrap, topic, [_record(2, None), _record(1, "a2")])
     # key 1's row is forgotten: an insert, not an update; key 2's delete finds no row and gives nothing
-    assert _per_key(_named(_run_until(normalized, tmp_path, 1))) == {1: [("a2", "insert")]}
+    assert _per_key(_named(collect_until(normalized, tmp_path, 1))) == {1: [("a2", "insert")]}
 
 
 GOLDEN = json.loads((Path(__file__).parents[1] / "formats/golden/flink/tables_normalize.json").read_text())
@@ -104,7 +91,7 @@ def test_flinks_records_normalize_as_flinks_changelog_normalize_does(
     if state_ttl is None:
         rows = run_available_now(normalized, str(tmp_path)).rows
     else:
-        rows = _run_until(normalized, tmp_path, sum(map(len, expected.values())))
+        rows = collect_until(normalized, tmp_path, sum(map(len, expected.values())))
     got: dict = {}
     for id_, *rest in rows:
         got.setdefault(id_, []).append(tuple(rest))

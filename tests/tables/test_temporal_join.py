@@ -18,7 +18,7 @@ from pyspark_upsert_kafka.tables.normalize import normalized_changelog
 from pyspark_upsert_kafka.tables.temporal_join import temporal_join
 
 from tests.support.kafka_io import produce
-from tests.support.read_helpers import Collector, start_collecting, wait_for
+from tests.support.read_helpers import collect_until
 
 GOLDEN = json.loads((Path(__file__).parents[1] / "formats/golden/flink/tables_temporal_join.json").read_text())
 KEEP = {"retention.ms": "-1"}  # the records' timestamps are in 2024: kept past the default retention
@@ -104,19 +104,6 @@ def _per_key(rows: list[tuple]) -> dict:
     return by_key
 
 
-def _collect(df, checkpoint, rows: int) -> list[tuple]:
-    """Run the join until `rows` rows came (its stream rows wait for the watermark: the query runs on a processing-time
-    trigger, whose no-data batches move the watermark on), then stop it."""
-    sink = Collector()
-    query = start_collecting(df, str(checkpoint), sink)
-    try:
-        wait_for(lambda: _committed(query, sink, rows) or query.exception(), f"{rows} rows", timeout=180)
-        assert query.exception() is None, query.exception()
-    finally:
-        query.stop()
-    return sink.rows
-
-
 @pytest.mark.parametrize("how", ["left", "inner"])
 def test_flinks_orders_and_rates_join_as_flinks_temporal_join(
     spark, rocksdb, new_topic, options, bootstrap, tmp_path, how
@@ -138,7 +125,7 @@ def test_flinks_orders_and_rates_join_as_flinks_temporal_join(
         how=how,
     ).select(*COLUMNS)
     expected = _flinks_rows(f"{how}_join")
-    assert _per_key(_collect(joined, tmp_path, sum(map(len, expected.values())))) == expected
+    assert _per_key(collect_until(joined, tmp_path, sum(map(len, expected.values())))) == expected
 
 
 def test_without_normalizing_a_tombstone_deletes_from_its_own_time(
@@ -154,7 +141,7 @@ def test_without_normalizing_a_tombstone_deletes_from_its_own_time(
     ).select(*COLUMNS)  # fmt: skip
     expected = _flinks_rows("left_join")
     jpy = [(o, p, decimal.Decimal("0.01") if o == "o_005" else r, t) for o, p, r, t in expected["JPY"]]
-    assert _per_key(_collect(joined, tmp_path, 12)) == expected | {"JPY": jpy}
+    assert _per_key(collect_until(joined, tmp_path, 12)) == expected | {"JPY": jpy}
 
 
 H = 3_600_000
@@ -182,12 +169,12 @@ def test_late_rows_deletes_and_a_restart_from_the_checkpoint(spark, rocksdb, new
             stream_time="order_time", table_time="update_time",
         ).select("order_id", "conversion_rate")  # fmt: skip
 
-    first = _collect(joined(), tmp_path, 3)
+    first = collect_until(joined(), tmp_path, 3)
     assert sorted(first) == [("a1", decimal.Decimal("1.00")), ("b1", None), ("c1", decimal.Decimal("5.00"))]
     produce(bootstrap, orders, [_order("a0", "A", T0 + H // 2), _order("a4", "A", T0 + 4 * H)])
     produce(bootstrap, rates, [_rate("C", "6", T0 + 6 * H)])
     produce(bootstrap, orders, [_order("c6", "C", T0 + 6 * H)])
-    second = _collect(joined(), tmp_path, 3)
+    second = collect_until(joined(), tmp_path, 3)
     assert sorted(second) == [("a0", None), ("a4", decimal.Decimal("3.00")), ("c6", decimal.Decimal("6.00"))]
 
 
@@ -203,7 +190,7 @@ def test_the_latest_value_join_looks_up_the_current_row(spark, rocksdb, new_topi
         bootstrap, orders, [_order("a", "A", T0), _order("b", "B", T0), _order("x", "X", T0), _order("n", None, T0)]
     )
     joined = temporal_join(_orders(spark, options, orders), _rates(spark, options, rates), "currency", stream_time=None)
-    rows = _collect(joined.select("order_id", "conversion_rate"), tmp_path, 4)
+    rows = collect_until(joined.select("order_id", "conversion_rate"), tmp_path, 4)
     assert sorted(rows) == [("a", decimal.Decimal("2.00")), ("b", None), ("n", None), ("x", None)]  # n: no currency
 
 
@@ -222,9 +209,3 @@ def test_the_join_says_what_to_change_before_a_query_starts(spark, rocksdb, new_
     with pytest.raises(SchemaError, match=r"columns \['price'\] are on both sides"):
         temporal_join(orders, rates.withColumn("price", F.lit(1)), "currency", stream_time="order_time",
                       table_time="update_time")  # fmt: skip
-
-
-def _committed(query, sink: Collector, rows: int) -> bool:
-    """`rows` rows came and their batch is committed (a batch stopped before its commit runs again on restart)."""
-    progress = query.lastProgress
-    return len(sink.rows) >= rows and progress is not None and progress["batchId"] >= max(sink.batches)
