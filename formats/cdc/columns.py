@@ -10,6 +10,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..time_text import JSON_TIME, times_from_text
+
 TIMESTAMP_MS = pa.timestamp("ms", tz="UTC")  # Flink's TIMESTAMP_LTZ(3) metadata
 
 
@@ -20,9 +22,12 @@ def cast_columns(columns: list[pa.Array], schema: pa.Schema) -> list[pa.Array] |
     for column, f in zip(columns, schema):
         if column.type != f.type:
             try:
-                column = column.cast(f.type)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-                return None  # e.g. out of range, or more decimal places than the column has
+                if pa.types.is_time(f.type) and pa.types.is_string(column.type):  # a TIME read as its JSON text
+                    column = times_from_text(column, JSON_TIME)
+                else:
+                    column = column.cast(f.type)
+            except (ValueError, pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                return None  # e.g. out of range, more decimal places than the column has, or no time
         out.append(column)
     return out
 

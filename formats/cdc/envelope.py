@@ -149,7 +149,8 @@ class EnvelopeDecoder(ChangelogDecoder):
         self._loads = json_loads_for(self.image)
         self._converters = [(f.name, self.converter(f.type)) for f in schema]
         self._decimals = any(_has_decimal(f.type) for f in schema)
-        fast = all(_arrow_readable(f.type) for f in schema) and not set(self.metadata) & self.slow_metadata
+        readable = all(_arrow_readable(f.type) or pa.types.is_time(f.type) for f in schema)
+        fast = readable and not set(self.metadata) & self.slow_metadata
         self._parse_options = (
             [
                 pa_json.ParseOptions(explicit_schema=s, unexpected_field_behavior="ignore")
@@ -184,8 +185,12 @@ class EnvelopeDecoder(ChangelogDecoder):
 
     def relaxed_image(self, types: Mapping[str, pa.DataType] | None = None) -> pa.StructType:
         """The row image for the envelope schema: every column nullable (an absent image is null), types as
-        given (by column name) or the table's."""
-        return pa.struct([f.with_type((types or {}).get(f.name, f.type)).with_nullable(True) for f in self.schema])
+        given (by column name) or the table's; a TIME read as its text (cast_columns parses it)."""
+        return pa.struct([
+            f.with_type((types or {}).get(f.name, pa.string() if pa.types.is_time(f.type) else f.type))
+            .with_nullable(True)
+            for f in self.schema
+        ])  # fmt: skip
 
     # -- the two paths -----------------------------------------------------------------------------
 

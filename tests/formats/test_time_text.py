@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+import orjson
 import pyarrow as pa
 import pytest
 from pyspark_upsert_kafka.formats import CodecContext, make_codec
@@ -85,3 +86,23 @@ def test_avro_is_flinks_time_millis_and_refuses_a_finer_value():
     assert codec.decoder(SCHEMA).decode(written).batch.column(1).to_pylist() == millis
     with pytest.raises(ValueError, match=r"finer than a millisecond.*t TIME\(3\).*CAST\(column AS TIME\(3\)\)"):
         codec.encoder(SCHEMA).encode(_batch([dt.time(1, 2, 3, 4)]))
+
+
+@pytest.mark.parametrize("fmt", ["debezium-json", "canal-json", "maxwell-json"])
+def test_change_envelopes_read_a_time_column_wise_as_envelope_by_envelope(fmt):
+    rows = [{"id": 1, "t": "12:34:56"}, {"id": 2, "t": "00:00:01.5"}]
+    wrap = {
+        "debezium-json": lambda r: {"before": None, "after": r, "op": "c"},
+        "canal-json": lambda r: {"data": [r], "type": "INSERT", "database": "d", "table": "t"},
+        "maxwell-json": lambda r: {"database": "d", "table": "t", "type": "insert", "data": r},
+    }[fmt]
+    payloads = [orjson.dumps(wrap(r)) for r in [*rows, {"id": 3, "t": "25:00:00"}]]
+    decoder = _codec(fmt).changelog_decoder(SCHEMA)
+    fast = decoder._decode_fast(payloads[:2])
+    assert fast is not None and fast[1] == []  # the whole batch column-wise
+    expected = [{"id": 1, "t": dt.time(12, 34, 56)}, {"id": 2, "t": dt.time(0, 0, 1, 500000)}]
+    assert fast[0].batch.to_pylist() == expected
+    decoded = decoder.decode_changes(payloads)  # the bad one sends its envelope the per-envelope way, named
+    assert decoded.batch.to_pylist() == expected
+    ((index, why),) = decoded.failures
+    assert index == 2 and "'25:00:00' is not a time" in why, why
