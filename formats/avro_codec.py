@@ -229,6 +229,8 @@ class AvroEncoder(Encoder):
         # With our own schema, timestamps and dates travel as their integer encoding (micros or millis, days):
         # no Python datetime per value. A given schema may want millis, so it gets datetimes.
         self.wire = _Wire(schema, legacy_timestamps) if derived else None
+        # A given schema's millis (timestamp-millis, time-millis): fastavro would cut finer digits off unsaid.
+        self.exact = None if derived else _millis_exact(schema, writer)
         # fastavro takes maps as dicts only; Arrow builds them several times slower than its default pairs.
         self.maps_as_pydicts = ["strict" if _has_map(f.type) else None for f in schema]
 
@@ -236,6 +238,8 @@ class AvroEncoder(Encoder):
         n = batch.num_rows  # a cast of a batch without columns loses its row count
         if self.wire is not None:
             batch = self.wire.cast(batch)
+        elif self.exact is not None:
+            batch = _cast_exact(batch, self.exact)
         names = batch.schema.names
         # Column by column into Python values, then one dict per row: twice as fast as batch.to_pylist().
         columns = [c.to_pylist(maps_as_pydicts=m) for c, m in zip(batch.columns, self.maps_as_pydicts)]
@@ -251,6 +255,71 @@ class AvroEncoder(Encoder):
             out.append(data[start:end])
             start = end
         return out
+
+
+_MILLIS = ("timestamp-millis", "local-timestamp-millis", "time-millis")
+
+
+def _millis_exact(schema: pa.Schema, writer: AvroType) -> pa.Schema | None:
+    """The table's schema with millisecond units where the given Avro schema writes millis (at any depth), or None
+    when it writes none: a cast to it fails on a value with finer digits instead of fastavro truncating it."""
+    named: dict[str, dict] = {}
+    record = _avro_branch(writer, named)
+    fields = {f["name"]: f["type"] for f in record.get("fields", ())} if isinstance(record, dict) else {}
+    exact = pa.schema([f.with_type(_millis_type(f.type, fields.get(f.name), named)) for f in schema])
+    return None if exact.equals(schema) else exact
+
+
+def _avro_branch(avro: object, named: dict[str, dict]) -> object:
+    """An Avro type with a nullable union's one branch taken and a named type looked up (named ones recorded)."""
+    if isinstance(avro, list):
+        branches = [b for b in avro if b != "null"]
+        avro = branches[0] if len(branches) == 1 else None
+    if isinstance(avro, str):
+        return named.get(avro, avro)
+    if isinstance(avro, dict) and avro.get("type") in ("record", "enum", "fixed") and "name" in avro:
+        named[avro["name"]] = avro
+        if "namespace" in avro:
+            named[f"{avro['namespace']}.{avro['name']}"] = avro
+    return avro
+
+
+def _millis_type(t: pa.DataType, avro: object, named: dict[str, dict]) -> pa.DataType:
+    avro = _avro_branch(avro, named)
+    if not isinstance(avro, dict):
+        return t
+    if avro.get("logicalType") in _MILLIS:
+        if pa.types.is_timestamp(t):
+            return pa.timestamp("ms", t.tz)
+        if pa.types.is_time(t):
+            return pa.time32("ms")
+    kind = avro.get("type")
+    if kind == "array" and pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_millis_type(t.value_type, avro.get("items"), named)))
+    if kind == "map" and pa.types.is_map(t):
+        return pa.map_(t.key_field, t.item_field.with_type(_millis_type(t.item_type, avro.get("values"), named)))
+    if kind == "record" and pa.types.is_struct(t):
+        fields = {f["name"]: f["type"] for f in avro.get("fields", ())}
+        return pa.struct([c.with_type(_millis_type(c.type, fields.get(c.name), named)) for c in t])
+    return t
+
+
+def _cast_exact(batch: pa.RecordBatch, exact: pa.Schema) -> pa.RecordBatch:
+    columns = list(batch.columns)
+    for i, (f, g) in enumerate(zip(batch.schema, exact)):
+        if f.type.equals(g.type):
+            continue
+        try:
+            columns[i] = columns[i].cast(g.type)
+        except pa.ArrowInvalid as e:
+            if "would lose data" not in str(e):
+                raise
+            raise ValueError(
+                f"the Avro schema given writes column '{f.name}' in milliseconds (timestamp-millis / time-millis), and"
+                f" a value has finer digits ({e}): truncate it first, e.g. F.date_trunc('millisecond', column) for a"
+                " timestamp or CAST(column AS TIME(3)) for a TIME, or give a schema with timestamp-micros / time-micros"
+            ) from None
+    return pa.RecordBatch.from_arrays(columns, schema=exact)
 
 
 def _has_map(t: pa.DataType) -> bool:

@@ -240,6 +240,45 @@ def test_avro_decimals_of_a_larger_writer_scale_are_rounded_half_up_to_the_colum
     assert [i for i, _ in decoded.failures] == [1] and "does not fit DECIMAL(6,3)" in decoded.failures[0][1]
 
 
+def test_avro_with_a_given_schema_in_millis_writes_exact_millis_and_refuses_finer_digits_at_any_depth():
+    """A given schema's timestamp-millis / time-millis (fastavro would cut a finer value's digits off unsaid)."""
+    import json
+
+    from fastavro import parse_schema, schemaless_reader
+
+    given = {
+        "type": "record",
+        "name": "r",
+        "fields": [
+            {"name": "ts", "type": ["null", {"type": "long", "logicalType": "timestamp-millis"}]},
+            {"name": "t", "type": {"type": "int", "logicalType": "time-millis"}},
+            {"name": "us", "type": {"type": "long", "logicalType": "timestamp-micros"}},
+            {"name": "nested", "type": {"type": "array", "items": {"type": "record", "name": "n", "fields": [
+                {"name": "at", "type": {"type": "long", "logicalType": "local-timestamp-millis"}}]}}},
+        ],
+    }  # fmt: skip
+    schema = pa.schema([("ts", pa.timestamp("us", "UTC")), ("t", pa.time64("ns")), ("us", pa.timestamp("us", "UTC")),
+                        ("nested", pa.list_(pa.struct([("at", pa.timestamp("us"))])))])  # fmt: skip
+    exact_ms = dt.datetime(2024, 6, 30, 12, 0, 0, 1000, tzinfo=dt.timezone.utc)
+    fine = exact_ms.replace(microsecond=1001)
+    encoder = codec("avro", schema=json.dumps(given)).encoder(schema)
+
+    def row(ts, t, at):
+        return pa.RecordBatch.from_pylist([{"ts": ts, "t": t, "us": fine, "nested": [{"at": at}]}], schema=schema)
+
+    (written,) = encoder.encode(row(exact_ms, dt.time(1, 2, 3, 4000), dt.datetime(1969, 12, 31, 23, 59, 59, 999000)))
+    back = schemaless_reader(__import__("io").BytesIO(written), parse_schema(given), None)
+    assert back["ts"] == exact_ms and back["t"] == dt.time(1, 2, 3, 4000) and back["us"] == fine
+    assert back["nested"] == [{"at": dt.datetime(1969, 12, 31, 23, 59, 59, 999000)}]
+    for values, column in [
+        ((fine, dt.time(1), dt.datetime(2000, 1, 1)), "ts"),
+        ((exact_ms, dt.time(1, 2, 3, 4001), dt.datetime(2000, 1, 1)), "t"),
+        ((exact_ms, dt.time(1), dt.datetime(2000, 1, 1, 0, 0, 0, 1)), "nested"),
+    ]:
+        with pytest.raises(ValueError, match=rf"schema given writes column '{column}' in milliseconds.*finer digits"):
+            encoder.encode(row(*values))
+
+
 def test_avro_keys_are_written_and_read_as_flink_writes_a_primary_key():
     """Flink's avro format writes a key's columns NOT NULL (a primary key's): `"long"`, no union branch byte.
     A value's nullable columns stay unions."""
