@@ -88,7 +88,7 @@ def _committed_metadata(bootstrap: str, group: str, topic: str, timeout: float) 
 def arrow_batch_rows(spark, rows: int) -> Iterator[None]:
     """Smaller Arrow batches between Spark and the Python writer: a task's first records reach Kafka after
     `rows` rows instead of 10,000, so a fault mid-task finds them in its transaction. A streaming query
-    takes the setting when it starts."""
+    takes the setting when it starts (pyspark 4.0's streaming writer keeps 10,000)."""
     key = "spark.sql.execution.arrow.maxRecordsPerBatch"
     before = spark.conf.get(key)
     spark.conf.set(key, str(rows))

@@ -39,12 +39,14 @@ def open_transaction_has_records(bootstrap: str, topic: str) -> bool:
     return any(end > stable for end, stable in zip(ends["read_uncommitted"], ends["read_committed"]))
 
 
-def fail_first_attempt(bootstrap: str, topic: str, at_every: int, at: int, log_dir: str, patience_s: float = 10):
-    """A column function for `withColumn`: `text(seq)` for each row's `seq`, except that the first attempt of a
-    task fails at the row whose `seq % at_every == at` (past OPEN_AFTER rows, with ARROW_ROWS Arrow batches: when
-    the writer has records in flight), after waiting (at most patience_s) for its transaction to hold records. Each
-    injected failure leaves a file in log_dir, named `open-...` when the transaction held records, else
-    `empty-...`."""
+def fail_first_attempt(
+    bootstrap: str, topic: str, at_every: int, at: int, log_dir: str, patience_s: float = 10, chars: int = TEXT_CHARS
+):
+    """A column function for `withColumn`: a text of `chars` characters (`text(seq)`) for each row's `seq`, except
+    that the first attempt of a task fails at the row whose `seq % at_every == at` (past OPEN_AFTER rows, with
+    ARROW_ROWS Arrow batches: when the writer has records in flight), after waiting (at most patience_s) for its
+    transaction to hold records. Each injected failure leaves a file in log_dir, named `open-...` when the
+    transaction held records, else `empty-...`."""
     from pyspark.sql import functions as F
 
     def value(seq: int) -> str:
@@ -58,6 +60,6 @@ def fail_first_attempt(bootstrap: str, topic: str, at_every: int, at: int, log_d
             name = f"{'open' if is_open else 'empty'}-{context.partitionId()}-{uuid.uuid4().hex[:6]}"
             Path(log_dir, name).touch()
             raise RuntimeError(f"injected failure at row {seq}")
-        return text(seq)
+        return f"{seq:<{chars}}"
 
     return F.udf(value, "string", useArrow=False).asNondeterministic()

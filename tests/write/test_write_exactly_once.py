@@ -118,7 +118,9 @@ def test_streaming_write_under_task_failures_restarts_and_a_replayed_batch_write
     source, target = new_topic(), new_topic(partitions=2)
     failures, checkpoint = tmp_path / "failures", tmp_path / "checkpoint"
     failures.mkdir()
-    per_batch = 4 * OPEN_AFTER
+    # pyspark 4.0's streaming writer takes Arrow batches of 10,000 rows whatever maxRecordsPerBatch says (4.3's
+    # take ARROW_ROWS): rows of 100 characters, a first attempt failing at row 12,000 of 16 has records in flight.
+    per_batch = 16_000
 
     def produce_range(start: int, stop: int) -> None:
         produce(
@@ -150,9 +152,9 @@ def test_streaming_write_under_task_failures_restarts_and_a_replayed_batch_write
         )
         # The first attempt of every micro-batch's task dies 3/4 into its rows.
         failing = changes.withColumn(
-            "name", fail_first_attempt(bootstrap, target, per_batch, per_batch * 3 // 4, str(failures), 3)("price")
+            "name", fail_first_attempt(bootstrap, target, per_batch, 12_000, str(failures), 3, chars=100)("price")
         )
-        with arrow_batch_rows(spark, ARROW_ROWS):  # a streaming query takes it when it starts
+        with arrow_batch_rows(spark, ARROW_ROWS):
             query = (
                 failing.writeStream.format("upsert-kafka")
                 .options(**options(target, exactly_once(target)))
@@ -160,7 +162,7 @@ def test_streaming_write_under_task_failures_restarts_and_a_replayed_batch_write
                 .trigger(availableNow=True)
                 .start()
             )
-        query.awaitTermination(300)
+            query.awaitTermination(300)
         assert query.exception() is None, query.exception()
         return sorted({p["batchId"] for p in query.recentProgress if p["numInputRows"]})
 
