@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import json
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -37,6 +37,7 @@ from .codec import (
     Encoder,
     FormatOptionError,
     batch_from_records,
+    nested_type_has,
 )
 from .decimals import rounded_values
 from .flink_types import flink_type_name
@@ -232,14 +233,14 @@ class AvroEncoder(Encoder):
         # A given schema's millis (timestamp-millis, time-millis): fastavro would cut finer digits off unsaid.
         self.exact = None if derived else _millis_exact(schema, writer)
         # fastavro takes maps as dicts only; Arrow builds them several times slower than its default pairs.
-        self.maps_as_pydicts = ["strict" if _has_map(f.type) else None for f in schema]
+        self.maps_as_pydicts = ["strict" if nested_type_has(f.type, pa.types.is_map) else None for f in schema]
 
     def encode(self, batch: pa.RecordBatch) -> list[bytes]:
         n = batch.num_rows  # a cast of a batch without columns loses its row count
         if self.wire is not None:
             batch = self.wire.cast(batch)
         elif self.exact is not None:
-            batch = _cast_exact(batch, self.exact)
+            batch = _cast_exactly(batch, self.exact, _given_millis)
         names = batch.schema.names
         # Column by column into Python values, then one dict per row: twice as fast as batch.to_pylist().
         columns = [c.to_pylist(maps_as_pydicts=m) for c, m in zip(batch.columns, self.maps_as_pydicts)]
@@ -304,7 +305,9 @@ def _millis_type(t: pa.DataType, avro: object, named: dict[str, dict]) -> pa.Dat
     return t
 
 
-def _cast_exact(batch: pa.RecordBatch, exact: pa.Schema) -> pa.RecordBatch:
+def _cast_exactly(batch: pa.RecordBatch, exact: pa.Schema, why: Callable[[str, Exception], str]) -> pa.RecordBatch:
+    """`batch` cast column by column to `exact`'s millisecond units; a value with finer digits fails the write with
+    `why(column, cause)` (a safe cast refuses to lose them)."""
     columns = list(batch.columns)
     for i, (f, g) in enumerate(zip(batch.schema, exact)):
         if f.type.equals(g.type):
@@ -314,20 +317,16 @@ def _cast_exact(batch: pa.RecordBatch, exact: pa.Schema) -> pa.RecordBatch:
         except pa.ArrowInvalid as e:
             if "would lose data" not in str(e):
                 raise
-            raise ValueError(
-                f"the Avro schema given writes column '{f.name}' in milliseconds (timestamp-millis / time-millis), and"
-                f" a value has finer digits ({e}): truncate it first, e.g. F.date_trunc('millisecond', column) for a"
-                " timestamp or CAST(column AS TIME(3)) for a TIME, or give a schema with timestamp-micros / time-micros"
-            ) from None
+            raise ValueError(why(f.name, e)) from None
     return pa.RecordBatch.from_arrays(columns, schema=exact)
 
 
-def _has_map(t: pa.DataType) -> bool:
-    if pa.types.is_map(t):
-        return True
-    if pa.types.is_list(t):
-        return _has_map(t.value_type)
-    return pa.types.is_struct(t) and any(_has_map(f.type) for f in t)
+def _given_millis(column: str, e: Exception) -> str:
+    return (
+        f"the Avro schema given writes column '{column}' in milliseconds (timestamp-millis / time-millis), and a value"
+        f" has finer digits ({e}): truncate it first, e.g. F.date_trunc('millisecond', column) for a timestamp or"
+        " CAST(column AS TIME(3)) for a TIME, or give a schema with timestamp-micros / time-micros"
+    )
 
 
 class _Wire:
@@ -343,19 +342,17 @@ class _Wire:
 
     def cast(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         if self.millis:
-            try:
-                batch = batch.cast(self.exact)
-            except pa.ArrowInvalid as e:
-                if "would lose data" not in str(e):
-                    raise
-                raise ValueError(
-                    f"a timestamp or TIME has digits finer than a millisecond, which its Flink type"
-                    f" ({', '.join(self.millis)}) cannot hold ({e}): truncate it first, e.g."
-                    " F.date_trunc('millisecond', column) for a timestamp or CAST(column AS TIME(3)) for a TIME,"
-                    " or declare a timestamp column's precision as 6 in option 'flink.column-types' (Flink's avro"
-                    " holds no TIME finer than millis)"
-                ) from None
+            batch = _cast_exactly(batch, self.exact, self._finer_than_millis)
         return batch.cast(self.integers)
+
+    def _finer_than_millis(self, column: str, e: Exception) -> str:
+        return (
+            f"a timestamp or TIME has digits finer than a millisecond, which its Flink type"
+            f" ({', '.join(self.millis)}) cannot hold ({e}): truncate it first, e.g."
+            " F.date_trunc('millisecond', column) for a timestamp or CAST(column AS TIME(3)) for a TIME,"
+            " or declare a timestamp column's precision as 6 in option 'flink.column-types' (Flink's avro"
+            " holds no TIME finer than millis)"
+        )
 
     def _field(self, f: pa.Field, integers: bool) -> pa.Field:
         # Nullable inside: Arrow casts no nullable STRUCT field to a NOT NULL one, and the Avro writer refuses a null

@@ -7,7 +7,7 @@ validated options (and pickled to executors); decoders and encoders are made per
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -55,6 +55,17 @@ _PRIMITIVE_NAMES = {
     pa.date32(): "DATE",
     pa.null(): "VOID",
 }
+
+
+def nested_type_has(t: pa.DataType, kind: Callable[[pa.DataType], bool]) -> bool:
+    """Whether `t`, or a type anywhere inside it (list elements, map keys and values, struct fields), is `kind`."""
+    if kind(t):
+        return True
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return nested_type_has(t.value_type, kind)
+    if pa.types.is_map(t):
+        return nested_type_has(t.key_type, kind) or nested_type_has(t.item_type, kind)
+    return pa.types.is_struct(t) and any(nested_type_has(f.type, kind) for f in t)
 
 
 def spark_type_name(t: pa.DataType) -> str:

@@ -37,6 +37,7 @@ from .codec import (
     FormatOptionError,
     batch_from_records,
     empty_batch,
+    nested_type_has,
 )
 from .csv_text import (
     ColumnReader,
@@ -48,7 +49,7 @@ from .csv_text import (
     native_csv_type,
     textual,
 )
-from .json_values import datetime_out_of_range, has_datetime, outside_datetime_range
+from .json_values import datetime_out_of_range, is_datetime, outside_datetime_range
 from .option_kinds import FORMAT, Char, Flag, Option, Text
 
 
@@ -233,7 +234,7 @@ class CsvEncoder(Encoder):
         self.codec = codec
         self.form = TextForm(codec.element_delimiter, codec.null_literal, codec.decimal_scientific, codec.prefix)
         self.null_text = self.form.null_text
-        self.datetimes = [i for i, f in enumerate(schema) if has_datetime(f.type)]
+        self.datetimes = [i for i, f in enumerate(schema) if nested_type_has(f.type, is_datetime)]
         self.textual = [textual(f.type) for f in schema]
         specials = [codec.delimiter, "\r", "\n"] + [c for c in (codec.quote, codec.escape) if c]
         alternatives = [re.escape(c) for c in specials]

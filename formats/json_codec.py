@@ -29,15 +29,15 @@ from .codec import (
     Encoder,
     FormatOptionError,
     empty_batch,
+    nested_type_has,
 )
 from .decimals import decimals_fit
 from .json_values import (
     NANOS,
     RECORD_ERRORS,
-    _has_decimal,
     arrow_to_json,
     datetime_out_of_range,
-    has_datetime,
+    is_datetime,
     json_bytes,
     json_loads_for,
     json_reason,
@@ -47,7 +47,7 @@ from .json_values import (
     rows_to_batch,
 )
 from .option_kinds import FORMAT, Choice, Flag, Option, Text
-from .time_text import JSON_TIME, fraction_refusal, has_time, times_from_text, with_fraction
+from .time_text import JSON_TIME, fraction_refusal, times_from_text, with_fraction
 
 
 class JsonCodec(Codec):
@@ -164,7 +164,7 @@ class JsonDecoder(Decoder):
         read_schema = pa.schema([f.with_type(pa.string()) if pa.types.is_time(f.type) else f for f in schema])
         self._parse_options = pa_json.ParseOptions(explicit_schema=read_schema, unexpected_field_behavior="ignore")
         self._converters = [(f.name, json_to_arrow(f.type)) for f in schema]
-        self._decimals = [i for i, f in enumerate(schema) if _has_decimal(f.type)]
+        self._decimals = [i for i, f in enumerate(schema) if nested_type_has(f.type, pa.types.is_decimal)]
         self._loads = json_loads_for(pa.struct(list(schema)))
 
     def decode(self, payloads: Sequence[bytes]) -> Decoded:
@@ -236,7 +236,7 @@ def read_json_lines(payloads: Sequence[bytes], parse_options: pa_json.ParseOptio
     except UnicodeDecodeError:
         return None
     schema = parse_options.explicit_schema
-    if schema is not None and any(has_datetime(f.type) for f in schema) and _has_nanos(joined):
+    if schema is not None and any(nested_type_has(f.type, is_datetime) for f in schema) and _has_nanos(joined):
         return None  # Arrow drops fraction digits past microseconds: the per-record path names the record
     try:
         table = pa_json.read_json(
@@ -260,8 +260,8 @@ class JsonEncoder(Encoder):
         self.names = schema.names
         self.codec = codec
         self.converters = [arrow_to_json(f.type, codec) for f in schema]
-        self.datetimes = [i for i, f in enumerate(schema) if has_datetime(f.type)]
-        self.times = [i for i, f in enumerate(schema) if has_time(f.type)]
+        self.datetimes = [i for i, f in enumerate(schema) if nested_type_has(f.type, is_datetime)]
+        self.times = [i for i, f in enumerate(schema) if nested_type_has(f.type, pa.types.is_time)]
         # Flat rows of numbers, booleans and strings are written column-wise (formats/json_vector.py).
         self.column_wise = json_vector.supports(schema) and not codec.ignore_null_fields
 

@@ -16,7 +16,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .codec import FormatOptionError, batch_from_records
+from .codec import FormatOptionError, batch_from_records, nested_type_has
 from .decimals import fit_decimal
 from .java_numbers import decimal_text, float_texts
 from .time_text import JSON_TIME, parse_time
@@ -132,30 +132,18 @@ def json_to_arrow(t: pa.DataType) -> Convert:
 def json_loads_for(t: pa.DataType) -> Callable[[bytes | str], Any]:
     """orjson, or the standard library with exact decimals when `t` holds a decimal wider than a double
     keeps (orjson reads every JSON number with a fraction as a float)."""
-    return _exact_loads if _has_wide_decimal(t) else orjson.loads
+    return _exact_loads if nested_type_has(t, _wide_decimal) else orjson.loads
 
 
 _exact_loads = partial(json.loads, parse_float=Decimal)
 
 
-def _has_decimal(t: pa.DataType) -> bool:
-    if pa.types.is_decimal(t):
-        return True
-    if pa.types.is_map(t):
-        return _has_decimal(t.key_type) or _has_decimal(t.item_type)
-    if pa.types.is_list(t):
-        return _has_decimal(t.value_type)
-    return pa.types.is_struct(t) and any(_has_decimal(f.type) for f in t)
+def _wide_decimal(t: pa.DataType) -> bool:
+    return pa.types.is_decimal(t) and t.precision > 15
 
 
-def _has_wide_decimal(t: pa.DataType) -> bool:
-    if pa.types.is_decimal(t):
-        return t.precision > 15
-    if pa.types.is_map(t):
-        return _has_wide_decimal(t.key_type) or _has_wide_decimal(t.item_type)
-    if pa.types.is_list(t):
-        return _has_wide_decimal(t.value_type)
-    return pa.types.is_struct(t) and any(_has_wide_decimal(f.type) for f in t)
+def is_datetime(t: pa.DataType) -> bool:
+    return pa.types.is_date32(t) or pa.types.is_timestamp(t)
 
 
 def _exact_number(v: Any) -> Any:
@@ -246,7 +234,7 @@ def datetime_out_of_range(array: pa.Array) -> str | None:
     """The first DATE / TIMESTAMP in `array` (at any depth, within its slice) outside the years 0001 to 9999,
     as Spark prints it ('DATE +10000-01-01'); None when all are inside."""
     t = array.type
-    if not has_datetime(t):
+    if not nested_type_has(t, is_datetime):
         return None
     if pa.types.is_date32(t) or pa.types.is_timestamp(t):
         per_second = 0 if pa.types.is_date32(t) else _PER_SECOND[t.unit]
@@ -272,16 +260,6 @@ def datetime_out_of_range(array: pa.Array) -> str | None:
     if pa.types.is_struct(t):
         return next((found for child in array.flatten() if (found := datetime_out_of_range(child))), None)
     return None
-
-
-def has_datetime(t: pa.DataType) -> bool:
-    if pa.types.is_date32(t) or pa.types.is_timestamp(t):
-        return True
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return has_datetime(t.value_type)
-    if pa.types.is_map(t):
-        return has_datetime(t.key_type) or has_datetime(t.item_type)
-    return pa.types.is_struct(t) and any(has_datetime(f.type) for f in t)
 
 
 def _spark_date(days: int) -> str:
@@ -324,7 +302,7 @@ def _floats_as_text(array: pa.Array, quote: bool = True) -> pa.Array:
     t = array.type
     if pa.types.is_floating(t):
         return float_texts(array, quote_non_finite=quote)
-    if not _has_float(t):
+    if not nested_type_has(t, pa.types.is_floating):
         return array
     mask = array.is_null()
     if pa.types.is_list(t):  # offsets and values both unsliced: they stay aligned
@@ -334,16 +312,6 @@ def _floats_as_text(array: pa.Array, quote: bool = True) -> pa.Array:
         return pa.MapArray.from_arrays(array.offsets, keys, items, mask=mask)
     fields = [_floats_as_text(child) for child in array.flatten()]  # struct: children sliced like it
     return pa.StructArray.from_arrays(fields, names=[f.name for f in t], mask=mask)
-
-
-def _has_float(t: pa.DataType) -> bool:
-    if pa.types.is_floating(t):
-        return True
-    if pa.types.is_list(t):
-        return _has_float(t.value_type)
-    if pa.types.is_map(t):
-        return _has_float(t.key_type) or _has_float(t.item_type)
-    return pa.types.is_struct(t) and any(_has_float(f.type) for f in t)
 
 
 def arrow_to_json(t: pa.DataType, codec: JsonWriting) -> Convert | None:

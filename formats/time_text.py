@@ -102,16 +102,6 @@ def with_fraction(array: pa.Array) -> str | None:
     return None
 
 
-def has_time(t: pa.DataType) -> bool:
-    if pa.types.is_time(t):
-        return True
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return has_time(t.value_type)
-    if pa.types.is_map(t):
-        return has_time(t.key_type) or has_time(t.item_type)
-    return pa.types.is_struct(t) and any(has_time(f.type) for f in t)
-
-
 def fraction_refusal(name: str, found: str, fmt: str) -> ValueError:
     """The write error for a TIME with a fraction of a second in a format that writes whole seconds (json)."""
     return ValueError(

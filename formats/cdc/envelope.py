@@ -29,13 +29,13 @@ from ..codec import (
     DecodedChanges,
     FormatOptionError,
     empty_batch,
+    nested_type_has,
 )
 from ..decimals import decimals_fit
 from ..json_codec import JsonCodec, JsonEncoder, _arrow_readable, read_json_lines
 from ..json_values import (
     RECORD_ERRORS,
     Convert,
-    _has_decimal,
     json_loads_for,
     json_reason,
     json_to_arrow,
@@ -148,7 +148,7 @@ class EnvelopeDecoder(ChangelogDecoder):
         self.image = pa.struct(list(schema))
         self._loads = json_loads_for(self.image)
         self._converters = [(f.name, self.converter(f.type)) for f in schema]
-        self._decimals = any(_has_decimal(f.type) for f in schema)
+        self._decimals = any(nested_type_has(f.type, pa.types.is_decimal) for f in schema)
         readable = all(_arrow_readable(f.type) or pa.types.is_time(f.type) for f in schema)
         fast = readable and not set(self.metadata) & self.slow_metadata
         self._parse_options = (
