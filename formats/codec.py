@@ -68,6 +68,27 @@ def nested_type_has(t: pa.DataType, kind: Callable[[pa.DataType], bool]) -> bool
     return pa.types.is_struct(t) and any(nested_type_has(f.type, kind) for f in t)
 
 
+def first_nested(
+    array: pa.Array, kind: Callable[[pa.DataType], bool], find: Callable[[pa.Array], str | None]
+) -> str | None:
+    """`find`'s first answer (not None) over the arrays of a type `kind` inside `array` at any depth, within its
+    slice: list elements, map keys and values, struct fields."""
+    t = array.type
+    if not nested_type_has(t, kind):
+        return None
+    if kind(t):
+        return find(array)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return first_nested(array.flatten(), kind, find)
+    if pa.types.is_map(t):
+        start = array.offsets[0].as_py()
+        size = array.offsets[-1].as_py() - start
+        return first_nested(array.keys.slice(start, size), kind, find) or first_nested(
+            array.items.slice(start, size), kind, find
+        )
+    return next((found for child in array.flatten() if (found := first_nested(child, kind, find))), None)
+
+
 def spark_type_name(t: pa.DataType) -> str:
     """The Spark SQL name of the kind of column Spark hands over as Arrow type `t` ('DECIMAL' for every
     decimal, 'ARRAY' for every list); Spark's types without a name in SPARK_TYPES are named as Spark names

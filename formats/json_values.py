@@ -16,7 +16,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .codec import FormatOptionError, batch_from_records, nested_type_has
+from .codec import FormatOptionError, batch_from_records, first_nested, nested_type_has
 from .decimals import fit_decimal
 from .java_numbers import decimal_text, float_texts
 from .time_text import JSON_TIME, parse_time
@@ -233,33 +233,23 @@ _PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 def datetime_out_of_range(array: pa.Array) -> str | None:
     """The first DATE / TIMESTAMP in `array` (at any depth, within its slice) outside the years 0001 to 9999,
     as Spark prints it ('DATE +10000-01-01'); None when all are inside."""
+    return first_nested(array, is_datetime, _datetime_out_of_range)
+
+
+def _datetime_out_of_range(array: pa.Array) -> str | None:
     t = array.type
-    if not nested_type_has(t, is_datetime):
+    per_second = 0 if pa.types.is_date32(t) else _PER_SECOND[t.unit]
+    per_day = per_second * 86_400 or 1
+    raw = pc.cast(array, pa.int32() if pa.types.is_date32(t) else pa.int64())
+    low, high = pc.min_max(raw).values()
+    if not low.is_valid or (low.as_py() >= _FIRST_DAY * per_day and high.as_py() < (_LAST_DAY + 1) * per_day):
         return None
-    if pa.types.is_date32(t) or pa.types.is_timestamp(t):
-        per_second = 0 if pa.types.is_date32(t) else _PER_SECOND[t.unit]
-        per_day = per_second * 86_400 or 1
-        raw = pc.cast(array, pa.int32() if pa.types.is_date32(t) else pa.int64())
-        low, high = pc.min_max(raw).values()
-        if not low.is_valid or (low.as_py() >= _FIRST_DAY * per_day and high.as_py() < (_LAST_DAY + 1) * per_day):
-            return None
-        outside = pc.or_(pc.less(raw, _FIRST_DAY * per_day), pc.greater_equal(raw, (_LAST_DAY + 1) * per_day))
-        value = raw[pc.index(outside, True).as_py()].as_py()
-        if pa.types.is_date32(t):
-            return f"DATE {_spark_date(value)}"
-        days, within = divmod(value, per_day)
-        return f"TIMESTAMP {_spark_date(days)} {_spark_time(within * 1_000_000 // per_second)}"
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return datetime_out_of_range(array.flatten())
-    if pa.types.is_map(t):
-        start = array.offsets[0].as_py()
-        size = array.offsets[-1].as_py() - start
-        return datetime_out_of_range(array.keys.slice(start, size)) or datetime_out_of_range(
-            array.items.slice(start, size)
-        )
-    if pa.types.is_struct(t):
-        return next((found for child in array.flatten() if (found := datetime_out_of_range(child))), None)
-    return None
+    outside = pc.or_(pc.less(raw, _FIRST_DAY * per_day), pc.greater_equal(raw, (_LAST_DAY + 1) * per_day))
+    value = raw[pc.index(outside, True).as_py()].as_py()
+    if pa.types.is_date32(t):
+        return f"DATE {_spark_date(value)}"
+    days, within = divmod(value, per_day)
+    return f"TIMESTAMP {_spark_date(days)} {_spark_time(within * 1_000_000 // per_second)}"
 
 
 def _spark_date(days: int) -> str:

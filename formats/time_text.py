@@ -22,6 +22,8 @@ import re
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .codec import first_nested
+
 NANOS = pa.time64("ns")
 _PER_SECOND = 1_000_000_000
 # Flink's json: TimeFormats.SQL_TIME_FORMAT, `HH:mm:ss` then an optional fraction of 0 to 9 digits.
@@ -85,21 +87,15 @@ def time_texts(column: pa.Array, fraction: bool) -> pa.Array:
 
 def with_fraction(array: pa.Array) -> str | None:
     """The first TIME in `array` (at any depth) with a fraction of a second, as `12:34:56.789`; None when none."""
-    t = array.type
-    if pa.types.is_time(t):
-        nanos = pc.cast(array, pa.int64())
-        rest = pc.not_equal(pc.subtract(nanos, pc.multiply(pc.divide(nanos, _PER_SECOND), _PER_SECOND)), 0)
-        if not pc.any(rest).as_py():
-            return None
-        return time_texts(array.filter(rest).slice(0, 1), fraction=True)[0].as_py()
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return with_fraction(array.flatten())
-    if pa.types.is_map(t):
-        start, size = array.offsets[0].as_py(), array.offsets[-1].as_py() - array.offsets[0].as_py()
-        return with_fraction(array.keys.slice(start, size)) or with_fraction(array.items.slice(start, size))
-    if pa.types.is_struct(t):
-        return next((found for child in array.flatten() if (found := with_fraction(child))), None)
-    return None
+    return first_nested(array, pa.types.is_time, _with_fraction)
+
+
+def _with_fraction(array: pa.Array) -> str | None:
+    nanos = pc.cast(array, pa.int64())
+    rest = pc.not_equal(pc.subtract(nanos, pc.multiply(pc.divide(nanos, _PER_SECOND), _PER_SECOND)), 0)
+    if not pc.any(rest).as_py():
+        return None
+    return time_texts(array.filter(rest).slice(0, 1), fraction=True)[0].as_py()
 
 
 def fraction_refusal(name: str, found: str, fmt: str) -> ValueError:
