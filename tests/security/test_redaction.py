@@ -42,7 +42,7 @@ def assert_none_shown(text: str) -> None:
 # -- which options are secrets; URL credentials --------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", [*SECRETS.keys() - {"value.avro-confluent.url"}, "properties.sasl.jaas.config",
+@pytest.mark.parametrize("name", [*sorted(SECRETS.keys() - {"value.avro-confluent.url"}), "properties.sasl.jaas.config",
                                   "key.avro-confluent.basic-auth.user-info", "properties.ssl.keystore.key",
                                   "properties.sasl.oauthbearer.assertion.private.key.pem"])  # fmt: skip
 def test_every_secret_bearing_option_is_a_secret_whatever_its_prefix(name):
