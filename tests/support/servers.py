@@ -8,6 +8,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol, TypeVar
 
+import pytest
+
 
 class Server(Protocol):
     @property
@@ -33,7 +35,21 @@ def started(what: str, server: S) -> Iterator[S]:
         server.stop()
 
 
+_worker_logs: list[tuple[str, str]] = []  # with -n: (what it is, its log), as the test sessions reported them
+
+
+def pytest_sessionfinish(session) -> None:
+    # A test session run by pytest-xdist (-n) hands its servers' logs to the controlling process, which prints them.
+    if hasattr(session.config, "workeroutput"):
+        session.config.workeroutput["server_logs"] = [(what, str(server.log_path)) for what, server in _started]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    _worker_logs.extend(getattr(node, "workeroutput", {}).get("server_logs", ()))
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus: int) -> None:
     if exitstatus != 0:
-        for what, server in _started:
-            terminalreporter.write_line(f"{what} log: {server.log_path}")
+        for what, log in [*((w, str(s.log_path)) for w, s in _started), *_worker_logs]:
+            terminalreporter.write_line(f"{what} log: {log}")
