@@ -19,7 +19,9 @@ Rows cross Python as Spark's own JSON text (tables/rows.py).
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterator, Sequence
+from operator import itemgetter
 
 import pandas as pd
 from pyspark.sql import Column, DataFrame
@@ -268,13 +270,10 @@ class _AsOfJoin(StatefulProcessor):
 
 
 def _as_of(versions: list[tuple], time: int) -> str | None:
-    """The row of the version of the greatest time not after `time` (None: no version, or a delete)."""
-    found = None
-    for at, row in versions:
-        if at > time:
-            break
-        found = row
-    return found
+    """The row of the version of the greatest time not after `time` (None: no version, or a delete); `versions` are
+    sorted by time."""
+    i = bisect_right(versions, time, key=itemgetter(0))
+    return versions[i - 1][1] if i else None
 
 
 def _timer_ms(micros: int) -> int:
