@@ -21,7 +21,30 @@ from .write.sink import UpsertKafkaStreamWriter, UpsertKafkaWriter, plan_write
 
 
 class UpsertKafkaDataSource(DataSource):
-    """A Kafka topic as a keyed changelog (a null value deletes its key), and the way back."""
+    """A Kafka topic as a keyed changelog (a null value deletes its key), and the way back: Flink's `upsert-kafka`.
+
+    Name: ``upsert-kafka`` (registered when the package is installed). Options, spelled as Flink's (Spark's
+    `kafka` spellings are aliases; every option: connector/options/README.md):
+
+    - ``properties.bootstrap.servers`` (required), ``topic`` (or ``topic-pattern`` to read),
+    - ``key.fields``: the primary key columns; ``key.format`` / ``value.format``: json (default), csv, raw,
+      avro, avro-confluent, the change envelopes, or ``module:Class``,
+    - ``schema``: the data columns when not given with ``.schema(...)``,
+    - ``scan.startup.mode``, ``sink.delivery-guarantee``, ``properties.*`` for the Kafka clients.
+
+    Read: a batch read is the topic's table (the last value of each key, deleted keys left out); a stream read
+    is the changelog, each row with ``_change_type`` ``upsert`` or ``delete``. Write: each row an upsert of its
+    key, ``_change_type`` ``delete`` (or a change data feed's kinds) a tombstone, keys partitioned as Kafka's
+    Java client does.
+
+    >>> orders = spark.read.format("upsert-kafka").options(**{  # doctest: +SKIP
+    ...     "properties.bootstrap.servers": "localhost:9092", "topic": "orders", "key.fields": "id",
+    ...     "schema": "id INT, item STRING, amount DOUBLE"}).load()
+    >>> orders.write.format("upsert-kafka").options(**{  # doctest: +SKIP
+    ...     "properties.bootstrap.servers": "localhost:9092", "topic": "orders_copy", "key.fields": "id",
+    ...     "sink.delivery-guarantee": "exactly-once",
+    ...     "sink.transactional-id-prefix": "orders-copy"}).mode("append").save()
+    """
 
     @classmethod
     def name(cls) -> str:
