@@ -24,10 +24,12 @@ def same_option_twice(first: str, second: str) -> str:
     return f"options '{first}' and '{second}' mean the same thing but have different values; give only one of them"
 
 
-def did_you_mean(given: str, candidates: Iterable[str], cutoff: float = 0.6) -> str:
-    """' Did you mean 'x'?' for the closest candidate, or '' when none is close."""
-    close = difflib.get_close_matches(given, list(candidates), n=1, cutoff=cutoff)
-    return f" Did you mean '{close[0]}'?" if close else ""
+def did_you_mean(given: str, candidates: Iterable[str] | Mapping[str, str], cutoff: float = 0.6) -> str:
+    """' Did you mean 'x'?' for the closest candidate, or '' when none is close; a mapping's keys are matched and its
+    values shown (e.g. lower-cased spellings -> the declared one)."""
+    shown = candidates if isinstance(candidates, Mapping) else {c: c for c in candidates}
+    close = difflib.get_close_matches(given, list(shown), n=1, cutoff=cutoff)
+    return f" Did you mean '{shown[close[0]]}'?" if close else ""
 
 
 class Invalid(ValueError):

@@ -6,11 +6,10 @@ typed values (`OptionValues.value`).
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping
 
-from ..errors import OptionError
+from ..errors import OptionError, did_you_mean
 from ..formats.option_kinds import OptionValues, parse_values, same_option_twice
 from .catalog import OPTIONS, PASS_THROUGH_PREFIXES
 from .flink_only import not_in_spark
@@ -82,8 +81,7 @@ def _unknown_option_message(key: str) -> str:
     if foreign is not None:
         return foreign.format(key=key)
     spellings = {**_DECLARED, **{alias.lower(): alias for doc in OPTIONS for alias in doc.aliases}}
-    close = difflib.get_close_matches(key.lower(), list(spellings), n=1, cutoff=0.6)
-    hint = f" Did you mean '{spellings[close[0]]}'?" if close else ""
+    hint = did_you_mean(key.lower(), spellings)
     return (
         f"unknown option '{key}'.{hint} Kafka client settings go under 'properties.' (or 'kafka.'); "
         f"known options: {', '.join(sorted(_DECLARED.values(), key=str.lower))}"

@@ -2,7 +2,7 @@
 
 Flink's sink options are canonical (`sink.partitioner`, `sink.buffer-flush.*`, `sink.delivery-guarantee`,
 `sink.transactional-id-prefix`); its older `sink.semantic` is an alias. Nothing here talks to Kafka: what
-the brokers say (topics, limits) is asked once on the driver, in kafka.describe_write_target.
+the brokers say (topics, limits) is asked once on the driver, in target.describe_write_target.
 """
 
 from __future__ import annotations
