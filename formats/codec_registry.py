@@ -8,7 +8,7 @@ from importlib.metadata import entry_points
 
 from .avro_codec import AvroCodec
 from .avro_confluent_codec import AvroConfluentCodec
-from .cdc import CanalJsonCodec, DebeziumJsonCodec, MaxwellJsonCodec
+from .cdc import CanalJsonCodec, DebeziumJsonCodec, MaxwellJsonCodec, OggJsonCodec
 from .codec import ChangelogCodec, Codec, CodecContext, FormatOptionError
 from .csv_codec import CsvCodec
 from .json_codec import JsonCodec
@@ -27,12 +27,13 @@ _BUILT_IN: dict[str, type[Codec]] = {
         DebeziumJsonCodec,
         CanalJsonCodec,
         MaxwellJsonCodec,
+        OggJsonCodec,
     )
 }
 _registered: dict[str, type[Codec]] = {}
 
 # Flink's other changelog formats, not (yet) built in here.
-_REJECTED = {"ogg-json", "debezium-avro-confluent"}
+_REJECTED = {"debezium-avro-confluent"}
 
 
 def register_codec(codec: type[Codec]) -> type[Codec]:
@@ -55,7 +56,7 @@ def codec_class(name: str, option: str) -> type[Codec]:
     if key in _REJECTED:
         raise FormatOptionError(
             f"option '{option}': '{name}' is a changelog format that upsert-kafka does not read; the changelog "
-            "formats it reads are debezium-json, canal-json and maxwell-json"
+            "formats it reads are debezium-json, canal-json, maxwell-json and ogg-json"
         )
     if ":" in name:
         module, _, attr = name.strip().partition(":")
