@@ -44,6 +44,7 @@ BUILT_IN_FORMATS = (
     "canal-json",
     "maxwell-json",
     "ogg-json",
+    "debezium-avro-confluent",
 )
 CHANGE_DATA_CAPTURE = ("debezium-json", "canal-json", "maxwell-json", "ogg-json")
 CODEC_EXAMPLE = ROOT / "tests/workers/tsv_codec.py"
