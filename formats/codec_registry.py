@@ -12,6 +12,7 @@ from .cdc import CanalJsonCodec, DebeziumAvroConfluentCodec, DebeziumJsonCodec, 
 from .codec import ChangelogCodec, Codec, CodecContext, FormatOptionError
 from .csv_codec import CsvCodec
 from .json_codec import JsonCodec
+from .json_confluent_codec import JsonConfluentCodec
 from .raw_codec import RawCodec
 
 ENTRY_POINT_GROUP = "pyspark_upsert_kafka.formats"
@@ -24,6 +25,7 @@ _BUILT_IN: dict[str, type[Codec]] = {
         RawCodec,
         AvroCodec,
         AvroConfluentCodec,
+        JsonConfluentCodec,
         DebeziumJsonCodec,
         CanalJsonCodec,
         MaxwellJsonCodec,

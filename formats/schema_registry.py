@@ -270,6 +270,11 @@ def _http_reason(status: int, code: int, message: str, subject: str | None, by_i
         )
     elif code in (40403, 40402):
         hint = " (the schema is not registered under this subject; set auto.register.schemas=true)"
+    elif status == 422:
+        hint = (
+            " (the registry cannot take the schema under this subject, e.g. one that holds schemas of another type: "
+            "set the format's 'subject' option to another subject)"
+        )
     elif status == 409:
         hint = " (the registry's compatibility rules reject this schema for the subject)"
     return f"HTTP {status} {message or _STATUS_TEXT.get(status, '')}".rstrip() + hint

@@ -40,6 +40,7 @@ BUILT_IN_FORMATS = (
     "raw",
     "avro",
     "avro-confluent",
+    "json-confluent",
     "debezium-json",
     "canal-json",
     "maxwell-json",
