@@ -7,11 +7,17 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import uuid
+from decimal import Decimal
 
+import jsonschema
+import pyarrow as pa
 import pytest
 from confluent_kafka.schema_registry import Schema
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+from pyspark_upsert_kafka.formats import CodecContext, make_codec
+from pyspark_upsert_kafka.formats.json_confluent_codec import json_schema
 
 from tests.formats.test_format_avro_confluent import confluent_client
 from tests.support.kafka_io import consume_all, produce
@@ -121,3 +127,39 @@ def test_bad_records_fail_naming_topic_partition_offset_or_are_skipped(
         rows_of(spark, opts, schema)
     skip = json_options(opts, registry_url, {f"value.{FMT}.ignore-parse-errors": "true"})
     assert rows_of(spark, skip, schema) == [(1, "dune", 12.5, ["sf", "classic"], ("Zürich",), "upsert")]
+
+
+def test_the_derived_json_schema_holds_every_row_the_json_format_writes_and_refuses_other_types():
+    """What JSONDeserializer validates records against: each column's JSON type, nulls where the column is
+    nullable, NOT NULL columns required."""
+    schema = pa.schema([
+        pa.field("id", pa.int64(), False), ("name", pa.string()), ("ok", pa.bool_()), ("price", pa.decimal128(10, 2)),
+        ("tags", pa.list_(pa.string())), ("attrs", pa.map_(pa.string(), pa.int32())),
+        ("ship", pa.struct([("city", pa.string())])), ("at", pa.timestamp("us")), ("day", pa.date32()),
+        ("raw", pa.binary()),
+    ])  # fmt: skip
+    codec = make_codec(FMT, "value.format", {"url": "http://registry:8081"}, CodecContext(role="value"))
+    written = json_schema(schema, "value")
+    row = {"id": 1, "name": "a", "ok": True, "price": Decimal("1.25"), "tags": ["x", None], "attrs": {"k": 1},
+           "ship": {"city": "Bern"}, "at": dt.datetime(2024, 5, 6, 7, 8, 9), "day": dt.date(2024, 5, 6),
+           "raw": b"\0"}  # fmt: skip
+    batch = pa.RecordBatch.from_pylist([row, {"id": 2}], schema=schema)
+    for text in codec.json.encoder(schema).encode(batch):
+        jsonschema.validate(json.loads(text), written)
+    for wrong in ({"name": "a"}, {"id": "1"}, {"id": 1, "ok": "yes"}, {"id": 1, "tags": [1]}, {"id": 1, "ship": 3}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(wrong, written)
+
+
+def test_a_schema_id_holding_an_avro_schema_is_a_bad_record_naming_the_type(registry_url):
+    client = confluent_client(registry_url)
+    avro = json.dumps({"type": "record", "name": "R", "fields": [{"name": "id", "type": "long"}]})
+    schema_id = client.register_schema(f"avro-{uuid.uuid4().hex}", Schema(avro, "AVRO"))
+    codec = make_codec(FMT, "value.format", {"url": registry_url}, CodecContext(role="value"))
+    decoder = codec.decoder(pa.schema([("id", pa.int64())]))
+    decoded = decoder.decode([b"\0" + schema_id.to_bytes(4, "big") + b'{"id": 1}'])
+    assert decoded.batch.num_rows == 0
+    assert decoded.failures == (
+        (0, f"the record's writer schema (id {schema_id}) cannot be had: schema id {schema_id} holds a AVRO schema; "
+            "the json-confluent format reads JSON Schema only"),
+    )  # fmt: skip
