@@ -13,7 +13,7 @@ from decimal import Decimal
 import jsonschema
 import pyarrow as pa
 import pytest
-from confluent_kafka.schema_registry import Schema
+from confluent_kafka.schema_registry import Schema, SchemaReference
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from pyspark_upsert_kafka.formats import CodecContext, make_codec
@@ -163,3 +163,23 @@ def test_a_schema_id_holding_an_avro_schema_is_a_bad_record_naming_the_type(regi
         (0, f"the record's writer schema (id {schema_id}) cannot be had: schema id {schema_id} holds a AVRO schema; "
             "the json-confluent format reads JSON Schema only"),
     )  # fmt: skip
+
+
+def test_records_whose_schema_references_another_subject_are_read(registry_url):
+    """A writer schema with a `$ref` to a schema of another subject (confluent-kafka resolves it to validate while
+    writing): the text reads into the columns, the reference needs no resolving here."""
+    client = confluent_client(registry_url)
+    city = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    subject = f"address-{uuid.uuid4().hex}"
+    client.register_schema(subject, Schema(json.dumps(city), "JSON"))
+    order = {"type": "object", "properties": {"id": {"type": "integer"}, "ship": {"$ref": "address.json"}}}
+    writer = Schema(json.dumps(order), "JSON", [SchemaReference("address.json", subject, 1)])
+    serialize = JSONSerializer(writer, client, conf={"auto.register.schemas": True})
+    topic = f"orders-{uuid.uuid4().hex}"
+    value = serialize({"id": 7, "ship": {"city": "Bern"}}, SerializationContext(topic, MessageField.VALUE))
+    with pytest.raises(Exception, match="city"):  # the reference was resolved by the serializer: it validates
+        serialize({"id": 8, "ship": {}}, SerializationContext(topic, MessageField.VALUE))
+    codec = make_codec(FMT, "value.format", {"url": registry_url}, CodecContext(role="value", topics=(topic,)))
+    columns = pa.schema([("id", pa.int64()), ("ship", pa.struct([("city", pa.string())]))])
+    decoded = codec.decoder(columns).decode([value])
+    assert decoded.failures == () and decoded.batch.to_pylist() == [{"id": 7, "ship": {"city": "Bern"}}]
