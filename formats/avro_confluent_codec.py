@@ -178,6 +178,15 @@ class AvroConfluentCodec(Codec):
         return columns
 
 
+class RegistryOf(AvroConfluentCodec):
+    """avro-confluent's registry handling (settings, subjects, ids, compatibility checks) for another format
+    (debezium-avro-confluent, json-confluent), its options named with that format's prefix."""
+
+    def __init__(self, name: str, options: Mapping[str, str], context: CodecContext) -> None:
+        self.name = name
+        super().__init__(options, context)
+
+
 def _settings(options: OptionValues, prefix: str) -> RegistrySettings:
     raw_url = (options.value("url") or "").strip()
     if not raw_url:

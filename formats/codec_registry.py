@@ -8,10 +8,11 @@ from importlib.metadata import entry_points
 
 from .avro_codec import AvroCodec
 from .avro_confluent_codec import AvroConfluentCodec
-from .cdc import CanalJsonCodec, DebeziumJsonCodec, MaxwellJsonCodec
+from .cdc import CanalJsonCodec, DebeziumAvroConfluentCodec, DebeziumJsonCodec, MaxwellJsonCodec, OggJsonCodec
 from .codec import ChangelogCodec, Codec, CodecContext, FormatOptionError
 from .csv_codec import CsvCodec
 from .json_codec import JsonCodec
+from .json_confluent_codec import JsonConfluentCodec
 from .raw_codec import RawCodec
 
 ENTRY_POINT_GROUP = "pyspark_upsert_kafka.formats"
@@ -24,15 +25,15 @@ _BUILT_IN: dict[str, type[Codec]] = {
         RawCodec,
         AvroCodec,
         AvroConfluentCodec,
+        JsonConfluentCodec,
         DebeziumJsonCodec,
         CanalJsonCodec,
         MaxwellJsonCodec,
+        OggJsonCodec,
+        DebeziumAvroConfluentCodec,
     )
 }
 _registered: dict[str, type[Codec]] = {}
-
-# Flink's other changelog formats, not (yet) built in here.
-_REJECTED = {"ogg-json", "debezium-avro-confluent"}
 
 
 def register_codec(codec: type[Codec]) -> type[Codec]:
@@ -52,11 +53,6 @@ def available_formats() -> list[str]:
 def codec_class(name: str, option: str) -> type[Codec]:
     """The codec class for a format name; `option` names the option that gave it, for errors."""
     key = name.strip().lower()
-    if key in _REJECTED:
-        raise FormatOptionError(
-            f"option '{option}': '{name}' is a changelog format that upsert-kafka does not read; the changelog "
-            "formats it reads are debezium-json, canal-json and maxwell-json"
-        )
     if ":" in name:
         module, _, attr = name.strip().partition(":")
         try:

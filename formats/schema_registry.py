@@ -105,17 +105,18 @@ class SchemaRegistry:
     def __repr__(self) -> str:
         return f"SchemaRegistry({self.settings!r})"
 
-    def schema_id(self, subject: str, schema: Any, register: bool) -> int:
-        """The id of `schema` under `subject`: registered first when `register`, else looked up."""
+    def schema_id(self, subject: str, schema: Any, register: bool, schema_type: str = "AVRO") -> int:
+        """The id of `schema` (of `schema_type`: AVRO, JSON) under `subject`: registered first when `register`,
+        else looked up."""
         from confluent_kafka.schema_registry import Schema
 
         text = json.dumps(schema)
         with self._errors(("POST", f"/subjects/{subject}" + ("/versions" if register else "")), subject):
             if register:
-                return int(self._client.register_schema(subject, Schema(text, "AVRO")))
-            return int(self._client.lookup_schema(subject, Schema(text, "AVRO")).schema_id)
+                return int(self._client.register_schema(subject, Schema(text, schema_type)))
+            return int(self._client.lookup_schema(subject, Schema(text, schema_type)).schema_id)
 
-    def refusal(self, subject: str, schema: Any, register: bool) -> str | None:
+    def refusal(self, subject: str, schema: Any, register: bool, schema_type: str = "AVRO") -> str | None:
         """Why schema_id(subject, schema, register) would fail on the registry's side, or None: registering,
         whether the subject's compatibility rule refuses it (a subject without versions accepts any);
         looking up, whether it is missing. Changes nothing."""
@@ -125,14 +126,14 @@ class SchemaRegistry:
         if not register:
             try:
                 with self._errors(("POST", f"/subjects/{subject}"), subject, SchemaNotUsable):
-                    self._client.lookup_schema(subject, Schema(text, "AVRO"))
+                    self._client.lookup_schema(subject, Schema(text, schema_type))
             except SchemaNotUsable as e:
                 return str(e)
             return None
         where = ("POST", f"/compatibility/subjects/{subject}/versions/latest")
         try:
             with self._errors(where, subject, SchemaNotUsable):
-                compatible = self._client.test_compatibility(subject, Schema(text, "AVRO"))
+                compatible = self._client.test_compatibility(subject, Schema(text, schema_type))
         except SchemaNotUsable:  # no version yet: nothing to be compatible with
             return None
         if compatible:
@@ -142,15 +143,18 @@ class SchemaRegistry:
             "the subject's latest version under the subject's compatibility rule"
         )
 
-    def schema(self, schema_id: int) -> Any:
-        """The schema with this id (what a record's header names), its references inlined."""
+    def schema(self, schema_id: int, schema_type: str = "AVRO") -> Any:
+        """The schema with this id (what a record's header names): an Avro schema with its references inlined; a
+        JSON schema as it is (its references are the registry's `$ref`s; nothing here reads them)."""
         with self._errors(("GET", f"/schemas/ids/{schema_id}"), missing=SchemaNotUsable):
             found = self._client.get_schema(schema_id)
-        _check_avro(found.schema_type, f"schema id {schema_id}", SchemaNotUsable)
+        _check_avro(found.schema_type, f"schema id {schema_id}", SchemaNotUsable, schema_type)
         try:
             parsed = json.loads(found.schema_str)
         except (TypeError, ValueError):
             raise SchemaNotUsable(f"schema id {schema_id}: the registry's answer holds no schema") from None
+        if schema_type != "AVRO":
+            return parsed
         return self._inline_references(parsed, found.references or [])
 
     def latest(self, subject: str) -> tuple[int, Any]:
@@ -210,7 +214,8 @@ class _ErrorMapping:
             # Only the registry's own "not found" (40403...): a 404 from a wrong URL path is no record's fault.
             kind_ = self.missing if status == 404 and code != status else RegistryError
             message = self.registry._clean(error.error_message or "") if error.error_message else ""
-            raise kind_(f"{where} failed: {_http_reason(status, code, message, self.subject)}") from None
+            by_id = path.startswith("/schemas/ids/")
+            raise kind_(f"{where} failed: {_http_reason(status, code, message, self.subject, by_id)}") from None
         reason = self.registry._clean(error)
         if "CERTIFICATE_VERIFY_FAILED" in reason or "certificate verify failed" in reason:
             raise RegistryError(
@@ -242,14 +247,15 @@ def _define_first_uses(node: Any, named: dict[str, Any], defined: set[str]) -> A
     return node
 
 
-def _check_avro(schema_type: str | None, what: str, error: type = RegistryError) -> None:
+def _check_avro(schema_type: str | None, what: str, error: type = RegistryError, expected: str = "AVRO") -> None:
     kind = (schema_type or "AVRO").upper()
-    if kind != "AVRO":
-        raise error(f"{what} holds a {kind} schema; the avro-confluent format reads Avro only")
+    if kind != expected:
+        fmt, reads = ("avro-confluent", "Avro") if expected == "AVRO" else ("json-confluent", "JSON Schema")
+        raise error(f"{what} holds a {kind} schema; the {fmt} format reads {reads} only")
 
 
-def _http_reason(status: int, code: int, message: str, subject: str | None) -> str:
-    """The registry's answer and what to do about it."""
+def _http_reason(status: int, code: int, message: str, subject: str | None, by_id: bool = False) -> str:
+    """The registry's answer and what to do about it (`by_id`: a record's schema id was looked up)."""
     hint = ""
     if status in (401, 403):
         hint = " (check the format's basic-auth / bearer-auth options)"
@@ -257,8 +263,18 @@ def _http_reason(status: int, code: int, message: str, subject: str | None) -> s
         hint = " (a redirect that could not be followed: set the format's 'url' option to the registry's own address)"
     elif code == 40401 and subject:
         hint = f" (subject '{subject}' has no schema: write with auto.register.schemas=true first, or set 'subject')"
+    elif code == 40403 and by_id:
+        hint = (
+            " (this registry holds no schema with the record's id: check that the format's 'url' is the registry the "
+            "producer wrote through, or skip such records with ignore-parse-errors)"
+        )
     elif code in (40403, 40402):
         hint = " (the schema is not registered under this subject; set auto.register.schemas=true)"
+    elif status == 422:
+        hint = (
+            " (the registry cannot take the schema under this subject, e.g. one that holds schemas of another type: "
+            "set the format's 'subject' option to another subject)"
+        )
     elif status == 409:
         hint = " (the registry's compatibility rules reject this schema for the subject)"
     return f"HTTP {status} {message or _STATUS_TEXT.get(status, '')}".rstrip() + hint

@@ -34,8 +34,20 @@ HEADER = (
     f"integration/readme_options.py: regenerate them with `{COMMAND}` (tests/unit/test_docs.py fails when one "
     "is stale); edit the text around them by hand. -->"
 )
-BUILT_IN_FORMATS = ("json", "csv", "raw", "avro", "avro-confluent", "debezium-json", "canal-json", "maxwell-json")
-CHANGE_DATA_CAPTURE = ("debezium-json", "canal-json", "maxwell-json")
+BUILT_IN_FORMATS = (
+    "json",
+    "csv",
+    "raw",
+    "avro",
+    "avro-confluent",
+    "json-confluent",
+    "debezium-json",
+    "canal-json",
+    "maxwell-json",
+    "ogg-json",
+    "debezium-avro-confluent",
+)
+CHANGE_DATA_CAPTURE = ("debezium-json", "canal-json", "maxwell-json", "ogg-json")
 CODEC_EXAMPLE = ROOT / "tests/workers/tsv_codec.py"
 
 

@@ -93,18 +93,8 @@ class DebeziumDecoder(EnvelopeDecoder):
 
     def envelopes(self, batch: pa.RecordBatch) -> Envelopes:
         event = struct_fields(batch.column("payload") if self.codec.schema_include else batch)
-        before, after, op = event["before"], event["after"], event["op"]
-        created = pc.fill_null(pc.is_in(op, value_set=pa.array(["c", "r"])), False)
-        updated, deleted = equal_to(op, "u"), equal_to(op, "d")
-        has_before, has_after = before.is_valid(), after.is_valid()
-        good = pc.or_(pc.and_(pc.or_(created, updated), has_after), pc.and_(deleted, has_before))
-        slots = [
-            Slot(before, ChangeKind.UPDATE_BEFORE, pc.and_(updated, has_before)),
-            Slot(after, ChangeKind.UPDATE_AFTER, updated),
-            Slot(after, ChangeKind.INSERT, created),
-            Slot(before, ChangeKind.DELETE, deleted),
-        ]
-        return Envelopes(slots, pc.invert(good), self._metadata(event))
+        slots, bad = debezium_slots(event["before"], event["after"], event["op"])
+        return Envelopes(slots, bad, self._metadata(event))
 
     def _metadata(self, event: dict[str, pa.Array]) -> dict[str, pa.Array]:
         out = {}
@@ -131,23 +121,7 @@ class DebeziumDecoder(EnvelopeDecoder):
             raise ValueError(
                 f"the message is a {{schema, payload}} envelope: set '{self._option('schema-include')}' to true"
             )
-        op, before, after = event.get("op"), event.get("before"), event.get("after")
-        if op in ("c", "r", "u") and after is None:
-            raise ValueError(f"an event with op '{op}' has no 'after' row")
-        if op in ("c", "r"):
-            rows = [(ChangeKind.INSERT, after)]
-        elif op == "u":
-            rows = ([] if before is None else [(ChangeKind.UPDATE_BEFORE, before)]) + [(ChangeKind.UPDATE_AFTER, after)]
-        elif op == "d":
-            if before is None:
-                raise ValueError(
-                    f"an event with op 'd' has no 'before' row to name the deleted key; {_REPLICA_IDENTITY}"
-                )
-            rows = [(ChangeKind.DELETE, before)]
-        elif op == "t":
-            raise ValueError("a truncate event (op 't') empties the whole table: it is not a change of keys")
-        else:
-            raise ValueError(f"unknown op {orjson.dumps(op).decode()}; Debezium's are c, r, u, d")
+        rows = debezium_rows(event.get("op"), event.get("before"), event.get("after"))
         return rows, {k: self._metadata_value(k, envelope, event) for k in self.metadata}
 
     def _metadata_value(self, key: str, envelope: dict, event: dict) -> Any:
@@ -172,3 +146,36 @@ class DebeziumDecoder(EnvelopeDecoder):
 
     def _option(self, name: str) -> str:
         return f"{self.codec.context.role}.{self.codec.name}.{name}"
+
+
+def debezium_slots(before: pa.Array, after: pa.Array, op: pa.Array) -> tuple[list[Slot], pa.BooleanArray]:
+    """The rows Debezium events give (the fast path, for debezium-json and debezium-avro-confluent), and the events
+    that give none as their op says (debezium_rows names why)."""
+    created = pc.fill_null(pc.is_in(op, value_set=pa.array(["c", "r"])), False)
+    updated, deleted = equal_to(op, "u"), equal_to(op, "d")
+    has_before, has_after = before.is_valid(), after.is_valid()
+    good = pc.or_(pc.and_(pc.or_(created, updated), has_after), pc.and_(deleted, has_before))
+    slots = [
+        Slot(before, ChangeKind.UPDATE_BEFORE, pc.and_(updated, has_before)),
+        Slot(after, ChangeKind.UPDATE_AFTER, updated),
+        Slot(after, ChangeKind.INSERT, created),
+        Slot(before, ChangeKind.DELETE, deleted),
+    ]
+    return slots, pc.invert(good)
+
+
+def debezium_rows(op: Any, before: Any, after: Any) -> list[tuple[str, Any]]:
+    """The rows (kind, image) of one Debezium event; raises ValueError saying why it gives none."""
+    if op in ("c", "r", "u") and after is None:
+        raise ValueError(f"an event with op '{op}' has no 'after' row")
+    if op in ("c", "r"):
+        return [(ChangeKind.INSERT, after)]
+    if op == "u":
+        return ([] if before is None else [(ChangeKind.UPDATE_BEFORE, before)]) + [(ChangeKind.UPDATE_AFTER, after)]
+    if op == "d":
+        if before is None:
+            raise ValueError(f"an event with op 'd' has no 'before' row to name the deleted key; {_REPLICA_IDENTITY}")
+        return [(ChangeKind.DELETE, before)]
+    if op == "t":
+        raise ValueError("a truncate event (op 't') empties the whole table: it is not a change of keys")
+    raise ValueError(f"unknown op {orjson.dumps(op).decode()}; Debezium's are c, r, u, d")

@@ -226,11 +226,8 @@ class EnvelopeDecoder(ChangelogDecoder):
             unsure = [i for i in pc.indices_nonzero(envelopes.partial).to_pylist() if old_has_null(payloads[i])]
             if unsure:
                 bad = pc.or_(bad, pc.is_in(pa.array(range(len(payloads)), pa.int64()), value_set=pa.array(unsure)))
-        images, kinds, elements = _expand(envelopes.slots, self.image)
-        records = elements if envelopes.element_records is None else envelopes.element_records.take(elements)
-        keep = pc.invert(bad.take(records))
-        if not pc.all(keep).as_py():
-            images, kinds, records = images.filter(keep), kinds.filter(keep), records.filter(keep)
+        laid_out = lay_out(envelopes.slots, bad, envelopes.element_records, self.image)
+        images, kinds, records = laid_out
         columns = self.image_columns(images)
         if columns is None:
             return None
@@ -310,6 +307,19 @@ class EnvelopeDecoder(ChangelogDecoder):
         kinds = pa.concat_arrays([p.kinds for p, _ in parts]).take(order)
         metadata = {k: pa.concat_arrays([p.metadata[k] for p, _ in parts]).take(order) for k in self.metadata}
         return DecodedChanges(batch, kinds, pa.concat_arrays(records).take(order), metadata, failures)
+
+
+def lay_out(
+    slots: list[Slot], bad: pa.BooleanArray, element_records: pa.Array | None, image: pa.StructType
+) -> tuple[pa.StructArray, pa.Array, pa.Array]:
+    """Every row the slots give, in order, without those of bad envelopes: (images, kinds, envelope of each row).
+    `element_records`: per element, its envelope (None: element i is envelope i)."""
+    images, kinds, elements = _expand(slots, image)
+    records = elements if element_records is None else element_records.take(elements)
+    keep = pc.invert(bad.take(records))
+    if not pc.all(keep).as_py():
+        images, kinds, records = images.filter(keep), kinds.filter(keep), records.filter(keep)
+    return images, kinds, records
 
 
 def _expand(slots: list[Slot], image: pa.StructType) -> tuple[pa.StructArray, pa.Array, pa.Array]:

@@ -24,7 +24,10 @@ RULES: dict[str, dict[str, list[tuple[str, str]]]] = {
         "escape-character": [("same-as-quote", '"')],
         "array-element-delimiter": [("empty", "")],
     },
-    "avro-confluent": {"url": [("empty", ""), ("not-http", "ftp://registry:8081"), ("no-scheme", "registry:8081")]},
+    **{
+        fmt: {"url": [("empty", ""), ("not-http", "ftp://registry:8081"), ("no-scheme", "registry:8081")]}
+        for fmt in ("avro-confluent", "debezium-avro-confluent", "json-confluent")
+    },
 }
 
 

@@ -142,7 +142,6 @@ RULES: dict[str, list[OptionCase]] = {
             for label, value in (
                 ("empty", ""),
                 ("unknown", "jsn"),
-                ("changelog-format-not-built-in", "ogg-json"),
                 ("missing-module", "no_such_module_here:Codec"),
                 ("missing-class", "json:NoSuchCodec"),
                 ("not-a-codec", "builtins:int"),

@@ -117,11 +117,6 @@ def test_changelog_format_as_key_format_is_rejected(spark, new_topic, options):
         read(spark, options(new_topic(), {"key.format": "debezium-json"}))
 
 
-def test_changelog_format_without_a_reader_here_is_rejected(spark, new_topic, options):
-    with pytest.raises(Exception, match=r"'ogg-json' is a changelog format that upsert-kafka does not read"):
-        read(spark, options(new_topic(), {"value.format": "ogg-json"}))
-
-
 def test_unknown_format_lists_the_available_ones(spark, new_topic, options):
     with pytest.raises(Exception, match=r"option 'key\.format': unknown format 'jsn'; available: .*json"):
         read(spark, options(new_topic(), {"key.format": "jsn"}))

@@ -1,6 +1,8 @@
-"""debezium-json, canal-json and maxwell-json through the real broker and Spark: topics holding the tools' own
+"""debezium-json, canal-json, maxwell-json and ogg-json through the real broker and Spark: topics holding the tools' own
 messages (tests/formats/data/, shaped as their documentation shows them) read as changelogs and tables, with
-the formats' metadata; DataFrames written as envelopes shaped like Flink's serializers write them, read back;
+the formats' metadata (ogg-json on Flink's own test data, tests/formats/data/ogg_flink_ogg-data.txt: Flink's
+flink-formats/flink-json/src/test/resources/ogg-data.txt at apache/flink 22e02b244da8, unchanged, its `priamry_keys`
+typo included); DataFrames written as envelopes shaped like Flink's serializers write them, read back;
 and the errors that say what to change."""
 
 from __future__ import annotations
@@ -311,6 +313,93 @@ def test_maxwell_messages_and_bootstrap_rows(spark, options, bootstrap, new_topi
     assert full[3][1:3] == (4.2341, dt.datetime(2023, 11, 14, 22, 13, 20, 523000))
 
 
+# -- ogg-json --------------------------------------------------------------------------------------------
+
+
+def test_ogg_messages_of_flinks_test_data_read_as_flink_reads_them(spark, options, bootstrap, new_topic):
+    topic = new_topic()
+    lines = (DATA / "ogg_flink_ogg-data.txt").read_bytes().splitlines()
+    send(bootstrap, topic, [(None, line, None, None) for line in lines])
+    opts = cdc(options, topic, "ogg-json", {"value.ogg-json.changelog-mode": "all"})
+    opts["metadata.columns"] = "value.table, at=value.event-timestamp, pk=value.primary-keys"
+    rows = rows_of(
+        spark, opts, f"{PRODUCTS}, _change_type STRING, `value.table` STRING, at TIMESTAMP, pk ARRAY<STRING>"
+    )
+    # Flink's OggJsonSerDeSchemaTest expects these 20 rows: 9 inserts, 2 updates, an insert, 2 updates and a delete
+    assert [(r[0], r[4]) for r in rows] == [(i, "insert") for i in range(101, 110)] + [
+        (106, "update_preimage"),
+        (106, "update_postimage"),
+        (107, "update_preimage"),
+        (107, "update_postimage"),
+        (110, "insert"),
+        (111, "insert"),
+        (110, "update_preimage"),
+        (110, "update_postimage"),
+        (111, "update_preimage"),
+        (111, "update_postimage"),
+        (111, "delete"),
+    ]
+    assert rows[10][1:4] == ("hammer", "18oz carpenter hammer", 1.0)
+    assert rows[-1][3] == 5.170000076293945
+    assert {r[5] for r in rows} == {"OGG.TBL_TEST"}
+    assert rows[-1][6] == dt.datetime(2020, 5, 13, 17, 32, 24, 455000)  # op_ts, read as UTC
+    assert {r[7] for r in rows} == {None}  # the data spells it `priamry_keys`: Flink reads no key there either
+    table = rows_of(spark, cdc(options, topic, "ogg-json", mode="table"), "id INT, description STRING")
+    assert sorted(table)[5:] == [
+        (106, "18oz carpenter hammer"),
+        (107, "box of assorted rocks"),
+        (108, "water resistent black wind breaker"),
+        (109, "24 inch spare tire"),
+        (110, "new water resistent white wind breaker"),
+    ]
+
+
+def _ogg(op: object, before: dict | None, after: dict | None, **more: object) -> tuple:
+    return (
+        None,
+        orjson.dumps({"table": "INV.CUSTOMERS", "op_type": op, "before": before, "after": after} | more),
+        None,
+        None,
+    )
+
+
+def test_ogg_metadata_of_goldengates_documented_message(spark, options, bootstrap, new_topic):
+    """The update of Flink's ogg-json documentation: `current_ts` with a 'T' as GoldenGate writes it."""
+    topic = new_topic()
+    before = {"id": 111, "name": "scooter", "description": "Big 2-wheel scooter", "weight": 5.18}
+    times = {"op_ts": "2020-05-13 15:40:06.000000", "current_ts": "2020-05-13T15:40:07.123456", "primary_keys": ["id"]}
+    send(bootstrap, topic, [_ogg("U", before, {**before, "weight": 5.15}, pos="00000000000000000000143", **times)])
+    opts = cdc(options, topic, "ogg-json")
+    opts["metadata.columns"] = "op=value.event-timestamp, seen=value.ingestion-timestamp, pk=value.primary-keys"
+    rows = rows_of(spark, opts, f"{PRODUCTS}, _change_type STRING, op TIMESTAMP, seen TIMESTAMP, pk ARRAY<STRING>")
+    assert rows == [
+        (111, "scooter", "Big 2-wheel scooter", 5.15, "upsert", dt.datetime(2020, 5, 13, 15, 40, 6),
+         dt.datetime(2020, 5, 13, 15, 40, 7, 123456), ["id"]),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("bad", "error"),
+    [
+        (_ogg("T", None, None), r"a truncate message \(op_type 'T'\) empties the whole table"),
+        (_ogg("X", None, {"id": 2}), r"unknown op_type \"X\"; GoldenGate's are I, U, D"),
+        (_ogg("D", None, None), r"op_type 'D' has no 'before' row .* write before images"),
+        ((None, b'{"op_type":"I","after":{"id":', None, None), r"JSON|json"),
+    ],
+    ids=["truncate", "unknown-op", "delete-without-before", "not-json"],
+)
+def test_ogg_messages_that_give_no_change_fail_naming_the_offset_or_are_skipped(
+    spark, options, bootstrap, new_topic, bad, error
+):
+    topic = new_topic()
+    send(bootstrap, topic, [_ogg("I", None, {"id": 1, "first_name": "a", "last_name": "b", "email": "c"}), bad])
+    schema = f"{CUSTOMERS}, _change_type STRING"
+    with pytest.raises(Exception, match=rf"topic '{topic}' partition 0 offset 1 with format 'ogg-json': .*{error}"):
+        rows_of(spark, cdc(options, topic, "ogg-json"), schema)
+    skip = cdc(options, topic, "ogg-json", {"value.ogg-json.ignore-parse-errors": "true"})
+    assert rows_of(spark, skip, schema) == [(1, "a", "b", "c", "upsert")]
+
+
 # -- writing ---------------------------------------------------------------------------------------------
 
 ROWS = [
@@ -341,6 +430,13 @@ WRITTEN = {
         b'{"data":{"id":1,"name":"a","weight":1.5},"type":"delete"}',
         b'{"data":{"id":1,"name":"c","weight":2.0},"type":"insert"}',
         b'{"data":{"id":2,"name":null,"weight":null},"type":"delete"}',
+    ],
+    "ogg-json": [
+        b'{"before":null,"after":{"id":1,"name":"a","weight":1.5},"op_type":"I"}',
+        b'{"before":null,"after":{"id":2,"name":"b","weight":null},"op_type":"I"}',
+        b'{"before":{"id":1,"name":"a","weight":1.5},"after":null,"op_type":"D"}',
+        b'{"before":null,"after":{"id":1,"name":"c","weight":2.0},"op_type":"I"}',
+        b'{"before":{"id":2,"name":null,"weight":null},"after":null,"op_type":"D"}',
     ],
 }
 

@@ -14,7 +14,7 @@ from pyspark_upsert_kafka.formats import DELETE, INSERT, CodecContext, make_code
 from tests.formats.test_format_fuzz import mutated
 from tests.support.arrow_strategies import PRIMITIVES, SETTINGS, batches
 
-FORMATS = ["debezium-json", "canal-json", "maxwell-json"]
+FORMATS = ["debezium-json", "canal-json", "maxwell-json", "ogg-json"]
 CONTEXT = CodecContext(role="value", topics=("t",))
 
 
@@ -129,11 +129,29 @@ def maxwell_messages(draw) -> list:
     return draw(st.lists(message, max_size=6))
 
 
+@st.composite
+def ogg_messages(draw) -> list:
+    values, clean = draw(st.sampled_from([(TYPED, True), (WILD, False)]))
+    ops = st.sampled_from(["I", "U", "D"]) if clean else st.sampled_from(["I", "U", "D", "T", "x"]) | st.none()
+    times = st.sampled_from(["2020-05-13 15:40:06.000000", "2020-05-13T15:40:07.123456", "2020-05-13 15:40:06"])
+    message = st.fixed_dictionaries(
+        {"op_type": ops, "before": rows(values, clean=clean), "after": rows(values, clean=clean)},
+        optional={
+            "table": st.just("OGG.T"),
+            "primary_keys": st.just(["id"]),
+            "op_ts": times if clean else times | st.just("x") | st.none(),
+            "current_ts": times | st.none(),
+        },
+    )
+    return draw(st.lists(message, max_size=6))
+
+
 CASES = {
     "debezium-json": (debezium_events(False), {}, ["ingestion-timestamp", "source.timestamp", "source.table"]),
     "debezium-json+schema": (debezium_events(True), {"schema-include": "true"}, ["source.database"]),
     "canal-json": (canal_messages(), {"database.include": "inv.*"}, ["table", "pk-names", "event-timestamp"]),
     "maxwell-json": (maxwell_messages(), {}, ["database", "ingestion-timestamp", "primary-key-columns"]),
+    "ogg-json": (ogg_messages(), {}, ["table", "primary-keys", "event-timestamp", "ingestion-timestamp"]),
 }
 
 
@@ -173,6 +191,11 @@ WELL_FORMED = {
         {"type": "insert", "ts": 1, "data": {"id": 1, "name": "a", "score": 1.5, "ok": True}},
         {"type": "update", "ts": 2, "data": {"id": 1, "name": "b", "score": 1.5, "ok": True}, "old": {"name": "a"}},
         {"type": "delete", "ts": 3, "data": {"id": 1, "name": "b", "score": 1.5, "ok": True}},
+    ],
+    "ogg-json": [
+        {"before": None, "after": {"id": 1, "name": "a", "score": 1.5, "ok": True}, "op_type": "I"},
+        {"before": {"id": 1, "name": "a"}, "after": {"id": 1, "name": "b"}, "op_type": "U"},
+        {"before": {"id": 1, "name": "b"}, "after": None, "op_type": "D", "op_ts": "2020-05-13 15:40:06.000000"},
     ],
 }
 

@@ -88,13 +88,14 @@ def test_avro_is_flinks_time_millis_and_refuses_a_finer_value():
         codec.encoder(SCHEMA).encode(_batch([dt.time(1, 2, 3, 4)]))
 
 
-@pytest.mark.parametrize("fmt", ["debezium-json", "canal-json", "maxwell-json"])
+@pytest.mark.parametrize("fmt", ["debezium-json", "canal-json", "maxwell-json", "ogg-json"])
 def test_change_envelopes_read_a_time_column_wise_as_envelope_by_envelope(fmt):
     rows = [{"id": 1, "t": "12:34:56"}, {"id": 2, "t": "00:00:01.5"}]
     wrap = {
         "debezium-json": lambda r: {"before": None, "after": r, "op": "c"},
         "canal-json": lambda r: {"data": [r], "type": "INSERT", "database": "d", "table": "t"},
         "maxwell-json": lambda r: {"database": "d", "table": "t", "type": "insert", "data": r},
+        "ogg-json": lambda r: {"table": "D.T", "op_type": "I", "after": r},
     }[fmt]
     payloads = [orjson.dumps(wrap(r)) for r in [*rows, {"id": 3, "t": "25:00:00"}]]
     decoder = _codec(fmt).changelog_decoder(SCHEMA)

@@ -26,6 +26,8 @@ CONTEXTS = (READ, READ_STREAM, WRITE)
 REGISTRY = "http://127.0.0.1:9"  # never asked while validating
 # Every built-in format, so that a format added is covered; the change-envelope ones are value formats only.
 FORMATS = tuple(available_formats())
+# The formats that ask a schema registry (their `url` option points at one).
+REGISTRY_FORMATS = ("avro-confluent", "debezium-avro-confluent", "json-confluent")
 CHANGELOG_FORMATS = tuple(f for f in FORMATS if issubclass(codec_class(f, "value.format"), ChangelogCodec))
 
 
@@ -49,7 +51,7 @@ def plan(context: str, options: dict[str, str], schema: StructType | None = None
     schema registry)."""
     if context == WRITE:
         spec = parse_write_spec(options, DATA if schema is None else schema)
-        if "avro-confluent" not in (options.get("key.format"), options.get("value.format")):
+        if not {options.get("key.format"), options.get("value.format")} & set(REGISTRY_FORMATS):
             check_codecs(spec.layout, writing=True)
         return spec
     if schema is None:
@@ -73,8 +75,8 @@ def rejected(
 def format_options(fmt: str, role: str) -> dict[str, str]:
     other = "value" if role == "key" else "key"
     more = {f"{role}.format": fmt, f"{other}.format": "json"}
-    if fmt == "avro-confluent":
-        more[f"{role}.avro-confluent.url"] = REGISTRY
+    if fmt in REGISTRY_FORMATS:
+        more[f"{role}.{fmt}.url"] = REGISTRY
     if fmt == "raw":
         more["value.fields-include"] = "EXCEPT_KEY"  # the raw value holds one column
     return more
