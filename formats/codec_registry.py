@@ -12,6 +12,8 @@ from .cdc import CanalJsonCodec, DebeziumJsonCodec, MaxwellJsonCodec
 from .codec import ChangelogCodec, Codec, CodecContext, FormatOptionError
 from .csv_codec import CsvCodec
 from .json_codec import JsonCodec
+from .protobuf_codec import ProtobufCodec
+from .protobuf_confluent_codec import ProtobufConfluentCodec
 from .raw_codec import RawCodec
 
 ENTRY_POINT_GROUP = "pyspark_upsert_kafka.formats"
@@ -24,6 +26,8 @@ _BUILT_IN: dict[str, type[Codec]] = {
         RawCodec,
         AvroCodec,
         AvroConfluentCodec,
+        ProtobufCodec,
+        ProtobufConfluentCodec,
         DebeziumJsonCodec,
         CanalJsonCodec,
         MaxwellJsonCodec,
