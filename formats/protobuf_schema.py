@@ -322,10 +322,14 @@ def row_writer(descriptor: Descriptor, columns: Iterable[pa.Field], null_literal
 
 
 def _no_null(fd: FieldDescriptor, what: str) -> BadValue:
+    if what == "the value":
+        return BadValue(
+            f"the value of protobuf field '{fd.full_name}' is null, which the field cannot hold (a proto3 field "
+            "without `optional`): filter or coalesce the nulls, or declare the field `optional` in the .proto"
+        )
     return BadValue(
-        f"{what} of protobuf field '{fd.full_name}' is null, which the field cannot hold (a proto3 field without "
-        "`optional`, or an element of a repeated field or map): filter or coalesce the nulls, or declare the field "
-        "`optional` in the .proto"
+        f"{what} of protobuf field '{fd.full_name}' is null: protobuf has no null there (a null string element is "
+        "written as option write-null-string-literal; other types have none): filter or coalesce the nulls"
     )
 
 
@@ -346,7 +350,7 @@ def _field_writer(fd: FieldDescriptor, t: pa.DataType, null_literal: str) -> Cal
                     fill(getattr(m, name)[key(k)], v)
 
             return set_message_map
-        value = _element_writer(value_fd, t.item_type, null_literal, "a map value")
+        value = _element_writer(value_fd, t.item_type, null_literal, "a map value", fd)
 
         def set_map(m: Any, pairs: Any) -> None:
             target = getattr(m, name)
@@ -368,7 +372,7 @@ def _field_writer(fd: FieldDescriptor, t: pa.DataType, null_literal: str) -> Cal
                     fill(target.add(), v)
 
             return set_messages
-        element = _element_writer(fd, t.value_type, null_literal, "an element")
+        element = _element_writer(fd, t.value_type, null_literal, "an element", fd)
 
         def set_list(m: Any, items: Any) -> None:
             target = getattr(m, name)
@@ -409,7 +413,7 @@ def _field_writer(fd: FieldDescriptor, t: pa.DataType, null_literal: str) -> Cal
 
 
 def _element_writer(
-    fd: FieldDescriptor, t: pa.DataType, null_literal: str, what: str
+    fd: FieldDescriptor, t: pa.DataType, null_literal: str, what: str, owner: FieldDescriptor
 ) -> Callable[[Any, Any, Any], None]:
     """(container, key or None, value) -> the value added to a repeated field or set in a map."""
     value = _value_writer(fd, t)
@@ -418,7 +422,7 @@ def _element_writer(
 
         def put_message(target: Any, key: Any, v: Any) -> None:
             if v is None:
-                raise _no_null(fd, what)
+                raise _no_null(owner, what)
             value(target.add() if key is None else target[key], v)
 
         return put_message
@@ -426,7 +430,7 @@ def _element_writer(
     def put(target: Any, key: Any, v: Any) -> None:
         if v is None:
             if not is_string:
-                raise _no_null(fd, what)
+                raise _no_null(owner, what)
             v = null_literal
         else:
             v = value(v)
