@@ -97,11 +97,21 @@ class ProtobufConfluentCodec(RegistryCodec):
     def check_writable(self, schema: pa.Schema) -> None:
         descriptor = self._writer_type()
         row_writer(descriptor, schema, self.null_literal)
-        files = _files_to_register(descriptor.file)
-        for name, text, _ in files[:-1]:  # an imported file under its own subject
-            refused = self.registry.refusal(name, text, register=self.auto_register, kind="PROTOBUF")
-            if refused is not None:
-                raise FormatOptionError(refused)
+        versions: dict[str, int] = {}
+        for name, text, imports in _files_to_register(descriptor.file):
+            if any(i not in versions for i in imports):
+                return  # it imports a file not registered yet (registered on write): no version to check against
+            refs = [(i, i, versions[i]) for i in imports]
+            main = name == descriptor.file.name
+            for subject in self.subjects() if main else (name,):  # an imported file: under its own subject
+                refused = self.registry.refusal(subject, text, self.auto_register, "PROTOBUF", refs)
+                if refused is not None:
+                    raise FormatOptionError(refused)
+            if not main:
+                try:
+                    versions[name] = self.registry.version(name, text, "PROTOBUF", refs)
+                except RegistryError:
+                    return
 
     def encoder(self, schema: pa.Schema) -> Encoder:
         descriptor = self._writer_type()

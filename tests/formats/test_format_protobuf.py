@@ -6,14 +6,17 @@ do not parse) failing the read with the record's place, or skipped with ignore-p
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 from decimal import Decimal
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pb2
+from pyspark_upsert_kafka.formats import CodecContext, FormatOptionError, make_codec
 from pyspark_upsert_kafka.formats.protobuf_schema import message_class, pool_of
 
 from tests.support.kafka_io import consume_all, produce
@@ -134,3 +137,15 @@ def test_bad_protobuf_confluent_records_fail_the_read_naming_the_record_and_are_
     assert "not in the Confluent wire format" in message
     assert "set 'value.protobuf-confluent.ignore-parse-errors' to true" in message
     assert read({"value.protobuf-confluent.ignore-parse-errors": "true"}) == [(1, "a"), (9, "a")]
+
+
+def test_a_write_without_auto_register_whose_schema_is_not_registered_is_refused_before_any_task(registry_url):
+    topic = f"unregistered-{uuid.uuid4().hex[:8]}"
+    given = {"url": registry_url, "message-class-name": "shop.Order", "descriptor-file": DESCRIPTOR_FILE}
+    given["auto.register.schemas"] = "false"
+    codec = make_codec("protobuf-confluent", "value.format", given, CodecContext("value", (topic,)))
+    with pytest.raises(FormatOptionError, match="HTTP 404") as err:
+        codec.check_writable(pa.schema([("id", pa.int32())]))
+    assert "subjects/" in str(err.value)
+    subjects = SchemaRegistryClient({"url": registry_url, "timeout": 20}).get_subjects()
+    assert f"{topic}-value" not in subjects  # the check registers nothing
