@@ -149,3 +149,28 @@ def test_a_write_without_auto_register_whose_schema_is_not_registered_is_refused
     assert "subjects/" in str(err.value)
     subjects = SchemaRegistryClient({"url": registry_url, "timeout": 20}).get_subjects()
     assert f"{topic}-value" not in subjects  # the check registers nothing
+
+
+def test_apicurio_refuses_the_serialized_schema_confluents_deserializer_asks_for_and_ours_reads_the_record(
+    registry_url,
+):
+    """Why the interop test above gives confluent-kafka's deserializer no registry client: on Apicurio (the session's
+    registry) its writer-schema request, GET /schemas/ids/<id>?format=serialized, fails with HTTP 500 for a schema
+    its own serializer registered (a deserializer in another process than the serializer always asks). When this test
+    fails, Apicurio serves it: give the deserializer the client."""
+    from confluent_kafka.schema_registry.error import SchemaRegistryError
+    from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+
+    order, topic = order_class(), f"apicurio-{uuid.uuid4().hex[:8]}"
+    client = SchemaRegistryClient({"url": registry_url, "timeout": 20})
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    record = ProtobufSerializer(order, client, {"use.deprecated.format": False})(order(id=5), ctx)
+
+    # A client of its own: the serializer's client has the schema cached from registering it and asks nothing.
+    reader = SchemaRegistryClient({"url": registry_url, "timeout": 20})
+    with pytest.raises(SchemaRegistryError) as err:
+        ProtobufDeserializer(order, {"use.deprecated.format": False}, reader)(record, ctx)
+    assert err.value.http_status_code == 500
+
+    ours = make_codec("protobuf-confluent", "value.format", {"url": registry_url}, CodecContext("value", (topic,)))
+    assert ours.decoder(pa.schema([("id", pa.int32())])).decode([record]).batch.to_pylist() == [{"id": 5}]
