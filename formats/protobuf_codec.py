@@ -31,8 +31,8 @@ from .protobuf_schema import (
     message_descriptor,
     read_descriptor_set,
     row_reader,
-    row_writer,
 )
+from .protobuf_write import row_writer
 
 MESSAGE_CLASS_NAME = Option(
     "message-class-name",

@@ -48,8 +48,8 @@ from .protobuf_schema import (
     message_class,
     pool_of,
     row_reader,
-    row_writer,
 )
+from .protobuf_write import row_writer
 from .schema_registry import RegistryError, SchemaNotUsable
 
 MAGIC = 0
