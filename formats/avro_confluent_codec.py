@@ -45,74 +45,64 @@ NOT_FRAMED = "not in the Confluent wire format (magic byte 0 and a 4-byte schema
 FLINK_NAMESPACE = "org.apache.flink.avro.generated"
 
 
-class AvroConfluentCodec(Codec):
-    name = "avro-confluent"
-    declared_options = (
-        # `schema-registry.url` / `.subject`: Flink's older spellings (its 1.13 release notes; Flink keeps them).
-        Option(
-            "url",
-            None,
-            FORMAT,
-            "The schema registry's address.",
-            ("schema-registry.url",),
-            kind=Text(),
-            note="required",
-        ),
-        Option(
-            "subject",
-            None,
-            FORMAT,
-            "The subject the schema is registered under (required with `topic-pattern`).",
-            ("schema-registry.subject",),
-            kind=Text(),
-            note="`<topic>-key` / `<topic>-value`",
-        ),
-        Option(
-            "schema", None, FORMAT, "The Avro schema to write (default: derived from the columns).", kind=AvroSchema()
-        ),
-        Option("auto.register.schemas", "true", FORMAT, "Register the write schema when missing.", kind=Flag()),
-        Option(
-            "basic-auth.credentials-source",
-            None,
-            FORMAT,
-            "Where the registry's basic credentials come from: `USER_INFO` (`basic-auth.user-info`) or `URL`.",
-            kind=Choice(("USER_INFO", "URL")),
-        ),
-        Option("basic-auth.user-info", None, FORMAT, "`<user>:<password>` for the registry.", kind=Text()),
-        Option(
-            "bearer-auth.credentials-source",
-            None,
-            FORMAT,
-            "Where the registry's bearer token comes from: `STATIC_TOKEN` (`bearer-auth.token`).",
-            kind=Choice(("STATIC_TOKEN",)),
-        ),
-        Option("bearer-auth.token", None, FORMAT, "The registry's bearer token.", kind=Text()),
-        Option(
-            "ssl.keystore.location", None, FORMAT, "A PEM file with this client's certificate and key.", kind=Text()
-        ),
-        Option("ssl.keystore.password", None, FORMAT, "The password of the key in the key store.", kind=Text()),
-        Option("ssl.truststore.location", None, FORMAT, "A PEM file with the registry's CA certificates.", kind=Text()),
-        Option("ssl.truststore.password", None, FORMAT, "Needs `ssl.truststore.location`.", kind=Text()),
-        Option("record-name", "record", FORMAT, "The record name of a derived schema.", kind=Text()),
-        Option("record-namespace", FLINK_NAMESPACE, FORMAT, "The namespace of a derived schema.", kind=Text()),
-        TIMESTAMP_MAPPING_LEGACY,
-        IGNORE_PARSE_ERRORS,
-    )
-    column_types = AVRO_TYPES
+#: The registry options of every Confluent-registry format (avro-confluent, protobuf-confluent): Flink's names.
+REGISTRY_OPTIONS = (
+    # `schema-registry.url` / `.subject`: Flink's older spellings (its 1.13 release notes; Flink keeps them).
+    Option(
+        "url",
+        None,
+        FORMAT,
+        "The schema registry's address.",
+        ("schema-registry.url",),
+        kind=Text(),
+        note="required",
+    ),
+    Option(
+        "subject",
+        None,
+        FORMAT,
+        "The subject the schema is registered under (required with `topic-pattern`).",
+        ("schema-registry.subject",),
+        kind=Text(),
+        note="`<topic>-key` / `<topic>-value`",
+    ),
+    Option("auto.register.schemas", "true", FORMAT, "Register the write schema when missing.", kind=Flag()),
+    Option(
+        "basic-auth.credentials-source",
+        None,
+        FORMAT,
+        "Where the registry's basic credentials come from: `USER_INFO` (`basic-auth.user-info`) or `URL`.",
+        kind=Choice(("USER_INFO", "URL")),
+    ),
+    Option("basic-auth.user-info", None, FORMAT, "`<user>:<password>` for the registry.", kind=Text()),
+    Option(
+        "bearer-auth.credentials-source",
+        None,
+        FORMAT,
+        "Where the registry's bearer token comes from: `STATIC_TOKEN` (`bearer-auth.token`).",
+        kind=Choice(("STATIC_TOKEN",)),
+    ),
+    Option("bearer-auth.token", None, FORMAT, "The registry's bearer token.", kind=Text()),
+    Option("ssl.keystore.location", None, FORMAT, "A PEM file with this client's certificate and key.", kind=Text()),
+    Option("ssl.keystore.password", None, FORMAT, "The password of the key in the key store.", kind=Text()),
+    Option("ssl.truststore.location", None, FORMAT, "A PEM file with the registry's CA certificates.", kind=Text()),
+    Option("ssl.truststore.password", None, FORMAT, "Needs `ssl.truststore.location`.", kind=Text()),
+)
+
+
+class RegistryCodec(Codec):
+    """A format whose records name their writer schema by a Schema Registry id: the registry's settings and the
+    subjects written under, shared by avro-confluent and protobuf-confluent."""
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
         values = self.option_values
         self.auto_register = values.value("auto.register.schemas")
-        self.given_schema = values.value("schema")
-        self.record_name = values.value("record-name").strip()
-        self.record_namespace = values.value("record-namespace").strip() or None
         self.subject = (values.value("subject") or "").strip() or None
-        self.legacy_timestamps = values.value(TIMESTAMP_MAPPING_LEGACY.name)
         self.settings = _settings(values, self.prefix)
 
     def __repr__(self) -> str:  # the options hold credentials: show only what is safe
-        return f"AvroConfluentCodec({self.context.role}, {self.settings!r}, subject={self.subject!r})"
+        return f"{type(self).__name__}({self.context.role}, {self.settings!r}, subject={self.subject!r})"
 
     @property
     def registry(self) -> SchemaRegistry:
@@ -129,6 +119,30 @@ class AvroConfluentCodec(Codec):
                 "there is no default '<topic>-key' / '<topic>-value' subject"
             )
         return tuple(f"{topic}-{self.context.role}" for topic in self.context.topics)
+
+
+class AvroConfluentCodec(RegistryCodec):
+    name = "avro-confluent"
+    declared_options = (
+        *REGISTRY_OPTIONS[:2],
+        Option(
+            "schema", None, FORMAT, "The Avro schema to write (default: derived from the columns).", kind=AvroSchema()
+        ),
+        *REGISTRY_OPTIONS[2:],
+        Option("record-name", "record", FORMAT, "The record name of a derived schema.", kind=Text()),
+        Option("record-namespace", FLINK_NAMESPACE, FORMAT, "The namespace of a derived schema.", kind=Text()),
+        TIMESTAMP_MAPPING_LEGACY,
+        IGNORE_PARSE_ERRORS,
+    )
+    column_types = AVRO_TYPES
+
+    def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
+        super().__init__(options, context)
+        values = self.option_values
+        self.given_schema = values.value("schema")
+        self.record_name = values.value("record-name").strip()
+        self.record_namespace = values.value("record-namespace").strip() or None
+        self.legacy_timestamps = values.value(TIMESTAMP_MAPPING_LEGACY.name)
 
     def decoder(self, schema: pa.Schema) -> Decoder:
         return ConfluentDecoder(self.registry, schema, self.legacy_timestamps)

@@ -13,6 +13,8 @@ from .codec import ChangelogCodec, Codec, CodecContext, FormatOptionError
 from .csv_codec import CsvCodec
 from .json_codec import JsonCodec
 from .json_confluent_codec import JsonConfluentCodec
+from .protobuf_codec import ProtobufCodec
+from .protobuf_confluent_codec import ProtobufConfluentCodec
 from .raw_codec import RawCodec
 
 ENTRY_POINT_GROUP = "pyspark_upsert_kafka.formats"
@@ -26,6 +28,8 @@ _BUILT_IN: dict[str, type[Codec]] = {
         AvroCodec,
         AvroConfluentCodec,
         JsonConfluentCodec,
+        ProtobufCodec,
+        ProtobufConfluentCodec,
         DebeziumJsonCodec,
         CanalJsonCodec,
         MaxwellJsonCodec,

@@ -17,15 +17,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from .avro_confluent_codec import AvroConfluentCodec, RegistryOf
+from .avro_confluent_codec import REGISTRY_OPTIONS, RegistryOf
 from .codec import IGNORE_PARSE_ERRORS, Codec, CodecContext, Decoded, Decoder, Encoder, FormatOptionError
 from .json_codec import JsonCodec
 from .schema_registry import RegistryError, SchemaNotUsable
 
 MAGIC, HEADER = 0, 5
 NOT_FRAMED = "not in the Confluent wire format (magic byte 0 and a 4-byte schema id before the JSON text)"
-_REGISTRY_NAMES = ("url", "subject", "auto.register.schemas", "basic-auth.", "bearer-auth.", "ssl.")
-_REGISTRY_OPTIONS = tuple(o for o in AvroConfluentCodec.declared_options if o.name.startswith(_REGISTRY_NAMES))
 _JSON_OPTIONS = tuple(o for o in JsonCodec.declared_options if o.name != IGNORE_PARSE_ERRORS.name)
 
 
@@ -39,12 +37,12 @@ class _Json(JsonCodec):
 
 class JsonConfluentCodec(Codec):
     name = "json-confluent"
-    declared_options = (*_REGISTRY_OPTIONS, *_JSON_OPTIONS, IGNORE_PARSE_ERRORS)
+    declared_options = (*REGISTRY_OPTIONS, *_JSON_OPTIONS, IGNORE_PARSE_ERRORS)
     column_types = JsonCodec.column_types
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
-        registry = {n for o in _REGISTRY_OPTIONS for n in (o.name, *o.aliases)}
+        registry = {n for o in REGISTRY_OPTIONS for n in (o.name, *o.aliases)}
         self.registry = RegistryOf(self.name, {k: v for k, v in options.items() if k in registry}, context)
         self.json = _Json(self.name, {k: v for k, v in options.items() if k not in registry}, context)
 

@@ -1,7 +1,7 @@
-"""The schema registry client of avro-confluent: confluent-kafka's own maintained `SchemaRegistryClient`
-(HTTP, caching by id and by subject and schema, basic and bearer auth, retries of transient failures with
-backoff, TLS with a custom CA and client certificates), behind the three calls the codec makes. It speaks the
-Confluent REST API, also served by Apicurio's ccompat API (`/apis/ccompat/v7`) and Karapace.
+"""The schema registry client of avro-confluent and protobuf-confluent: confluent-kafka's own maintained
+`SchemaRegistryClient` (HTTP, caching by id and by subject and schema, basic and bearer auth, retries of transient
+failures with backoff, TLS with a custom CA and client certificates), behind the few calls the codecs make.
+It speaks the Confluent REST API, also served by Apicurio's ccompat API (`/apis/ccompat/v7`) and Karapace.
 
 What is still ours, and why:
 - One client per registry settings per process, so ids and schemas are fetched once per executor (the maintained
@@ -14,7 +14,8 @@ What is still ours, and why:
 - A static bearer token: the maintained client wants Confluent Cloud's logical cluster with it; other
   registries have none, so an empty one is sent (header `target-sr-cluster`, ignored elsewhere).
 - Schema references: a writer schema that references others (registered under their own subjects) is
-  returned with them inlined at first use, as the codec's Avro reader takes one self-contained schema.
+  returned with them inlined at first use, as the codec's Avro reader takes one self-contained schema; a
+  Protobuf schema's references (imported files) come back as text by reference name (schema_text).
 - Errors: the client's errors become RegistryError naming the registry (never its credentials) and the option
   to change; "no such schema id" is SchemaNotUsable (the record's fault, not the task's).
 """
@@ -25,10 +26,14 @@ import base64
 import json
 import threading
 import urllib.parse
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .redaction import redact
+
+#: Schema references: (reference name, subject, version) each.
+Refs = Sequence[tuple[str, str, int]]
 
 
 class RegistryError(RuntimeError):
@@ -36,7 +41,8 @@ class RegistryError(RuntimeError):
 
 
 class SchemaNotUsable(RegistryError):
-    """The registry answered, but has no Avro schema under the id a record names: the record's fault."""
+    """The registry answered, but has no schema of the format's kind under the id a record names: the record's
+    fault."""
 
 
 @dataclass(frozen=True)
@@ -105,35 +111,39 @@ class SchemaRegistry:
     def __repr__(self) -> str:
         return f"SchemaRegistry({self.settings!r})"
 
-    def schema_id(self, subject: str, schema: Any, register: bool, schema_type: str = "AVRO") -> int:
-        """The id of `schema` (of `schema_type`: AVRO, JSON) under `subject`: registered first when `register`,
-        else looked up."""
-        from confluent_kafka.schema_registry import Schema
-
-        text = json.dumps(schema)
+    def schema_id(self, subject: str, schema: Any, register: bool, kind: str = "AVRO", references: Refs = ()) -> int:
+        """The id of `schema` under `subject`: registered first when `register`, else looked up. `schema`: an Avro
+        schema as parsed JSON, or the schema's text; `references`: (name, subject, version) of the schemas it
+        references (registered first)."""
+        text = _schema(schema, kind, references)
         with self._errors(("POST", f"/subjects/{subject}" + ("/versions" if register else "")), subject):
             if register:
-                return int(self._client.register_schema(subject, Schema(text, schema_type)))
-            return int(self._client.lookup_schema(subject, Schema(text, schema_type)).schema_id)
+                return int(self._client.register_schema(subject, text))
+            return int(self._client.lookup_schema(subject, text).schema_id)
 
-    def refusal(self, subject: str, schema: Any, register: bool, schema_type: str = "AVRO") -> str | None:
-        """Why schema_id(subject, schema, register) would fail on the registry's side, or None: registering,
+    def version(self, subject: str, schema: Any, kind: str = "AVRO", references: Refs = ()) -> int:
+        """The version number `schema` has under `subject` (what a reference to it names)."""
+        with self._errors(("POST", f"/subjects/{subject}"), subject):
+            return int(self._client.lookup_schema(subject, _schema(schema, kind, references)).version)
+
+    def refusal(
+        self, subject: str, schema: Any, register: bool, kind: str = "AVRO", references: Refs = ()
+    ) -> str | None:
+        """Why schema_id(subject, schema, register, ...) would fail on the registry's side, or None: registering,
         whether the subject's compatibility rule refuses it (a subject without versions accepts any);
         looking up, whether it is missing. Changes nothing."""
-        from confluent_kafka.schema_registry import Schema
-
-        text = json.dumps(schema)
+        text = _schema(schema, kind, references)
         if not register:
             try:
                 with self._errors(("POST", f"/subjects/{subject}"), subject, SchemaNotUsable):
-                    self._client.lookup_schema(subject, Schema(text, schema_type))
+                    self._client.lookup_schema(subject, text)
             except SchemaNotUsable as e:
                 return str(e)
             return None
         where = ("POST", f"/compatibility/subjects/{subject}/versions/latest")
         try:
             with self._errors(where, subject, SchemaNotUsable):
-                compatible = self._client.test_compatibility(subject, Schema(text, schema_type))
+                compatible = self._client.test_compatibility(subject, text)
         except SchemaNotUsable:  # no version yet: nothing to be compatible with
             return None
         if compatible:
@@ -143,17 +153,17 @@ class SchemaRegistry:
             "the subject's latest version under the subject's compatibility rule"
         )
 
-    def schema(self, schema_id: int, schema_type: str = "AVRO") -> Any:
+    def schema(self, schema_id: int, kind: str = "AVRO") -> Any:
         """The schema with this id (what a record's header names): an Avro schema with its references inlined; a
         JSON schema as it is (its references are the registry's `$ref`s; nothing here reads them)."""
         with self._errors(("GET", f"/schemas/ids/{schema_id}"), missing=SchemaNotUsable):
             found = self._client.get_schema(schema_id)
-        _check_avro(found.schema_type, f"schema id {schema_id}", SchemaNotUsable, schema_type)
+        _check_kind(found.schema_type, kind, f"schema id {schema_id}", SchemaNotUsable)
         try:
             parsed = json.loads(found.schema_str)
         except (TypeError, ValueError):
             raise SchemaNotUsable(f"schema id {schema_id}: the registry's answer holds no schema") from None
-        if schema_type != "AVRO":
+        if kind != "AVRO":
             return parsed
         return self._inline_references(parsed, found.references or [])
 
@@ -164,6 +174,36 @@ class SchemaRegistry:
         _check_avro(registered.schema.schema_type, f"subject '{subject}'")
         schema = json.loads(registered.schema.schema_str)
         return int(registered.schema_id), self._inline_references(schema, registered.schema.references or [])
+
+    def schema_text(self, schema_id: int, kind: str, fmt: str | None = None) -> tuple[str, dict[str, str]]:
+        """The text of the schema of kind `kind` with this id, and the text of every schema it references, directly
+        or not, by reference name; `fmt`: the registry's `format` parameter (`serialized`: a Protobuf schema as a
+        base64 FileDescriptorProto, on Confluent's registry)."""
+        with self._errors(("GET", f"/schemas/ids/{schema_id}"), missing=SchemaNotUsable):
+            found = self._client.get_schema(schema_id, fmt=fmt)
+        _check_kind(found.schema_type, kind, f"schema id {schema_id}", SchemaNotUsable)
+        return found.schema_str, self._referenced_texts(found.references or [], fmt, {})
+
+    def latest_text(self, subject: str, kind: str, fmt: str | None = None) -> tuple[int, str, dict[str, str]]:
+        """The latest schema under `subject` as schema_text gives it, with its id (never cached: it changes)."""
+        with self._errors(("GET", f"/subjects/{subject}/versions/latest"), subject):
+            registered = self._client.get_latest_version(subject, fmt=fmt)
+        _check_kind(registered.schema.schema_type, kind, f"subject '{subject}'")
+        refs = self._referenced_texts(registered.schema.references or [], fmt, {})
+        return int(registered.schema_id), registered.schema.schema_str, refs
+
+    def _referenced_texts(self, references: list, fmt: str | None, found: dict[str, str]) -> dict[str, str]:
+        if len(found) > 256:
+            raise SchemaNotUsable("a schema references more than 256 others (or its references form a cycle)")
+        for ref in references:
+            if ref.name in found:
+                continue
+            where = ("GET", f"/subjects/{ref.subject}/versions/{ref.version}")
+            with self._errors(where, ref.subject, missing=SchemaNotUsable):
+                version = self._client.get_version(ref.subject, ref.version, fmt=fmt)
+            found[ref.name] = version.schema.schema_str
+            self._referenced_texts(version.schema.references or [], fmt, found)
+        return found
 
     # -- references -------------------------------------------------------------------------------
 
@@ -247,11 +287,30 @@ def _define_first_uses(node: Any, named: dict[str, Any], defined: set[str]) -> A
     return node
 
 
-def _check_avro(schema_type: str | None, what: str, error: type = RegistryError, expected: str = "AVRO") -> None:
+def _check_avro(schema_type: str | None, what: str, error: type = RegistryError) -> None:
+    _check_kind(schema_type, "AVRO", what, error)
+
+
+_FORMAT_OF = {
+    "AVRO": ("avro-confluent", "Avro"),
+    "PROTOBUF": ("protobuf-confluent", "Protobuf"),
+    "JSON": ("json-confluent", "JSON Schema"),
+}
+
+
+def _check_kind(schema_type: str | None, expected: str, what: str, error: type = RegistryError) -> None:
     kind = (schema_type or "AVRO").upper()
     if kind != expected:
-        fmt, reads = ("avro-confluent", "Avro") if expected == "AVRO" else ("json-confluent", "JSON Schema")
+        fmt, reads = _FORMAT_OF[expected]
         raise error(f"{what} holds a {kind} schema; the {fmt} format reads {reads} only")
+
+
+def _schema(schema: Any, kind: str, references: Refs) -> Any:
+    """The maintained client's Schema: `schema` as text (an Avro schema given parsed is dumped as JSON)."""
+    from confluent_kafka.schema_registry import Schema, SchemaReference
+
+    text = schema if isinstance(schema, str) else json.dumps(schema)
+    return Schema(text, kind, [SchemaReference(name, subject, version) for name, subject, version in references])
 
 
 def _http_reason(status: int, code: int, message: str, subject: str | None, by_id: bool = False) -> str:

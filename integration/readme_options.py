@@ -35,18 +35,10 @@ HEADER = (
     "is stale); edit the text around them by hand. -->"
 )
 BUILT_IN_FORMATS = (
-    "json",
-    "csv",
-    "raw",
-    "avro",
-    "avro-confluent",
-    "json-confluent",
-    "debezium-json",
-    "canal-json",
-    "maxwell-json",
-    "ogg-json",
-    "debezium-avro-confluent",
-)
+    "json", "csv", "raw", "avro", "avro-confluent", "json-confluent", "protobuf", "protobuf-confluent",
+    "debezium-json", "canal-json", "maxwell-json", "ogg-json", "debezium-avro-confluent",
+)  # fmt: skip
+PROTOBUF = ("protobuf", "protobuf-confluent")
 CHANGE_DATA_CAPTURE = ("debezium-json", "canal-json", "maxwell-json", "ogg-json")
 CODEC_EXAMPLE = ROOT / "tests/workers/tsv_codec.py"
 
@@ -89,8 +81,12 @@ def cdc_options_table() -> str:
 
 def other_format_options() -> str:
     """The options of the built-in formats that json's and the change-data-capture tables do not show."""
-    others = [n for n in BUILT_IN_FORMATS if n != "json" and n not in CHANGE_DATA_CAPTURE]
-    return "\n\n".join(f"**{n}** (`key.{n}.*`, `value.{n}.*`):\n\n{format_options_table(n)}" for n in others)
+    others = [n for n in BUILT_IN_FORMATS if n != "json" and n not in CHANGE_DATA_CAPTURE and n not in PROTOBUF]
+    return named_format_options(others)
+
+
+def named_format_options(names: list[str] | tuple[str, ...]) -> str:
+    return "\n\n".join(f"**{n}** (`key.{n}.*`, `value.{n}.*`):\n\n{format_options_table(n)}" for n in names)
 
 
 def reserved_table() -> str:
@@ -152,6 +148,7 @@ PAGES: dict[str, dict[str, Callable[[], str]]] = {
         "flink-types": type_mapping_table,
         "format-options": other_format_options,
         "json-options": lambda: format_options_table("json"),
+        "protobuf-options": lambda: named_format_options(PROTOBUF),
         "format-metadata": format_metadata_table,
         "cdc-options": cdc_options_table,
         "tsv-codec": codec_example,

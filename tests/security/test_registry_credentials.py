@@ -100,3 +100,15 @@ def test_credentials_in_an_ipv6_url_are_split_off_and_the_host_kept():
         "u:p@ss",
     )
     assert split_credentials("http://[fe80::2]:80/x") == ("http://[fe80::2]:80/x", None)
+
+
+def test_protobuf_confluent_keeps_registry_credentials_out_of_errors_reprs_and_record_errors(registry_gate):
+    gate = registry_gate(authorization="Basic other")
+    url = gate.url.replace("http://", "http://reg-user:url-s3cret@")
+    fmt = make_codec("protobuf-confluent", "value.format", {"url": url, "basic-auth.user-info": "u:pw-s3cret"}, VALUE)
+
+    with pytest.raises(RegistryError, match="HTTP 401") as err:  # the registry refuses us: the task fails
+        fmt.decoder(SCHEMA).decode([b"\x00\x00\x00\x00\x01\x00\x08\x01"])
+
+    assert gate.origin in str(err.value)
+    assert not any(s in text for s in ("url-s3cret", "pw-s3cret") for text in (str(err.value), repr(fmt)))

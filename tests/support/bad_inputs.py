@@ -27,7 +27,14 @@ REGISTRY = "http://127.0.0.1:9"  # never asked while validating
 # Every built-in format, so that a format added is covered; the change-envelope ones are value formats only.
 FORMATS = tuple(available_formats())
 # The formats that ask a schema registry (their `url` option points at one).
-REGISTRY_FORMATS = ("avro-confluent", "debezium-avro-confluent", "json-confluent")
+REGISTRY_FORMATS = tuple(
+    f for f in FORMATS if "url" in {o.name for o in codec_class(f, "value.format").declared_options}
+)
+# The formats whose columns are a message type's fields (protobuf): what they hold is decided by the message, not by
+# the column's Spark type (their type mapping: tests/formats/test_protobuf_codec.py).
+MESSAGE_FORMATS = tuple(
+    f for f in FORMATS if "message-class-name" in {o.name for o in codec_class(f, "value.format").declared_options}
+)
 CHANGELOG_FORMATS = tuple(f for f in FORMATS if issubclass(codec_class(f, "value.format"), ChangelogCodec))
 
 
