@@ -23,8 +23,9 @@ _ALIAS_SPELLINGS = {alias.lower(): alias for doc in OPTIONS for alias in doc.ali
 FORMAT_OPTION = re.compile(r"^(key|value)\.[a-z0-9_-]+\..+$")
 
 
-# Options Spark's engine adds for its own use (a stream writer gets the checkpoint location).
-_ENGINE_OPTIONS = {"checkpointlocation"}
+# Options Spark's engine adds for its own use: a stream writer gets the checkpoint location, and a Declarative
+# Pipelines sink's flow (`create_sink` + `append_flow`, Spark 4.1+) its flow's name as `queryName`.
+_ENGINE_OPTIONS = {"checkpointlocation", "queryname"}
 
 
 def parse_options(options: Mapping[str, str]) -> OptionValues:

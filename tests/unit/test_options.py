@@ -45,6 +45,12 @@ def test_spark_spellings_fold_onto_flink_names():
     }
 
 
+def test_options_the_engine_adds_are_not_the_users():
+    # A stream writer's checkpoint, and a Declarative Pipelines sink flow's name (create_sink + append_flow).
+    given = {"topic": "t", "checkpointlocation": "/c", "queryname": "priced"}
+    assert canonical_options(given) == {"topic": "t"}
+
+
 def test_same_value_under_alias_and_flink_name_is_accepted():
     assert canonical_options({"topic": "t", "subscribe": "t"}) == {"topic": "t"}
 
