@@ -28,6 +28,7 @@ from .codec import (
     FormatOptionError,
     empty_batch,
 )
+from .confluent_wire import HEADER, framed_ids, header, not_framed
 from .option_kinds import FORMAT, Choice, Flag, Option, OptionValues, Text
 from .schema_registry import (
     RegistryError,
@@ -38,9 +39,7 @@ from .schema_registry import (
     split_credentials,
 )
 
-MAGIC = 0
-HEADER = 5
-NOT_FRAMED = "not in the Confluent wire format (magic byte 0 and a 4-byte schema id before the Avro body)"
+NOT_FRAMED = not_framed("the Avro body")
 # Flink's name for a schema derived from a table, so both write compatible versions of one subject.
 FLINK_NAMESPACE = "org.apache.flink.avro.generated"
 
@@ -169,10 +168,8 @@ class AvroConfluentCodec(RegistryCodec):
                 f"the table's schema has different ids under the subjects {ids}; set '{self.prefix}subject' "
                 "to write every topic under one subject"
             )
-        schema_id = next(iter(ids.values()))
-        header = bytes([MAGIC]) + schema_id.to_bytes(4, "big")
         derived = self.given_schema is None
-        return AvroEncoder(schema, writer, derived, header, self.legacy_timestamps)
+        return AvroEncoder(schema, writer, derived, header(next(iter(ids.values()))), self.legacy_timestamps)
 
     def inferred_schema(self) -> pa.Schema | None:
         """The subjects' latest registered schema as columns (the table's schema when none is given); the
@@ -193,8 +190,8 @@ class AvroConfluentCodec(RegistryCodec):
 
 
 class RegistryOf(AvroConfluentCodec):
-    """avro-confluent's registry handling (settings, subjects, ids, compatibility checks) for another format
-    (debezium-avro-confluent, json-confluent), its options named with that format's prefix."""
+    """avro-confluent itself (its schema registration, encoder and decoder) for a format that writes Avro records of
+    its own shape (debezium-avro-confluent's envelope), its options named with that format's prefix."""
 
     def __init__(self, name: str, options: Mapping[str, str], context: CodecContext) -> None:
         self.name = name
@@ -277,12 +274,8 @@ class ConfluentDecoder(Decoder):
 
     def decode(self, payloads: Sequence[bytes]) -> Decoded:
         layout = Layout.of(payloads)
-        data, begins = layout.data, layout.begins
-        framed = (layout.ends - begins >= HEADER) & (data[begins] == MAGIC)
+        framed, ids = framed_ids(layout)
         failures = dict.fromkeys(np.flatnonzero(~framed).tolist(), NOT_FRAMED)
-        ids = np.zeros(len(payloads), dtype=np.int64)
-        for k in range(1, HEADER):  # the big-endian schema id after the magic byte (the buffer is padded)
-            ids = (ids << 8) | data[begins + k]
         parts: list[tuple[np.ndarray | None, pa.RecordBatch]] = []
         if not failures and len(payloads) and (ids == ids[0]).all():
             groups: list[tuple[int, np.ndarray | None]] = [(int(ids[0]), None)]  # the usual: one id, all rows

@@ -15,15 +15,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
-from .avro_confluent_codec import REGISTRY_OPTIONS, RegistryOf
-from .codec import IGNORE_PARSE_ERRORS, Codec, CodecContext, Decoded, Decoder, Encoder, FormatOptionError
+from .avro_confluent_codec import REGISTRY_OPTIONS, RegistryCodec
+from .avro_vector import Layout
+from .codec import IGNORE_PARSE_ERRORS, CodecContext, Decoded, Decoder, Encoder, FormatOptionError
+from .confluent_wire import HEADER, framed_ids, header, not_framed
 from .json_codec import JsonCodec
-from .schema_registry import RegistryError, SchemaNotUsable
+from .schema_registry import RegistryError, SchemaNotUsable, SchemaRegistry
 
-MAGIC, HEADER = 0, 5
-NOT_FRAMED = "not in the Confluent wire format (magic byte 0 and a 4-byte schema id before the JSON text)"
+NOT_FRAMED = not_framed("the JSON text")
 _JSON_OPTIONS = tuple(o for o in JsonCodec.declared_options if o.name != IGNORE_PARSE_ERRORS.name)
 
 
@@ -35,7 +37,7 @@ class _Json(JsonCodec):
         super().__init__(options, context)
 
 
-class JsonConfluentCodec(Codec):
+class JsonConfluentCodec(RegistryCodec):
     name = "json-confluent"
     declared_options = (*REGISTRY_OPTIONS, *_JSON_OPTIONS, IGNORE_PARSE_ERRORS)
     column_types = JsonCodec.column_types
@@ -43,56 +45,48 @@ class JsonConfluentCodec(Codec):
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
         registry = {n for o in REGISTRY_OPTIONS for n in (o.name, *o.aliases)}
-        self.registry = RegistryOf(self.name, {k: v for k, v in options.items() if k in registry}, context)
         self.json = _Json(self.name, {k: v for k, v in options.items() if k not in registry}, context)
-
-    def __repr__(self) -> str:  # the options hold credentials: show only what is safe
-        return f"JsonConfluentCodec({self.context.role}, {self.registry.settings!r})"
 
     def decoder(self, schema: pa.Schema) -> Decoder:
         return JsonConfluentDecoder(self.registry, self.json.decoder(schema))
 
     def check_writable(self, schema: pa.Schema) -> None:
         writer = json_schema(schema, self.context.role)
-        for subject in self.registry.subjects():
-            refused = self.registry.registry.refusal(subject, writer, self.registry.auto_register, "JSON")
+        for subject in self.subjects():
+            refused = self.registry.refusal(subject, writer, self.auto_register, "JSON")
             if refused is not None:
                 raise FormatOptionError(refused)
 
     def encoder(self, schema: pa.Schema) -> Encoder:
-        writer, registry = json_schema(schema, self.context.role), self.registry
-        ids = {s: registry.registry.schema_id(s, writer, registry.auto_register, "JSON") for s in registry.subjects()}
+        writer = json_schema(schema, self.context.role)
+        ids = {s: self.registry.schema_id(s, writer, self.auto_register, "JSON") for s in self.subjects()}
         if len(set(ids.values())) > 1:  # a record header holds one id, whichever topic it goes to
             raise FormatOptionError(
                 f"the table's JSON schema has different ids under the subjects {ids}; set '{self.prefix}subject' "
                 "to write every topic under one subject"
             )
-        header = bytes([MAGIC]) + next(iter(ids.values())).to_bytes(4, "big")
-        return JsonConfluentEncoder(header, self.json.encoder(schema))
+        return JsonConfluentEncoder(header(next(iter(ids.values()))), self.json.encoder(schema))
 
 
 class JsonConfluentDecoder(Decoder):
-    def __init__(self, registry: RegistryOf, body: Decoder) -> None:
+    def __init__(self, registry: SchemaRegistry, body: Decoder) -> None:
         self.registry, self.body = registry, body
         self.known: dict[int, str | None] = {}  # per schema id: None (a JSON schema), or why no record can be read
 
     def decode(self, payloads: Sequence[bytes]) -> Decoded:
-        failures: dict[int, str] = {}
-        bodies, index = [], []
-        for i, payload in enumerate(payloads):
-            if len(payload) < HEADER or payload[0] != MAGIC:
-                failures[i] = NOT_FRAMED
-                continue
-            schema_id = int.from_bytes(payload[1:HEADER], "big")
+        framed, ids = framed_ids(Layout.of(payloads))
+        failures = dict.fromkeys(np.flatnonzero(~framed).tolist(), NOT_FRAMED)
+        readable = framed.copy()
+        for schema_id in np.unique(ids[framed]).tolist():  # asked once per id and task
             if schema_id not in self.known:
                 self.known[schema_id] = self._unusable(schema_id)
             why = self.known[schema_id]
             if why is not None:
-                failures[i] = why
-                continue
-            bodies.append(payload[HEADER:])
-            index.append(i)
-        decoded = self.body.decode(bodies)
+                unreadable = framed & (ids == schema_id)
+                readable &= ~unreadable
+                failures.update(dict.fromkeys(np.flatnonzero(unreadable).tolist(), why))
+        index = np.flatnonzero(readable).tolist()
+        decoded = self.body.decode([payloads[i][HEADER:] for i in index])
         failures.update((index[j], reason) for j, reason in decoded.failures)
         return Decoded(decoded.batch, tuple(sorted(failures.items())))
 
@@ -100,7 +94,7 @@ class JsonConfluentDecoder(Decoder):
         """Why records with this schema id cannot be read, or None. A registry that cannot be reached or refuses
         us fails the task (RegistryError): that is no record's fault."""
         try:
-            self.registry.registry.schema(schema_id, "JSON")
+            self.registry.schema(schema_id, "JSON")
         except SchemaNotUsable as e:
             return f"the record's writer schema (id {schema_id}) cannot be had: {e}"
         except RegistryError:

@@ -28,6 +28,7 @@ from google.protobuf.message import DecodeError
 
 from .avro_confluent_codec import REGISTRY_OPTIONS, RegistryCodec
 from .codec import IGNORE_PARSE_ERRORS, CodecContext, Decoded, Decoder, Encoder
+from .confluent_wire import HEADER, MAGIC, header, not_framed
 from .errors import FormatOptionError
 from .protobuf_codec import (
     DESCRIPTOR_FILE,
@@ -52,11 +53,7 @@ from .protobuf_schema import (
 from .protobuf_write import row_writer
 from .schema_registry import RegistryError, SchemaNotUsable
 
-MAGIC = 0
-NOT_FRAMED = (
-    "not in the Confluent wire format (magic byte 0, a 4-byte schema id and the message indexes before the "
-    "Protobuf message)"
-)
+NOT_FRAMED = not_framed("the message indexes and the Protobuf message")
 
 
 class ProtobufConfluentCodec(RegistryCodec):
@@ -131,8 +128,8 @@ class ProtobufConfluentCodec(RegistryCodec):
                 f"the message type has different ids under the subjects {ids}; set '{self.prefix}subject' to write "
                 "every topic under one subject"
             )
-        header = bytes([MAGIC]) + next(iter(ids.values())).to_bytes(4, "big") + message_indexes(descriptor)
-        return ProtobufEncoder(message_class(descriptor), fill, header)
+        framing = header(next(iter(ids.values()))) + message_indexes(descriptor)
+        return ProtobufEncoder(message_class(descriptor), fill, framing)
 
     def inferred_schema(self) -> pa.Schema | None:
         """The given message type's columns, else the first message of the subjects' latest schema (they must
@@ -214,12 +211,12 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
 
 def split_record(payload: bytes) -> tuple[int, tuple[int, ...], int]:
     """(schema id, message indexes, where the message starts); ValueError when not in the wire format."""
-    if len(payload) < 6 or payload[0] != MAGIC:
+    if len(payload) <= HEADER or payload[0] != MAGIC:
         raise ValueError(NOT_FRAMED)
     try:
-        count, pos = _varint(payload, 5)
+        count, pos = _varint(payload, HEADER)
         if count == 0:
-            return int.from_bytes(payload[1:5], "big"), (0,), pos
+            return int.from_bytes(payload[1:HEADER], "big"), (0,), pos
         if not 0 < count <= 64:
             raise ValueError
         indexes = []
@@ -228,7 +225,7 @@ def split_record(payload: bytes) -> tuple[int, tuple[int, ...], int]:
             indexes.append(index)
     except (IndexError, ValueError):
         raise ValueError(NOT_FRAMED + ": its message indexes cannot be read") from None
-    return int.from_bytes(payload[1:5], "big"), tuple(indexes), pos
+    return int.from_bytes(payload[1:HEADER], "big"), tuple(indexes), pos
 
 
 def _serialized(text: str) -> bytes | None:

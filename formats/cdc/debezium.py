@@ -26,7 +26,7 @@ from ..codec import (
 )
 from ..option_kinds import FORMAT, Flag, Option
 from .columns import TIMESTAMP_MS, epoch_millis, equal_to, millis_to_timestamp, struct_fields, text
-from .envelope import EnvelopeCodec, EnvelopeDecoder, Envelopes, Slot
+from .envelope import EnvelopeCodec, EnvelopeDecoder, Envelopes, Slot, image_slots
 
 _SOURCE = pa.struct(
     [
@@ -152,16 +152,7 @@ def debezium_slots(before: pa.Array, after: pa.Array, op: pa.Array) -> tuple[lis
     """The rows Debezium events give (the fast path, for debezium-json and debezium-avro-confluent), and the events
     that give none as their op says (debezium_rows names why)."""
     created = pc.fill_null(pc.is_in(op, value_set=pa.array(["c", "r"])), False)
-    updated, deleted = equal_to(op, "u"), equal_to(op, "d")
-    has_before, has_after = before.is_valid(), after.is_valid()
-    good = pc.or_(pc.and_(pc.or_(created, updated), has_after), pc.and_(deleted, has_before))
-    slots = [
-        Slot(before, ChangeKind.UPDATE_BEFORE, pc.and_(updated, has_before)),
-        Slot(after, ChangeKind.UPDATE_AFTER, updated),
-        Slot(after, ChangeKind.INSERT, created),
-        Slot(before, ChangeKind.DELETE, deleted),
-    ]
-    return slots, pc.invert(good)
+    return image_slots(before, after, created, equal_to(op, "u"), equal_to(op, "d"))
 
 
 def debezium_rows(op: Any, before: Any, after: Any) -> list[tuple[str, Any]]:

@@ -114,6 +114,23 @@ def row_slots(
     ]
 
 
+def image_slots(
+    before: pa.StructArray, after: pa.StructArray, inserted: pa.Array, updated: pa.Array, deleted: pa.Array
+) -> tuple[list[Slot], pa.BooleanArray]:
+    """The slots of envelopes that carry the row before and after (Debezium, GoldenGate), and the envelopes that
+    give no row as their op says: an insert or update needs the row after, a delete the row before; an update gives
+    its pre-image only when the envelope has one."""
+    has_before, has_after = before.is_valid(), after.is_valid()
+    good = pc.or_(pc.and_(pc.or_(inserted, updated), has_after), pc.and_(deleted, has_before))
+    slots = [
+        Slot(before, ChangeKind.UPDATE_BEFORE, pc.and_(updated, has_before)),
+        Slot(after, ChangeKind.UPDATE_AFTER, updated),
+        Slot(after, ChangeKind.INSERT, inserted),
+        Slot(before, ChangeKind.DELETE, deleted),
+    ]
+    return slots, pc.invert(good)
+
+
 def update_rows(row: dict, old: dict) -> list[tuple[str, Any]]:
     """row_slots' update for the per-envelope path: the pre-image and the row."""
     return [(ChangeKind.UPDATE_BEFORE, {**row, **old}), (ChangeKind.UPDATE_AFTER, row)]

@@ -17,12 +17,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..change_kind import ChangeKind
 from ..codec import ChangelogDecoder, ChangelogEncoder
 from .columns import column_names, equal_to, show, text
-from .envelope import EnvelopeCodec, EnvelopeDecoder, Envelopes, Slot
+from .envelope import EnvelopeCodec, EnvelopeDecoder, Envelopes, image_slots
 
 TIMESTAMP_US = pa.timestamp("us", tz="UTC")  # Flink's TIMESTAMP_LTZ(6) metadata
 _EPOCH = dt.datetime(1970, 1, 1)
@@ -67,15 +66,7 @@ class OggDecoder(EnvelopeDecoder):
 
     def envelopes(self, batch: pa.RecordBatch) -> Envelopes | None:
         before, after, op = batch.column("before"), batch.column("after"), batch.column("op_type")
-        inserted, updated, deleted = (equal_to(op, o) for o in "IUD")
-        has_before, has_after = before.is_valid(), after.is_valid()
-        good = pc.or_(pc.and_(pc.or_(inserted, updated), has_after), pc.and_(deleted, has_before))
-        slots = [
-            Slot(before, ChangeKind.UPDATE_BEFORE, pc.and_(updated, has_before)),
-            Slot(after, ChangeKind.UPDATE_AFTER, updated),
-            Slot(after, ChangeKind.INSERT, inserted),
-            Slot(before, ChangeKind.DELETE, deleted),
-        ]
+        slots, bad = image_slots(before, after, *(equal_to(op, o) for o in "IUD"))
         metadata = {}
         for key in self.metadata:
             column = batch.column(_FIELDS[key][0])
@@ -85,7 +76,7 @@ class OggDecoder(EnvelopeDecoder):
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                     return None  # the per-envelope path names the record with the text it cannot read
             metadata[key] = column
-        return Envelopes(slots, pc.invert(good), metadata)
+        return Envelopes(slots, bad, metadata)
 
     def changes_of(self, envelope: dict) -> tuple[list[tuple[str, Any]], dict[str, Any]]:
         op, before, after = envelope.get("op_type"), envelope.get("before"), envelope.get("after")
