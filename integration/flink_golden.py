@@ -507,7 +507,7 @@ def cdc_cases(confluent: bool) -> list[Case]:
     changes = _kinds([("+I", v1), ("+I", v2), ("+I", v3), ("-U", v1), ("+U", v1b), ("-D", v2), ("+I", v4)])
     bounded = {"scan.startup.mode": "earliest-offset", "scan.bounded.mode": "latest-offset"}
     cases = []
-    for fmt in ("debezium-json", "canal-json", "maxwell-json"):
+    for fmt in ("debezium-json", "canal-json", "maxwell-json", "ogg-json"):
         opts = {"key.format": "json", "key.fields": "id", "value.format": fmt, **bounded}
         cases.append(Case(fmt.replace("-", "_"), CDC_COLUMNS, ["id"], changes, opts, connector="kafka", partitions=1))
     if confluent:

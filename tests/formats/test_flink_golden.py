@@ -204,7 +204,8 @@ def _expected_table(case: dict) -> list[dict]:
 
 def _json_times(case: dict) -> set[str]:
     """The TIME columns of a case whose value format writes JSON (json and its change envelopes)."""
-    value_format = next((f for f in ("debezium-json", "canal-json", "maxwell-json", "json") if f in case["ddl"]), "")
+    json_formats = ("debezium-json", "canal-json", "maxwell-json", "ogg-json", "json")
+    value_format = next((f for f in json_formats if f in case["ddl"]), "")
     json_value = f"'value.format' = '{value_format}'" in case["ddl"] and value_format
     return {c for c, t in _types(case).items() if t.root == "TIME"} if json_value else set()
 
