@@ -6,36 +6,26 @@ import importlib
 from collections.abc import Mapping
 from importlib.metadata import entry_points
 
-from .avro_codec import AvroCodec
-from .avro_confluent_codec import AvroConfluentCodec
-from .cdc import CanalJsonCodec, DebeziumAvroConfluentCodec, DebeziumJsonCodec, MaxwellJsonCodec, OggJsonCodec
 from .codec import ChangelogCodec, Codec, CodecContext, FormatOptionError
-from .csv_codec import CsvCodec
-from .json_codec import JsonCodec
-from .json_confluent_codec import JsonConfluentCodec
-from .protobuf_codec import ProtobufCodec
-from .protobuf_confluent_codec import ProtobufConfluentCodec
-from .raw_codec import RawCodec
 
 ENTRY_POINT_GROUP = "pyspark_upsert_kafka.formats"
 
-_BUILT_IN: dict[str, type[Codec]] = {
-    c.name: c
-    for c in (
-        JsonCodec,
-        CsvCodec,
-        RawCodec,
-        AvroCodec,
-        AvroConfluentCodec,
-        JsonConfluentCodec,
-        ProtobufCodec,
-        ProtobufConfluentCodec,
-        DebeziumJsonCodec,
-        CanalJsonCodec,
-        MaxwellJsonCodec,
-        OggJsonCodec,
-        DebeziumAvroConfluentCodec,
-    )
+# Imported when first asked for: every Python worker Spark starts imports this package, and most use one or two
+# formats (all of them at once cost a worker about 0.2 s: confluent-kafka's registry client, fastavro, protobuf).
+_BUILT_IN: dict[str, str] = {
+    "json": "json_codec:JsonCodec",
+    "csv": "csv_codec:CsvCodec",
+    "raw": "raw_codec:RawCodec",
+    "avro": "avro_codec:AvroCodec",
+    "avro-confluent": "avro_confluent_codec:AvroConfluentCodec",
+    "json-confluent": "json_confluent_codec:JsonConfluentCodec",
+    "protobuf": "protobuf_codec:ProtobufCodec",
+    "protobuf-confluent": "protobuf_confluent_codec:ProtobufConfluentCodec",
+    "debezium-json": "cdc:DebeziumJsonCodec",
+    "canal-json": "cdc:CanalJsonCodec",
+    "maxwell-json": "cdc:MaxwellJsonCodec",
+    "ogg-json": "cdc:OggJsonCodec",
+    "debezium-avro-confluent": "cdc:DebeziumAvroConfluentCodec",
 }
 _registered: dict[str, type[Codec]] = {}
 
@@ -44,6 +34,16 @@ def register_codec(codec: type[Codec]) -> type[Codec]:
     """Register a codec class under `codec.name` (usable as a decorator)."""
     _registered[codec.name.lower()] = codec
     return codec
+
+
+def _built_in(name: str) -> type[Codec] | None:
+    where = _BUILT_IN.get(name)
+    if where is None:
+        return None
+    module, _, attr = where.partition(":")
+    cls = getattr(importlib.import_module(f"{__package__}.{module}"), attr)
+    assert cls.name == name, (cls.name, name)  # the table above names each class by its own name
+    return cls
 
 
 def _entry_point_codecs() -> dict[str, type[Codec]]:
@@ -66,7 +66,7 @@ def codec_class(name: str, option: str) -> type[Codec]:
         if not (isinstance(cls, type) and issubclass(cls, Codec)):
             raise FormatOptionError(f"option '{option}': '{name}' is not a formats.Codec subclass")
         return _check_role(cls, name, option)
-    cls = _registered.get(key) or _BUILT_IN.get(key) or _entry_point_codecs().get(key)
+    cls = _registered.get(key) or _built_in(key) or _entry_point_codecs().get(key)
     if cls is None:
         raise FormatOptionError(
             f"option '{option}': unknown format '{name}'; available: {', '.join(available_formats())}, "

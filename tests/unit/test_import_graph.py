@@ -166,17 +166,21 @@ def _fresh(script: str) -> dict:
 
 
 def test_formats_import_without_spark_or_the_connector():
-    """Importing the formats, every built-in codec with them, loads neither pyspark nor a connector module."""
+    """Importing the formats loads no codec until one is asked for (a Python worker pays for the formats it uses);
+    every built-in codec then loads, and neither pyspark nor a connector module comes with them."""
     loaded = _fresh(
         f"""
         import json, sys
-        from {FORMATS} import ChangeKind, available_formats, make_codec
+        from {FORMATS} import ChangeKind, available_formats, codec_class
+        before = sorted(m for m in sys.modules if m.startswith("{PACKAGE}."))
+        classes = {{name: codec_class(name, "value.format").__name__ for name in available_formats()}}
         pyspark = sorted(m for m in sys.modules if m.split(".")[0] == "pyspark")
         ours = sorted(m for m in sys.modules if m.startswith("{PACKAGE}."))
-        print(json.dumps({{"formats": available_formats(), "pyspark": pyspark, "ours": ours}}))
+        print(json.dumps({{"classes": classes, "before": before, "pyspark": pyspark, "ours": ours}}))
         """
     )
-    assert {"json", "avro-confluent", "debezium-json"} <= set(loaded["formats"])
+    assert {"json", "avro-confluent", "debezium-json", "protobuf-confluent"} <= set(loaded["classes"])
+    assert not any("_codec" in m or ".cdc" in m for m in loaded["before"])
     assert loaded["pyspark"] == []
     assert [m for m in loaded["ours"] if not inside(m, FORMATS)] == []
     assert f"{FORMATS}.cdc.debezium" in loaded["ours"]
