@@ -91,7 +91,7 @@ REGISTRY_OPTIONS = (
 
 class RegistryCodec(Codec):
     """A format whose records name their writer schema by a Schema Registry id: the registry's settings and the
-    subjects written under, shared by avro-confluent and protobuf-confluent."""
+    subjects written under, shared by avro-confluent, json-confluent and protobuf-confluent."""
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
@@ -187,15 +187,6 @@ class AvroConfluentCodec(RegistryCodec):
                 f"'{self.prefix}subject' to read them from one subject"
             )
         return columns
-
-
-class RegistryOf(AvroConfluentCodec):
-    """avro-confluent itself (its schema registration, encoder and decoder) for a format that writes Avro records of
-    its own shape (debezium-avro-confluent's envelope), its options named with that format's prefix."""
-
-    def __init__(self, name: str, options: Mapping[str, str], context: CodecContext) -> None:
-        self.name = name
-        super().__init__(options, context)
 
 
 def _settings(options: OptionValues, prefix: str) -> RegistrySettings:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 import pyarrow as pa
 
@@ -207,6 +207,9 @@ class ChangelogEncoder(Encoder):
         return self.encode_changes(batch, pa.repeat(pa.scalar(False), batch.num_rows))
 
 
+_C = TypeVar("_C", bound="Codec")
+
+
 class Codec(ABC):
     """A named key/value format. Subclasses declare their options (`declared_options`, named without the
     `<role>.<format>.` prefix), parsed once here by their kinds into `option_values`; a codec that lists only
@@ -238,6 +241,15 @@ class Codec(ABC):
 
     #: True when records that fail to decode are skipped (counted and logged) instead of failing.
     ignore_parse_errors: bool = False
+
+    @classmethod
+    def named(cls: type[_C], name: str, options: Mapping[str, str], context: CodecContext) -> _C:
+        """This codec inside a format built on it (json-confluent's json, debezium-avro-confluent's avro-confluent):
+        its options spelled with that format's prefix, `<role>.<name>.`."""
+        codec = cls.__new__(cls)
+        codec.name = name  # type: ignore[misc]
+        codec.__init__(options, context)  # type: ignore[misc]
+        return codec
 
     @abstractmethod
     def decoder(self, schema: pa.Schema) -> Decoder: ...
@@ -292,3 +304,33 @@ def batch_from_records(records: list[dict], schema: pa.Schema) -> pa.RecordBatch
         return pa.RecordBatch.from_struct_array(pa.array([{}] * len(records), pa.struct([])))
     # The struct's fields carry the schema's names, types and nullability: no cast needed after.
     return pa.RecordBatch.from_struct_array(pa.array(records, type=pa.struct(list(schema))))
+
+
+_UNFIT = (pa.ArrowException, ValueError, TypeError, OverflowError, ArithmeticError, RecursionError)
+
+
+def columns_to_batch(
+    columns: list[list], schema: pa.Schema, count: int
+) -> tuple[pa.RecordBatch, list[tuple[int, str]]]:
+    """Converted values given a column at a time (one list per field of `schema`, `count` long) as a batch, one
+    Arrow conversion per column; when a value does not fit its column after all, the rows that do not (index, reason)
+    are left out instead (found one by one only in a column Arrow refused)."""
+    if not count or not len(schema):  # no columns: still one (empty) row per record
+        return batch_from_records([{}] * count, schema), []
+    arrays, unfit = [], {}
+    for values, f in zip(columns, schema):
+        try:
+            arrays.append(pa.array(values, type=f.type))
+            continue
+        except _UNFIT:
+            pass
+        for j, value in enumerate(values):
+            try:
+                pa.array([value], type=f.type)
+            except _UNFIT as e:
+                unfit.setdefault(j, f"a value does not fit the column types: {e}")
+        arrays.append(pa.array([None if j in unfit else v for j, v in enumerate(values)], type=f.type))
+    batch = pa.RecordBatch.from_arrays(arrays, schema=schema)
+    if unfit:
+        batch = batch.filter(pa.array([j not in unfit for j in range(count)]))
+    return batch, sorted(unfit.items())

@@ -29,14 +29,6 @@ NOT_FRAMED = not_framed("the JSON text")
 _JSON_OPTIONS = tuple(o for o in JsonCodec.declared_options if o.name != IGNORE_PARSE_ERRORS.name)
 
 
-class _Json(JsonCodec):
-    """The json format's options and codec, named with json-confluent's prefix."""
-
-    def __init__(self, name: str, options: Mapping[str, str], context: CodecContext) -> None:
-        self.name = name
-        super().__init__(options, context)
-
-
 class JsonConfluentCodec(RegistryCodec):
     name = "json-confluent"
     declared_options = (*REGISTRY_OPTIONS, *_JSON_OPTIONS, IGNORE_PARSE_ERRORS)
@@ -45,7 +37,7 @@ class JsonConfluentCodec(RegistryCodec):
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
         registry = {n for o in REGISTRY_OPTIONS for n in (o.name, *o.aliases)}
-        self.json = _Json(self.name, {k: v for k, v in options.items() if k not in registry}, context)
+        self.json = JsonCodec.named(self.name, {k: v for k, v in options.items() if k not in registry}, context)
 
     def decoder(self, schema: pa.Schema) -> Decoder:
         return JsonConfluentDecoder(self.registry, self.json.decoder(schema))

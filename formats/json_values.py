@@ -16,7 +16,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .codec import FormatOptionError, batch_from_records, first_nested, nested_type_has
+from .codec import FormatOptionError, columns_to_batch, first_nested, nested_type_has
 from .decimals import fit_decimal
 from .java_numbers import decimal_text, float_texts
 from .time_text import JSON_TIME, parse_time
@@ -62,24 +62,9 @@ def json_reason(e: BaseException) -> str:
 
 
 def rows_to_batch(rows: list[list[Any]], schema: pa.Schema) -> tuple[pa.RecordBatch, list[tuple[int, str]]]:
-    """Rows of converted values as a batch, one Arrow conversion per column; when a value does not fit its
-    column after all, the rows that do not (index into `rows`, reason) are left out instead."""
-    if not rows or not len(schema):  # no columns: still one (empty) row per record
-        return batch_from_records([{}] * len(rows), schema), []
-    try:
-        arrays = [pa.array(list(column), type=f.type) for column, f in zip(zip(*rows), schema)]
-        return pa.RecordBatch.from_arrays(arrays, schema=schema), []
-    except (pa.ArrowException, *RECORD_ERRORS):
-        pass
-    kept, unfit = [], []
-    for j, row in enumerate(rows):
-        try:
-            for value, f in zip(row, schema):
-                pa.array([value], type=f.type)
-            kept.append(row)
-        except (pa.ArrowException, *RECORD_ERRORS) as e:
-            unfit.append((j, f"a value does not fit the column types: {e}"))
-    return rows_to_batch(kept, schema)[0], unfit
+    """Rows of converted values as a batch (codec.columns_to_batch): rows with a value that does not fit its column
+    after all are left out, (index into `rows`, reason)."""
+    return columns_to_batch([list(column) for column in zip(*rows)], schema, len(rows))
 
 
 def json_to_arrow(t: pa.DataType) -> Convert:

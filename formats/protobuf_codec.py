@@ -5,11 +5,9 @@ descriptor set (`descriptor-file`, `protoc --include_imports --descriptor_set_ou
 module (`python-module`, importable on every executor). Columns match the message's fields by name.
 
 Why per record: protobuf has no batch decoder in Python (neither the `protobuf` package nor Arrow reads a column
-of messages), so each payload is parsed by the C (upb) parser one at a time. The per-record Python part is kept to
-that parse and one prebuilt converter walk (protobuf_schema.row_reader) into a dict; the rows then become Arrow
-columns in one C++ conversion for the whole batch (codec.batch_from_records). A batch that conversion refuses is
-redone record by record only to name the records at fault. Writing is the mirror: rows out of Arrow once per batch,
-one message filled and serialized per row.
+of messages), so each payload is parsed by the C (upb) parser one at a time; the parsed messages are then read a
+column at a time (protobuf_read.py) and each column becomes Arrow in one conversion (codec.columns_to_batch).
+Writing is the mirror: rows out of Arrow once per batch, one message filled and serialized per row.
 """
 
 from __future__ import annotations
@@ -18,11 +16,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, EncodeError
 
-from .codec import IGNORE_PARSE_ERRORS, Codec, CodecContext, Decoded, Decoder, Encoder, batch_from_records
+from .codec import IGNORE_PARSE_ERRORS, Codec, CodecContext, Decoded, Decoder, Encoder, columns_to_batch
 from .errors import FormatOptionError
 from .option_kinds import FORMAT, Flag, Option, Text
+from .protobuf_read import MessagesReader, messages_reader
 from .protobuf_schema import (
     PROTOBUF_TYPES,
     BadValue,
@@ -30,7 +29,6 @@ from .protobuf_schema import (
     message_class,
     message_descriptor,
     read_descriptor_set,
-    row_reader,
 )
 from .protobuf_write import row_writer
 
@@ -121,23 +119,29 @@ def given_message_type(codec: Codec, required: bool) -> MessageType | None:
     return message
 
 
+#: The options of a message type and its conversions, both protobuf formats'.
+MESSAGE_OPTIONS = (MESSAGE_CLASS_NAME, DESCRIPTOR_FILE, PYTHON_MODULE, READ_DEFAULT_VALUES, WRITE_NULL_STRING_LITERAL)
+
+
+def message_options(codec: Codec, required: bool) -> tuple[MessageType | None, bool, str]:
+    """The message type given (None when not `required` and not given), read-default-values and
+    write-null-string-literal, as `codec`'s options set them."""
+    values = codec.option_values
+    return (
+        given_message_type(codec, required),
+        values.value(READ_DEFAULT_VALUES.name),
+        values.value(WRITE_NULL_STRING_LITERAL.name),
+    )
+
+
 class ProtobufCodec(Codec):
     name = "protobuf"
-    declared_options = (
-        MESSAGE_CLASS_NAME,
-        DESCRIPTOR_FILE,
-        PYTHON_MODULE,
-        READ_DEFAULT_VALUES,
-        WRITE_NULL_STRING_LITERAL,
-        IGNORE_PARSE_ERRORS,
-    )
+    declared_options = (*MESSAGE_OPTIONS, IGNORE_PARSE_ERRORS)
     column_types = PROTOBUF_TYPES
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
-        self.message = given_message_type(self, required=True)
-        self.read_defaults = self.option_values.value(READ_DEFAULT_VALUES.name)
-        self.null_literal = self.option_values.value(WRITE_NULL_STRING_LITERAL.name)
+        self.message, self.read_defaults, self.null_literal = message_options(self, required=True)
 
     def inferred_schema(self) -> pa.Schema:
         return arrow_schema(self.message.descriptor)
@@ -147,7 +151,7 @@ class ProtobufCodec(Codec):
 
     def decoder(self, schema: pa.Schema) -> Decoder:
         descriptor = self.message.descriptor
-        read = row_reader(descriptor, schema, self.read_defaults)
+        read = messages_reader(descriptor, schema, self.read_defaults)
         return ProtobufDecoder(schema, message_class(descriptor).FromString, read)
 
     def encoder(self, schema: pa.Schema) -> Encoder:
@@ -162,38 +166,40 @@ def parse_failure(e: Exception) -> str:
     return f"not a protobuf message of the format's type ({type(e).__name__}: {e or 'cannot parse'})"
 
 
-def rows_to_batch(rows: list[tuple[int, dict]], schema: pa.Schema, failures: list[tuple[int, str]]) -> pa.RecordBatch:
-    """(payload index, row) pairs as one batch; rows Arrow refuses are moved to `failures` (found one by one only
-    when the whole batch is refused)."""
-    try:
-        return batch_from_records([row for _, row in rows], schema)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
-        kept = []
-        for index, row in rows:
-            try:
-                batch_from_records([row], schema)
-            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError) as e:
-                failures.append((index, f"a value does not fit the table's columns: {e}"))
-            else:
-                kept.append(row)
-        failures.sort()
-        return batch_from_records(kept, schema)
+def messages_to_batch(
+    messages: list, where: list[int], read: MessagesReader, schema: pa.Schema, failures: list[tuple[int, str]]
+) -> pa.RecordBatch:
+    """Parsed messages (of payloads `where`) read into a batch by `read` (protobuf_read.messages_reader); the
+    records whose values fail or do not fit their columns are left out, added to `failures` (payload index, why)."""
+    columns, bad = read(messages)
+    keep = range(len(messages))
+    if bad:
+        keep = [j for j in keep if j not in bad]
+        columns = [[values[j] for j in keep] for values in columns]
+        failures.extend((where[j], why) for j, why in bad.items())
+    batch, unfit = columns_to_batch(columns, schema, len(keep))
+    failures.extend((where[keep[k]], why) for k, why in unfit)
+    failures.sort()
+    return batch
 
 
 class ProtobufDecoder(Decoder):
-    def __init__(self, schema: pa.Schema, parse: Callable[[bytes], Any], read: Callable[[Any], dict]) -> None:
+    def __init__(self, schema: pa.Schema, parse: Callable[[bytes], Any], read: MessagesReader) -> None:
         self.schema, self.parse, self.read = schema, parse, read
 
     def decode(self, payloads: Sequence[bytes]) -> Decoded:
-        rows: list[tuple[int, dict]] = []
+        messages, where = [], []
         failures: list[tuple[int, str]] = []
-        parse, read = self.parse, self.read
+        parse = self.parse
         for i, payload in enumerate(payloads):
             try:
-                rows.append((i, read(parse(payload))))
-            except (DecodeError, BadValue, RuntimeError) as e:  # upb raises DecodeError; some builds RuntimeError
+                messages.append(parse(payload))
+            except (DecodeError, RuntimeError) as e:  # upb raises DecodeError; some builds RuntimeError
                 failures.append((i, parse_failure(e)))
-        return Decoded(rows_to_batch(rows, self.schema, failures), tuple(failures))
+                continue
+            where.append(i)
+        batch = messages_to_batch(messages, where, self.read, self.schema, failures)
+        return Decoded(batch, tuple(failures))
 
 
 class ProtobufEncoder(Encoder):
@@ -206,5 +212,8 @@ class ProtobufEncoder(Encoder):
         for row in batch.to_pylist():
             msg = cls()
             fill(msg, row)
-            out.append(header + msg.SerializeToString(deterministic=True))
+            try:
+                out.append(header + msg.SerializeToString(deterministic=True))
+            except EncodeError as e:  # a proto2 `required` field left unset: its column is null
+                raise BadValue(f"{e} (proto2 `required`): filter or coalesce the nulls of those columns") from None
         return out

@@ -6,8 +6,9 @@ file: a zigzag-varint count then that many zigzag-varint indexes, nested types a
 for the file's first message), then the message. Reading fetches each record's writer schema by id (as a
 serialized FileDescriptorProto, references resolved: the files it imports, each under its own subject) and reads
 the message it names into the table's columns by field name. Writing registers (or looks up) the message type
-options `message-class-name` and `descriptor-file` / `python-module` give, its imported files first under their
-file names (confluent-kafka's reference subject strategy), under the subjects avro-confluent uses.
+options `message-class-name` and `descriptor-file` / `python-module` give (else one derived from the columns:
+protobuf_derived), its imported files first under their file names (confluent-kafka's reference subject strategy),
+under the subjects avro-confluent uses.
 
 Registry settings, subjects and the registration checks are avro-confluent's (RegistryCodec); the message
 conversions are the protobuf format's (protobuf_schema), per record for the reason protobuf_codec gives.
@@ -22,33 +23,32 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from google.protobuf import descriptor_pb2
 from google.protobuf.message import DecodeError
 
 from .avro_confluent_codec import REGISTRY_OPTIONS, RegistryCodec
-from .codec import IGNORE_PARSE_ERRORS, CodecContext, Decoded, Decoder, Encoder
-from .confluent_wire import HEADER, MAGIC, header, not_framed
+from .avro_vector import Layout
+from .codec import IGNORE_PARSE_ERRORS, CodecContext, Decoded, Decoder, Encoder, empty_batch
+from .confluent_wire import HEADER, MAGIC, framed_ids, header, not_framed
 from .errors import FormatOptionError
 from .protobuf_codec import (
-    DESCRIPTOR_FILE,
     MESSAGE_CLASS_NAME,
-    PYTHON_MODULE,
-    READ_DEFAULT_VALUES,
-    WRITE_NULL_STRING_LITERAL,
+    MESSAGE_OPTIONS,
     ProtobufEncoder,
-    given_message_type,
+    message_options,
+    messages_to_batch,
     parse_failure,
-    rows_to_batch,
 )
+from .protobuf_derived import derived_message
+from .protobuf_read import messages_reader
 from .protobuf_schema import (
     PROTOBUF_TYPES,
-    BadValue,
     arrow_schema,
     is_builtin,
     message_class,
     pool_of,
-    row_reader,
 )
 from .protobuf_write import row_writer
 from .schema_registry import RegistryError, SchemaNotUsable
@@ -62,37 +62,31 @@ class ProtobufConfluentCodec(RegistryCodec):
         *REGISTRY_OPTIONS,
         replace(
             MESSAGE_CLASS_NAME,
-            doc=MESSAGE_CLASS_NAME.doc + " Required to write; when set, also the table's columns on read.",
+            doc=MESSAGE_CLASS_NAME.doc
+            + " When set, the message type written and the table's columns on read; when not, a message `Row` "
+            "derived from the columns is written.",
             note="",
         ),
-        DESCRIPTOR_FILE,
-        PYTHON_MODULE,
-        READ_DEFAULT_VALUES,
-        WRITE_NULL_STRING_LITERAL,
+        *MESSAGE_OPTIONS[1:],
         IGNORE_PARSE_ERRORS,
     )
     column_types = PROTOBUF_TYPES
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
-        self.message = given_message_type(self, required=False)
-        self.read_defaults = self.option_values.value(READ_DEFAULT_VALUES.name)
-        self.null_literal = self.option_values.value(WRITE_NULL_STRING_LITERAL.name)
+        self.message, self.read_defaults, self.null_literal = message_options(self, required=False)
 
-    def _writer_type(self) -> Any:
+    def _writer_type(self, schema: pa.Schema) -> Any:
+        """The message type given, else the one derived from the columns (as avro-confluent derives its schema)."""
         if self.message is None:
-            raise FormatOptionError(
-                f"writing with '{self.name}' needs the message type: set '{self.prefix}message-class-name' and "
-                f"'{self.prefix}descriptor-file' (or '{self.prefix}python-module'); a message type derived from the "
-                "columns is not built"
-            )
+            return derived_message(schema, self.prefix + MESSAGE_CLASS_NAME.name)
         return self.message.descriptor
 
     def decoder(self, schema: pa.Schema) -> Decoder:
         return ProtobufConfluentDecoder(self.registry, schema, self.read_defaults)
 
     def check_writable(self, schema: pa.Schema) -> None:
-        descriptor = self._writer_type()
+        descriptor = self._writer_type(schema)
         row_writer(descriptor, schema, self.null_literal)
         versions: dict[str, int] = {}
         for name, text, imports in _files_to_register(descriptor.file):
@@ -111,7 +105,7 @@ class ProtobufConfluentCodec(RegistryCodec):
                     return
 
     def encoder(self, schema: pa.Schema) -> Encoder:
-        descriptor = self._writer_type()
+        descriptor = self._writer_type(schema)
         fill = row_writer(descriptor, schema, self.null_literal)
         references = {}
         ids = {}
@@ -295,6 +289,52 @@ def _writer_descriptor(schema_id: int, text: str, refs: Mapping[str, str], index
     return descriptor
 
 
+Groups = dict[tuple[int, tuple[int, ...]], tuple[list[int], list[int]]]
+
+
+def _framing(payloads: Sequence[bytes]) -> tuple[Groups, list[tuple[int, str]]]:
+    """The records grouped by (schema id, message indexes): (payload indexes, where each message starts); and the
+    records not in the wire format (index, why). The common record, the file's first message (the
+    single index byte 0), is found column-wise; the others are split one by one."""
+    layout = Layout.of(payloads)
+    framed, ids = framed_ids(layout)
+    first = framed & (layout.ends - layout.begins > HEADER) & (layout.data[layout.begins + HEADER] == 0)
+    groups: Groups = {}
+    failures: list[tuple[int, str]] = []
+    for schema_id in np.unique(ids[first]).tolist():
+        where = np.flatnonzero(first & (ids == schema_id)).tolist()
+        groups[(schema_id, (0,))] = (where, [HEADER + 1] * len(where))
+    for i in np.flatnonzero(~first).tolist():
+        try:
+            schema_id, indexes, start = split_record(payloads[i])
+        except ValueError as e:
+            failures.append((i, str(e)))
+            continue
+        where, starts = groups.setdefault((schema_id, indexes), ([], []))
+        where.append(i)
+        starts.append(start)
+    return groups, failures
+
+
+def _parsed(parse: Callable, payloads: Sequence[bytes], where: list[int], starts: list[int],
+            failures: list[tuple[int, str]]) -> tuple[list, list[int]]:  # fmt: skip
+    """The messages of payloads `where` (each from its start) and the payload indexes they came from; the payloads
+    that do not parse are added to `failures`."""
+    try:
+        return [parse(payloads[i][s:]) for i, s in zip(where, starts)], where
+    except (DecodeError, RuntimeError):  # upb raises DecodeError; some builds RuntimeError
+        pass
+    messages, parsed = [], []
+    for i, s in zip(where, starts):  # again, one by one, to name the records at fault
+        try:
+            messages.append(parse(payloads[i][s:]))
+        except (DecodeError, RuntimeError) as e:
+            failures.append((i, parse_failure(e)))
+            continue
+        parsed.append(i)
+    return messages, parsed
+
+
 class ProtobufConfluentDecoder(Decoder):
     def __init__(self, registry: Any, schema: pa.Schema, read_defaults: bool) -> None:
         self.registry, self.schema, self.read_defaults = registry, schema, read_defaults
@@ -303,26 +343,30 @@ class ProtobufConfluentDecoder(Decoder):
         self.readers: dict[tuple[int, tuple[int, ...]], tuple[Callable, Callable] | str] = {}
 
     def decode(self, payloads: Sequence[bytes]) -> Decoded:
-        rows: list[tuple[int, dict]] = []
-        failures: list[tuple[int, str]] = []
-        for i, payload in enumerate(payloads):
-            try:
-                schema_id, indexes, start = split_record(payload)
-            except ValueError as e:
-                failures.append((i, str(e)))
-                continue
-            reader = self.readers.get((schema_id, indexes))
+        groups, failures = _framing(payloads)
+        batches, placed = [], []
+        for key, (where, starts) in groups.items():
+            reader = self.readers.get(key)
             if reader is None:
-                reader = self.readers[(schema_id, indexes)] = self._reader(schema_id, indexes)
+                reader = self.readers[key] = self._reader(*key)
             if isinstance(reader, str):
-                failures.append((i, reader))
+                failures.extend((i, reader) for i in where)
                 continue
             parse, read = reader
-            try:
-                rows.append((i, read(parse(payload[start:]))))
-            except (DecodeError, BadValue, RuntimeError) as e:
-                failures.append((i, parse_failure(e)))
-        return Decoded(rows_to_batch(rows, self.schema, failures), tuple(failures))
+            messages, parsed = _parsed(parse, payloads, where, starts, failures)
+            batches.append(messages_to_batch(messages, parsed, read, self.schema, failures))
+            placed.append(parsed)
+        failures.sort()
+        failed = {i for i, _ in failures}
+        kept = [i for parsed in placed for i in parsed if i not in failed]
+        if len(batches) == 1 and kept == sorted(kept):
+            return Decoded(batches[0], tuple(failures))
+        if not batches:
+            return Decoded(empty_batch(self.schema), tuple(failures))
+        # Records of several message types (or message indexes spelled two ways): their rows back in payload order.
+        order = pa.array(sorted(range(len(kept)), key=kept.__getitem__), pa.int64())
+        table = pa.Table.from_batches(batches, self.schema).take(order).combine_chunks()
+        return Decoded(pa.RecordBatch.from_struct_array(table.to_struct_array().combine_chunks()), tuple(failures))
 
     def _reader(self, schema_id: int, indexes: tuple[int, ...]) -> tuple[Callable, Callable] | str:
         """The parser and row reader of records naming this schema id and message, or why none can be read. A
@@ -333,7 +377,7 @@ class ProtobufConfluentDecoder(Decoder):
                 fetch = partial(self.registry.schema_text, schema_id, "PROTOBUF")
                 found = self.schemas[schema_id] = serialized_schema(fetch, f"schema id {schema_id}")
             descriptor = _writer_descriptor(schema_id, *found, indexes)
-            return message_class(descriptor).FromString, row_reader(descriptor, self.schema, self.read_defaults)
+            return message_class(descriptor).FromString, messages_reader(descriptor, self.schema, self.read_defaults)
         except SchemaNotUsable as e:
             return f"the record's writer schema (id {schema_id}) cannot be had: {e}"
         except RegistryError:

@@ -1,19 +1,14 @@
 """Protobuf message types for the protobuf formats: where a type comes from (a compiled descriptor set, a generated
-Python module, or files a schema registry holds), its columns (Flink's type mapping), and per-message converters
-between a parsed message and one row of the table's columns (writing: protobuf_write.py).
-
-The converters are closures built once per (message type, table columns): a parsed message is walked field by
-field with no lookups by name at run time. Every narrowing is checked (an int64 into an INT column, a uint64
-above BIGINT's maximum, a Timestamp with nanoseconds into microseconds): the value fails its record (BadValue)
-instead of wrapping or truncating.
+Python module, or files a schema registry holds), its columns (Flink's type mapping), and what the converters
+share (reading: protobuf_read.py; writing: protobuf_write.py; a type derived from columns: protobuf_derived.py).
+The converters are closures built once per (message type, table columns): no lookups by name at run time.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import importlib
-from collections.abc import Callable, Iterable
-from decimal import Decimal
+from collections.abc import Iterable
 from typing import Any
 
 import pyarrow as pa
@@ -214,93 +209,5 @@ def _mismatch(fd: FieldDescriptor, t: pa.DataType) -> FormatOptionError:
     )
 
 
-# -- reading: message -> row --------------------------------------------------------------------------------------
-
-
-def row_reader(descriptor: Descriptor, columns: Iterable[pa.Field], defaults: bool) -> Callable[[Any], dict]:
-    """msg -> {column: value} for pa.array with the columns' struct type. `defaults`: absent fields with presence
-    read as their default value (Flink's read-default-values) instead of null."""
-    readers = [(c.name, _field_reader(fd, c.type, defaults)) for c, fd in _fields_for(descriptor, columns)]
-    return lambda msg: {name: read(msg) for name, read in readers}
-
-
-def _field_reader(fd: FieldDescriptor, t: pa.DataType, defaults: bool) -> Callable[[Any], Any]:
-    name = fd.name
-    if _is_map(fd):
-        if not pa.types.is_map(t):
-            raise _mismatch(fd, t)
-        key = _value_reader(fd.message_type.fields_by_name["key"], t.key_type, defaults)
-        value = _value_reader(fd.message_type.fields_by_name["value"], t.item_type, defaults)
-        return lambda m: [(key(k), value(v)) for k, v in getattr(m, name).items()]
-    if _repeated(fd):
-        if not pa.types.is_list(t):
-            raise _mismatch(fd, t)
-        element = _value_reader(fd, t.value_type, defaults)
-        return lambda m: [element(v) for v in getattr(m, name)]
-    value = _value_reader(fd, t, defaults)
-    if fd.has_presence and not defaults:
-        return lambda m: value(getattr(m, name)) if m.HasField(name) else None
-    return lambda m: value(getattr(m, name))
-
-
-def _value_reader(fd: FieldDescriptor, t: pa.DataType, defaults: bool) -> Callable[[Any], Any]:
-    """One value of field `fd` (an element, for a repeated field) -> what its column takes."""
-    if fd.type == F.TYPE_MESSAGE:
-        name = fd.message_type.full_name
-        if name == TIMESTAMP and (pa.types.is_timestamp(t)):
-            return _timestamp_reader(fd)
-        if name in WRAPPERS and not pa.types.is_struct(t):
-            inner = _value_reader(fd.message_type.fields_by_name["value"], t, defaults)
-            return lambda w: inner(w.value)
-        if not pa.types.is_struct(t):
-            raise _mismatch(fd, t)
-        return row_reader(fd.message_type, list(t), defaults)
-    natural = _SCALARS[fd.type]
-    if fd.type == F.TYPE_ENUM:
-        if t != pa.string():
-            raise _mismatch(fd, t)
-        names = {v.number: v.name for v in fd.enum_type.values}
-
-        def enum_name(number: int) -> str:
-            if number not in names:
-                raise BadValue(f"field '{fd.full_name}': {number} is not a value of enum '{fd.enum_type.full_name}'")
-            return names[number]
-
-        return enum_name
-    if natural == t or (natural == pa.float32() and t == pa.float64()):
-        if fd.type in (F.TYPE_UINT64, F.TYPE_FIXED64):
-            return _int_in_range(fd, 63)
-        return _same
-    if pa.types.is_integer(natural) and t in _INT_RANGES:
-        return _int_in_range(fd, _INT_RANGES[t])
-    if fd.type in (F.TYPE_UINT64, F.TYPE_FIXED64) and pa.types.is_decimal(t) and t.precision - t.scale >= 20:
-        return Decimal
-    raise _mismatch(fd, t)
-
-
 def _same(v: Any) -> Any:
     return v
-
-
-def _int_in_range(fd: FieldDescriptor, bits: int) -> Callable[[int], int]:
-    low, high = -(1 << bits), (1 << bits) - 1
-
-    def checked(v: int) -> int:
-        if low <= v <= high:
-            return v
-        hint = " (a DECIMAL(20, 0) column holds every uint64)" if bits == 63 else ""
-        raise BadValue(f"field '{fd.full_name}': {v} does not fit the column's {bits + 1}-bit integer{hint}")
-
-    return checked
-
-
-def _timestamp_reader(fd: FieldDescriptor) -> Callable[[Any], int]:
-    def micros(ts: Any) -> int:
-        if ts.nanos % 1000:
-            raise BadValue(
-                f"field '{fd.full_name}': a Timestamp with nanoseconds ({ts.seconds}s {ts.nanos}ns) does not fit a "
-                "TIMESTAMP column (microseconds); read it as STRUCT<seconds BIGINT, nanos INT>"
-            )
-        return ts.seconds * 1_000_000 + ts.nanos // 1000
-
-    return micros

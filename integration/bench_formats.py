@@ -2,15 +2,17 @@
 
     integration/dev python -m integration.bench_formats [records] [--repeat N]
 
-For each format: decode (a batch of Kafka value bytes -> Arrow columns) and encode (Arrow columns -> bytes)
-in chunks of 10 000 records, as the connector calls them, against the bare per-record library loop into
-Python objects in the same run (json: orjson.loads / orjson.dumps of a dict, right-sized as the connector
-does; avro: fastavro's schemaless_reader / schemaless_writer; csv: the csv module; raw: bytes.decode /
-str.encode). The bare loop
-gets its input for free (dicts prebuilt) and produces no columns, so it is a ceiling for per-record Python.
-Each figure is the median of several repetitions; the ratio (codec / bare) is the median over runs taken
-in pairs, back to back. avro-confluent runs when
-SCHEMA_REGISTRY_URL names a registry. Test/dev tooling only: the product never imports this package.
+For each format: decode (a batch of Kafka value bytes -> Arrow columns) and encode (Arrow columns -> bytes) in
+chunks of 10 000 records, as the connector calls them, against the bare per-record library loop into Python
+objects in the same run (json and json-confluent: orjson.loads / orjson.dumps of a dict, right-sized as the
+connector does; avro: fastavro's schemaless_reader / schemaless_writer; protobuf and protobuf-confluent: the
+protobuf library's FromString / SerializeToString of the message `Row` protobuf-confluent derives from the
+columns; csv: the csv module; raw: bytes.decode / str.encode). The bare loop gets its input for free (dicts
+prebuilt) and produces no columns, so it is a ceiling for per-record Python. Each figure is the median of several
+repetitions; the ratio (codec / bare) is the median over runs taken in pairs, back to back. The registry formats
+(avro-confluent, json-confluent, protobuf-confluent) use the registry SCHEMA_REGISTRY_URL names, else one started
+here (integration/registry.py). The figures are written to integration/results/formats.json (--out), from which
+the performance page's formats table is made. Test/dev tooling only: the product never imports this package.
 """
 
 from __future__ import annotations
@@ -19,20 +21,30 @@ import argparse
 import csv
 import gc
 import io
+import json
 import os
+import platform
 import statistics
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
 
 import orjson
 import pyarrow as pa
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
+from google.protobuf import descriptor_pb2
 from pyspark_upsert_kafka.formats import CodecContext, make_codec
 from pyspark_upsert_kafka.formats.json_values import json_bytes
+from pyspark_upsert_kafka.formats.protobuf_derived import ROW, derived_message
+from pyspark_upsert_kafka.formats.protobuf_schema import message_class
 
 from integration.bench_kafka import AVRO_VALUE_SCHEMA, row
 
+RESULTS = Path(__file__).resolve().parent / "results" / "formats.json"
 CHUNK = 10_000  # records per decode / encode call (connector.fetch.CHUNK_RECORDS)
 SCHEMA = pa.schema(
     [
@@ -45,6 +57,18 @@ SCHEMA = pa.schema(
     ]
 )
 CONTEXT = CodecContext(role="value", topics=("bench",))
+
+
+@dataclass(frozen=True)
+class Case:
+    """A format's figures to take: its payloads (their size is printed), the codec's and the bare loop's runs."""
+
+    name: str
+    payloads: list[bytes]
+    decode: Callable[[], object]
+    bare_decode: Callable[[], object]
+    encode: Callable[[], object]
+    bare_encode: Callable[[], object]
 
 
 def chunks(items: Sequence, size: int = CHUNK) -> list[Sequence]:
@@ -98,6 +122,28 @@ def bare_avro_encode(rows: list[dict], schema: dict) -> None:
             schemaless_writer(buffer, schema, r)
 
 
+def bare_protobuf_decode(payloads: list[bytes], cls: type, skip: int = 0) -> None:
+    parse = cls.FromString
+    for part in chunks(payloads):
+        [parse(p[skip:] if skip else p) for p in part]
+
+
+def bare_protobuf_encode(rows: list[dict], cls: type) -> None:
+    for part in chunks(rows):
+        [cls(**r).SerializeToString() for r in part]
+
+
+def protobuf_descriptor_set(schema: pa.Schema, folder: str) -> str:
+    """A descriptor set file defining protobuf-confluent's derived message `Row` of `schema` (the protobuf format
+    reads its type from a file)."""
+    descriptors = descriptor_pb2.FileDescriptorSet()
+    derived_message(schema, "bench").file.CopyToProto(descriptors.file.add())
+    path = os.path.join(folder, "row.desc")
+    with open(path, "wb") as f:
+        f.write(descriptors.SerializeToString())
+    return path
+
+
 def bare_csv_decode(payloads: list[bytes]) -> None:
     for part in chunks(payloads):
         [next(csv.reader([p.decode()])) for p in part]
@@ -133,7 +179,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("records", nargs="?", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--out", default=str(RESULTS), help="the results file to write ('' for none)")
     args = parser.parse_args(argv)
+    with ExitStack() as stack:
+        registry = os.environ.get("SCHEMA_REGISTRY_URL") or _start_registry(stack)
+        return _run(args, registry)
+
+
+def _start_registry(stack: ExitStack) -> str:
+    from integration.registry import SchemaRegistryServer
+
+    server = SchemaRegistryServer()
+    server.start()
+    stack.callback(server.stop)
+    return server.url
+
+
+def _run(args: argparse.Namespace, registry: str) -> int:
     n, repeat = args.records, args.repeat
 
     rows = [row(i) for i in range(n)]
@@ -144,78 +206,66 @@ def main(argv: list[str] | None = None) -> int:
     name_batches = table.select(["name"]).to_batches(max_chunksize=CHUNK)
     name_schema = pa.schema([SCHEMA.field("name")])
 
-    cases: list[tuple[str, Callable[[], object], Callable[[], object], Callable[[], object], Callable[[], object]]]
-    cases = []
+    def case(name: str, options: dict, bare_decode: Callable, bare_encode: Callable, schema: pa.Schema = SCHEMA,
+             chunks_of: list[pa.RecordBatch] = batches) -> Case:  # fmt: skip
+        """Format `name`'s case: its payloads are its own encoder's, each bare loop given them (or the rows)."""
+        codec = make_codec(name.split(" ")[0], "value.format", options, CONTEXT)
+        payloads = [p for b in chunks_of for p in codec.encoder(schema).encode(b)]
+        return Case(
+            name, payloads, lambda: codec_decode(codec, payloads, schema), lambda: bare_decode(payloads),
+            lambda: codec_encode(codec, chunks_of, schema), bare_encode,
+        )  # fmt: skip
 
-    json_codec = make_codec("json", "value.format", {}, CONTEXT)
-    json_payloads = [json_bytes(r) for r in rows]
-    cases.append(
-        (
-            "json",
-            lambda: codec_decode(json_codec, json_payloads, SCHEMA),
-            lambda: bare_json_decode(json_payloads),
-            lambda: codec_encode(json_codec, batches, SCHEMA),
-            lambda: bare_json_encode(rows),
+    def registered() -> dict[str, str]:
+        return {"url": registry, "subject": f"bench-formats-{uuid.uuid4().hex[:8]}"}
+
+    row_class = message_class(derived_message(SCHEMA, "bench"))
+    folder = tempfile.mkdtemp(prefix="bench-formats-")
+    protobuf = {"message-class-name": ROW, "descriptor-file": protobuf_descriptor_set(SCHEMA, folder)}
+    cases = [
+        case("json", {}, bare_json_decode, lambda: bare_json_encode(rows)),
+        case("avro", {"schema": orjson.dumps(AVRO_VALUE_SCHEMA).decode()},
+             lambda p: bare_avro_decode(p, parsed_avro), lambda: bare_avro_encode(rows, parsed_avro)),
+        case("avro-confluent", registered(),
+             lambda p: bare_avro_decode(p, parsed_avro, skip=5), lambda: bare_avro_encode(rows, parsed_avro)),
+        case("json-confluent", registered(),
+             lambda p: bare_json_decode([x[5:] for x in p]), lambda: bare_json_encode(rows)),
+        case("protobuf", protobuf,
+             lambda p: bare_protobuf_decode(p, row_class), lambda: bare_protobuf_encode(rows, row_class)),
+        case("protobuf-confluent", registered(),
+             lambda p: bare_protobuf_decode(p, row_class, skip=6), lambda: bare_protobuf_encode(rows, row_class)),
+        case("csv", {}, bare_csv_decode, lambda: bare_csv_encode(rows)),
+        case("raw (string)", {}, lambda p: [[x.decode() for x in part] for part in chunks(p)],
+             lambda: [[r["name"].encode() for r in part] for part in chunks(name_rows)], name_schema, name_batches),
+    ]  # fmt: skip
+
+    print(f"{n:,} records of 6 fields, median of {repeat}")
+    header = f"{'format':<20}{'bytes':>6}{'decode rec/s':>14}{'bare':>12}{'ratio':>7}"
+    print(header + f"  {'encode rec/s':>14}{'bare':>12}{'ratio':>7}")
+    figures = []
+    for case in cases:
+        d, bd, dr = compare(n, case.decode, case.bare_decode, repeat)
+        e, be, er = compare(n, case.encode, case.bare_encode, repeat)
+        size = sum(map(len, case.payloads)) / max(n, 1)
+        print(
+            f"{case.name:<20}{size:>6.0f}{d:>14,.0f}{bd:>12,.0f}{dr:>7.2f}  {e:>14,.0f}{be:>12,.0f}{er:>7.2f}",
+            flush=True,
         )
-    )
-
-    avro_codec = make_codec("avro", "value.format", {"schema": orjson.dumps(AVRO_VALUE_SCHEMA).decode()}, CONTEXT)
-    avro_payloads = [p for b in batches for p in avro_codec.encoder(SCHEMA).encode(b)]
-    cases.append(
-        (
-            "avro",
-            lambda: codec_decode(avro_codec, avro_payloads, SCHEMA),
-            lambda: bare_avro_decode(avro_payloads, parsed_avro),
-            lambda: codec_encode(avro_codec, batches, SCHEMA),
-            lambda: bare_avro_encode(rows, parsed_avro),
+        figures.append(
+            {
+                "format": case.name,
+                "bytes_per_record": round(size, 1),
+                "decode": round(d),
+                "bare_decode": round(bd),
+                "decode_ratio": round(dr, 3),
+                "encode": round(e),
+                "bare_encode": round(be),
+                "encode_ratio": round(er, 3),
+            }
         )
-    )
-
-    registry = os.environ.get("SCHEMA_REGISTRY_URL")
-    if registry:
-        options = {"url": registry, "subject": f"bench-formats-{uuid.uuid4().hex[:8]}"}
-        confluent = make_codec("avro-confluent", "value.format", options, CONTEXT)
-        confluent_payloads = [p for b in batches for p in confluent.encoder(SCHEMA).encode(b)]
-        cases.append(
-            (
-                "avro-confluent",
-                lambda: codec_decode(confluent, confluent_payloads, SCHEMA),
-                lambda: bare_avro_decode(confluent_payloads, parsed_avro, skip=5),
-                lambda: codec_encode(confluent, batches, SCHEMA),
-                lambda: bare_avro_encode(rows, parsed_avro),
-            )
-        )
-
-    csv_codec = make_codec("csv", "value.format", {}, CONTEXT)
-    csv_payloads = [p for b in batches for p in csv_codec.encoder(SCHEMA).encode(b)]
-    cases.append(
-        (
-            "csv",
-            lambda: codec_decode(csv_codec, csv_payloads, SCHEMA),
-            lambda: bare_csv_decode(csv_payloads),
-            lambda: codec_encode(csv_codec, batches, SCHEMA),
-            lambda: bare_csv_encode(rows),
-        )
-    )
-
-    raw_codec = make_codec("raw", "value.format", {}, CONTEXT)
-    raw_payloads = [r["name"].encode() for r in rows]
-    cases.append(
-        (
-            "raw (string)",
-            lambda: codec_decode(raw_codec, raw_payloads, name_schema),
-            lambda: [[p.decode() for p in part] for part in chunks(raw_payloads)],
-            lambda: codec_encode(raw_codec, name_batches, name_schema),
-            lambda: [[r["name"].encode() for r in part] for part in chunks(name_rows)],
-        )
-    )
-
-    print(f"{n:,} records of 6 fields (json ~{sum(map(len, json_payloads)) // max(n, 1)} bytes), median of {repeat}")
-    print(f"{'format':<16}{'decode rec/s':>14}{'bare':>14}{'ratio':>8}   {'encode rec/s':>14}{'bare':>14}{'ratio':>8}")
-    for name, decode, bare_decode, encode, bare_encode in cases:
-        d, bd, dr = compare(n, decode, bare_decode, repeat)
-        e, be, er = compare(n, encode, bare_encode, repeat)
-        print(f"{name:<16}{d:>14,.0f}{bd:>14,.0f}{dr:>8.2f}   {e:>14,.0f}{be:>14,.0f}{er:>8.2f}", flush=True)
+    if args.out:
+        run = {"when": time.strftime("%Y-%m-%d %H:%M"), "machine": platform.machine(), "records": n, "repeat": repeat}
+        Path(args.out).write_text(json.dumps({"run": run, "formats": figures}, indent=1) + "\n")
     return 0
 
 

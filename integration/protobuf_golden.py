@@ -7,7 +7,9 @@ Not part of CI: the files it writes are committed. It compiles tests/formats/gol
 protoc (grpcio-tools) into shop.desc (a descriptor set, --include_imports: what option descriptor-file takes) and
 into generated Python classes (in a temporary folder, never committed), then:
 - protobuf.json: each case's message built with the generated `shop.order_pb2.Order` class and serialized with its
-  SerializeToString, with the row the message holds (written here from the case's own values);
+  SerializeToString, with the row the message holds (written here from the case's own values); and under "proto2"
+  the same for shop/legacy.proto's `shop.legacy.Stock` (proto2, as Flink's own protobuf tests), each with the row
+  read with read-default-values too;
 - protobuf_confluent.json: the same cases (and a second message of the file, and a nested one: message indexes
   [1] and [0, 0]) serialized by confluent-kafka's ProtobufSerializer against a real Apicurio registry started for
   the run, with the schemas it registered (subject, text, references) in registration order. Record headers hold
@@ -66,6 +68,23 @@ CASES = [
 ]
 
 
+# proto2 (shop/legacy.proto): name -> (fields set on Stock, the row it reads as, the row with read-default-values)
+_STOCK_UNSET = {"label": None, "count": None, "active": None, "place": None, "bins": [], "box": None, "delta": None,
+                "lot": None, "code": None}
+_STOCK_DEFAULTS = {"label": "unlabelled", "count": 7, "active": False, "place": "SHELF", "bins": [],
+                   "box": {"weight": 1.5, "note": ""}, "delta": -3, "lot": 0, "code": base64.b64encode(b"x").decode()}
+PROTO2_CASES = [
+    ("required_only", {"sku": 1}, {"sku": 1, **_STOCK_UNSET}, {"sku": 1, **_STOCK_DEFAULTS}),
+    (
+        "set_to_their_defaults_and_beyond",
+        {"sku": -2, "label": "unlabelled", "count": 0, "active": False, "place": 2, "bins": [1, -1, 2**31 - 1],
+         "box": {"note": "n"}, "delta": -(2**63), "lot": 2**32 - 1, "code": b""},
+        {"sku": -2, "label": "unlabelled", "count": 0, "active": False, "place": "STORE", "bins": [1, -1, 2**31 - 1],
+         "box": {"weight": None, "note": "n"}, "delta": -(2**63), "lot": 2**32 - 1, "code": ""},
+        {"sku": -2, "label": "unlabelled", "count": 0, "active": False, "place": "STORE", "bins": [1, -1, 2**31 - 1],
+         "box": {"weight": 1.5, "note": "n"}, "delta": -(2**63), "lot": 2**32 - 1, "code": ""},
+    ),
+]
 # fmt: on
 
 
@@ -87,6 +106,16 @@ def _order(order_pb2, fields: dict):
     return msg
 
 
+def _stock(legacy_pb2, fields: dict):
+    fields = dict(fields)
+    box = fields.pop("box", None)
+    msg = legacy_pb2.Stock(**fields)
+    if box is not None:
+        msg.box.SetInParent()
+        msg.box.MergeFrom(legacy_pb2.Stock.Box(**box))
+    return msg
+
+
 def compile_protos(out: Path) -> None:
     import grpc_tools
     from grpc_tools import protoc
@@ -94,7 +123,10 @@ def compile_protos(out: Path) -> None:
     include = Path(grpc_tools.__file__).parent / "_proto"
     args = ["protoc", f"-I{GOLDEN}", f"-I{include}", "--include_imports"]
     args += [f"--descriptor_set_out={GOLDEN / 'shop.desc'}"]
-    args += [f"--python_out={out}", str(GOLDEN / "shop" / "order.proto"), str(GOLDEN / "shop" / "common.proto")]
+    args += [
+        f"--python_out={out}",
+        *(str(GOLDEN / "shop" / f) for f in ("order.proto", "common.proto", "legacy.proto")),
+    ]
     if protoc.main(args) != 0:
         raise SystemExit("protoc failed")
 
@@ -113,6 +145,11 @@ def main() -> int:
         {"case": name, "hex": _order(order_pb2, fields).SerializeToString().hex(), "row": {**_EMPTY_ROW, **row}}
         for name, fields, row in CASES
     ]
+    legacy_pb2 = importlib.import_module("shop.legacy_pb2")
+    proto2 = [
+        {"case": name, "hex": _stock(legacy_pb2, fields).SerializeToString().hex(), "row": row, "row_defaults": full}
+        for name, fields, row, full in PROTO2_CASES
+    ]
     write(
         "protobuf.json",
         {
@@ -120,6 +157,7 @@ def main() -> int:
             "message": "shop.Order",
             "descriptor_file": "shop.desc",
             "records": records,
+            "proto2": {"message": "shop.legacy.Stock", "records": proto2},
         },
     )
     from confluent_kafka.schema_registry import SchemaRegistryClient

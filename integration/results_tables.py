@@ -179,6 +179,30 @@ def partitions_table() -> str:
     return _table([*header, "x 4 partitions"], rows)
 
 
+def formats_table() -> str:
+    """The codecs alone (integration/bench_formats.py), each next to its bare library loop and to json."""
+    figures = _load("formats.json")
+    run = figures["run"]
+    json_row = next(f for f in figures["formats"] if f["format"] == "json")
+    rows = [
+        [
+            f"{f['format']} ({f['bytes_per_record']:.0f})",
+            _num(f["decode"]),
+            _ratio(f["decode_ratio"]),
+            _ratio(f["decode"] / json_row["decode"]),
+            _num(f["encode"]),
+            _ratio(f["encode_ratio"]),
+            _ratio(f["encode"] / json_row["encode"]),
+        ]
+        for f in figures["formats"]
+    ]
+    header = ["format (bytes per record)", "decode rec/s", "/ bare", "/ json", "encode rec/s", "/ bare", "/ json"]
+    return (
+        f"Run of {run['when']} ({run['machine']}, one core): {run['records']:,} records, median of {run['repeat']} "
+        f"(`integration/results/formats.json`):\n\n" + _table(header, rows)
+    )
+
+
 BLOCKS: dict[str, Callable[[], str]] = {
     "run": run_line,
     "throughput": throughput_table,
@@ -188,4 +212,5 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "memory": memory_table,
     "latency": latency_table,
     "latency-steps": steps_table,
+    "formats": formats_table,
 }

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..avro_confluent_codec import AvroConfluentCodec, ConfluentDecoder, RegistryOf
+from ..avro_confluent_codec import AvroConfluentCodec, ConfluentDecoder
 from ..avro_schema import AVRO_TYPES
 from ..codec import (
     ChangelogCodec,
@@ -47,7 +47,7 @@ class DebeziumAvroConfluentCodec(ChangelogCodec):
         super().__init__(options, context)
         self.full_changelog = self.option_values.value("changelog-mode") == "all"
         registry_options = {k: v for k, v in options.items() if k.rsplit(".", 1)[-1] != "changelog-mode"}
-        self.envelopes = RegistryOf(self.name, registry_options, context)
+        self.envelopes = AvroConfluentCodec.named(self.name, registry_options, context)
 
     def __repr__(self) -> str:  # the options hold credentials: show only what is safe
         return f"DebeziumAvroConfluentCodec({self.context.role}, {self.envelopes.settings!r})"
@@ -71,7 +71,7 @@ def envelope_schema(schema: pa.Schema) -> pa.Schema:
 
 
 class DebeziumAvroDecoder(ChangelogDecoder):
-    def __init__(self, registry: RegistryOf, schema: pa.Schema) -> None:
+    def __init__(self, registry: AvroConfluentCodec, schema: pa.Schema) -> None:
         self.schema = schema
         # The images as read: every column nullable (a missing image is null; the key check comes later).
         image = pa.struct([f.with_nullable(True) for f in schema])

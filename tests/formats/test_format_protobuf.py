@@ -5,6 +5,7 @@ do not parse) failing the read with the record's place, or skipped with ignore-p
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import uuid
 from decimal import Decimal
@@ -15,7 +16,7 @@ import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
-from google.protobuf import descriptor_pb2
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
 from pyspark_upsert_kafka.formats import CodecContext, FormatOptionError, make_codec
 from pyspark_upsert_kafka.formats.protobuf_schema import message_class, pool_of
 
@@ -104,6 +105,71 @@ def test_rows_spark_writes_as_protobuf_confluent_decode_with_confluents_deserial
         (1, "dune", 2**64 - 1, "BOOK", ["a", "-"], {"p": 1}, ("EUR", 5), [("s", 2)], AT, 7, 3),
         (2, None, 0, "KIND_UNKNOWN", [], {}, None, [], None, None, None),
     ]
+
+
+DERIVED_COLUMNS = (
+    "id INT NOT NULL, small TINYINT, name STRING, ratio DOUBLE, f FLOAT, flag BOOLEAN, blob BINARY, at TIMESTAMP, "
+    "tags ARRAY<STRING>, attrs MAP<STRING, BIGINT>, total STRUCT<currency: STRING, units: BIGINT>, "
+    "lines ARRAY<STRUCT<sku: STRING, qty: INT>>"
+)
+DERIVED_ROWS = [
+    (1, 7, "dune", 0.5, 1.5, True, b"\x00\xff", AT, ["a", "b"], {"p": 1}, ("EUR", 5), [("s", 2)]),
+    (2, None, None, None, None, None, None, None, [], {}, None, []),
+]
+
+
+def test_a_table_without_a_message_type_writes_a_derived_message_that_confluents_deserializer_reads(
+    spark, new_topic, options, bootstrap, registry_url
+):
+    """As avro-confluent derives its Avro schema: keys and values written with no message type register a message
+    `Row` derived from the columns, which confluent-kafka's deserializer reads with the class the registered schema
+    defines, and which reads back into the same rows."""
+    topic = new_topic()
+    opts = options(topic, {"key.format": "protobuf-confluent", "key.protobuf-confluent.url": registry_url})
+    opts = protobuf_options(opts, "protobuf-confluent", url=registry_url)
+    spark.createDataFrame(DERIVED_ROWS, DERIVED_COLUMNS).coalesce(1).write.format("upsert-kafka").options(**opts).mode(
+        "append"
+    ).save()
+
+    client = SchemaRegistryClient({"url": registry_url, "timeout": 20})
+
+    def registered_class(subject: str) -> type:
+        file = descriptor_pb2.FileDescriptorProto.FromString(
+            base64.b64decode(client.get_latest_version(subject).schema.schema_str)
+        )
+        pool = descriptor_pool.DescriptorPool()
+        pool.AddSerializedFile(timestamp_pb2.DESCRIPTOR.serialized_pb)
+        pool.Add(file)
+        return message_factory.GetMessageClass(pool.FindMessageTypeByName("Row"))
+
+    key_class, value_class = registered_class(f"{topic}-key"), registered_class(f"{topic}-value")
+    records = consume_all(bootstrap, topic)
+    keys = ProtobufDeserializer(key_class, {"use.deprecated.format": False})
+    values = ProtobufDeserializer(value_class, {"use.deprecated.format": False})
+    read = [
+        (
+            keys(k, SerializationContext(topic, MessageField.KEY)),
+            values(v, SerializationContext(topic, MessageField.VALUE)),
+        )
+        for *_, k, v in records
+    ]
+
+    first = value_class(id=1, small=7, name="dune", ratio=0.5, f=1.5, flag=True, blob=b"\x00\xff", tags=["a", "b"])
+    first.at.FromDatetime(AT)
+    first.attrs["p"] = 1
+    first.total.currency, first.total.units = "EUR", 5
+    first.lines.add(sku="s", qty=2)
+    assert read == [(key_class(id=1), first), (key_class(id=2), value_class(id=2))]
+    assert not any(read[1][1].HasField(f) for f in ("small", "name", "ratio", "f", "flag", "blob", "at", "total"))
+    # And read back by us, the columns the subjects' latest schemas give (TINYINT reads as protobuf's int32).
+    df = spark.read.format("upsert-kafka").options(**{**opts, "read.mode": "table"}).load()
+    assert [(f.name, f.dataType.simpleString()) for f in df.schema] == [
+        ("id", "int"), ("small", "int"), ("name", "string"), ("ratio", "double"), ("f", "float"),
+        ("flag", "boolean"), ("blob", "binary"), ("at", "timestamp"), ("tags", "array<string>"),
+        ("attrs", "map<string,bigint>"), ("total", "struct<currency:string,units:bigint>"),
+        ("lines", "array<struct<sku:string,qty:int>>"),
+    ]  # fmt: skip
+    assert sorted(tuple(r) for r in df.collect()) == sorted(DERIVED_ROWS)
 
 
 def test_bad_protobuf_confluent_records_fail_the_read_naming_the_record_and_are_skipped_on_request(

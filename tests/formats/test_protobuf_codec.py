@@ -4,6 +4,7 @@ cannot work fail before any task runs."""
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 from decimal import Decimal
 from pathlib import Path
@@ -12,8 +13,13 @@ import pyarrow as pa
 import pytest
 from google.protobuf import descriptor_pb2, timestamp_pb2
 from pyspark_upsert_kafka.formats import CodecContext, FormatOptionError, make_codec
-from pyspark_upsert_kafka.formats.protobuf_confluent_codec import message_indexes, split_record
-from pyspark_upsert_kafka.formats.protobuf_schema import message_class, pool_of
+from pyspark_upsert_kafka.formats.protobuf_confluent_codec import (
+    ProtobufConfluentDecoder,
+    message_indexes,
+    split_record,
+)
+from pyspark_upsert_kafka.formats.protobuf_derived import derived_message
+from pyspark_upsert_kafka.formats.protobuf_schema import arrow_schema, message_class, pool_of
 
 DESCRIPTOR_FILE = str(Path(__file__).parent / "golden" / "protobuf" / "shop.desc")
 CONTEXT = CodecContext("value", ("orders",))
@@ -168,3 +174,62 @@ def test_confluent_message_indexes_are_written_and_read_as_confluent_spells_them
         split_record(b"\x01\x00\x00\x00\x07\x00")
     with pytest.raises(ValueError, match="its message indexes cannot be read"):
         split_record(b"\x00\x00\x00\x00\x07\x04\x00")
+
+
+def test_columns_no_derived_message_holds_are_refused_naming_the_column_and_the_option():
+    confluent = make_codec("protobuf-confluent", "value.format", {"url": "http://127.0.0.1:9"}, CONTEXT)
+    option = "'value.protobuf-confluent.message-class-name'"
+    refused = {
+        "price": (pa.decimal128(9, 2), "for the column type decimal128"),
+        "grid": (
+            pa.list_(pa.list_(pa.int32())),
+            "a list or map inside a list or map: wrap the inner value in a STRUCT",
+        ),
+        "by_ratio": (pa.map_(pa.float64(), pa.int32()), "a map key of type double: cast the keys to STRING"),
+        "a b": (pa.int32(), "its name"),
+    }
+    for column, (t, why) in refused.items():
+        with pytest.raises(FormatOptionError, match=f"column '{column}'") as err:
+            confluent.encoder(pa.schema([("id", pa.int32()), (column, t)]))
+        assert why in str(err.value) and option in str(err.value)
+
+
+def test_a_derived_message_reads_back_every_column_it_was_derived_from():
+    """The derived type, read by the protobuf format's own mapping: each column comes back as the same type, a
+    nullable scalar is `optional` (absent when null), a non-null one is not."""
+    columns = pa.schema(
+        [pa.field("id", pa.int64(), nullable=False), ("name", pa.string()), ("at", pa.timestamp("us", tz="UTC")),
+         ("tags", pa.list_(pa.string())), ("attrs", pa.map_(pa.int32(), pa.struct([("x", pa.float64())]))),
+         ("total", pa.struct([("units", pa.int64())]))]
+    )  # fmt: skip
+    row = message_class(derived_message(columns, "option"))
+    assert arrow_schema(row.DESCRIPTOR).types == columns.types
+    assert not row.DESCRIPTOR.fields_by_name["id"].has_presence
+    assert row.DESCRIPTOR.fields_by_name["name"].has_presence
+    assert not row(id=1).HasField("name")
+
+
+class _TwoIdsRegistry:
+    """A registry answering shop/order.proto (and its reference) for every schema id: a stand-in for the unit test
+    of the decoder's ordering below (pure logic; the registry itself is tested in test_format_protobuf.py)."""
+
+    def schema_text(self, schema_id: int, kind: str, fmt: str | None = None) -> tuple[str, dict[str, str]]:
+        with open(DESCRIPTOR_FILE, "rb") as f:
+            files = {p.name: p for p in descriptor_pb2.FileDescriptorSet.FromString(f.read()).file}
+        text = {name: base64.b64encode(files[name].SerializeToString()).decode() for name in files}
+        return text["shop/order.proto"], {"shop/common.proto": text["shop/common.proto"]}
+
+
+def test_confluent_records_of_several_schema_ids_read_back_in_payload_order_with_their_failures():
+    def record(schema_id: int, **fields) -> bytes:
+        return b"\x00" + schema_id.to_bytes(4, "big") + b"\x00" + Order(**fields).SerializeToString()
+
+    payloads = [
+        record(7, id=1), record(8, id=2), b"\x01not framed", record(7, id=3, huge=2**64 - 1), record(8, id=4),
+        record(7, id=5),
+    ]  # fmt: skip
+    schema = pa.schema([("id", pa.int32()), ("huge", pa.int64())])
+    decoded = ProtobufConfluentDecoder(_TwoIdsRegistry(), schema, read_defaults=False).decode(payloads)
+    assert decoded.batch.column("id").to_pylist() == [1, 2, 4, 5]
+    assert [i for i, _ in decoded.failures] == [2, 3]
+    assert "does not fit the column's 64-bit integer" in decoded.failures[1][1]

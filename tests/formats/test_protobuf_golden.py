@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 from pyspark_upsert_kafka.formats import CodecContext, make_codec
 
@@ -115,3 +116,41 @@ def test_the_message_indexes_confluents_serializer_wrote_name_the_message_read(r
         decoded = codec.decoder(columns).decode([with_id(bytes.fromhex(record["hex"]), ids)])
         assert decoded.failures == ()
         assert decoded.batch.to_pylist() == [record["row"]]
+
+
+STOCK_COLUMNS = pa.schema(
+    [("sku", pa.int64()), ("label", pa.string()), ("count", pa.int32()), ("active", pa.bool_()),
+     ("place", pa.string()), ("bins", pa.list_(pa.int32())),
+     ("box", pa.struct([("weight", pa.float64()), ("note", pa.string())])), ("delta", pa.int64()),
+     ("lot", pa.int64()), ("code", pa.binary())]
+)  # fmt: skip
+
+
+def proto2_codec(**options: str):
+    golden = load("protobuf.json")["proto2"]
+    given = {"message-class-name": golden["message"], "descriptor-file": DESCRIPTOR_FILE} | options
+    return make_codec("protobuf", "value.format", given, CodecContext("value", ("stock",)))
+
+
+def as_proto2_golden(row: dict) -> dict:
+    return {**row, "code": None if row["code"] is None else base64.b64encode(row["code"]).decode()}
+
+
+def test_proto2_messages_read_absent_fields_as_null_or_as_their_declared_defaults():
+    golden = load("protobuf.json")["proto2"]["records"]
+    payloads = [bytes.fromhex(r["hex"]) for r in golden]
+    assert proto2_codec().inferred_schema() == STOCK_COLUMNS
+    for options, expected in (({}, "row"), ({"read-default-values": "true"}, "row_defaults")):
+        decoded = proto2_codec(**options).decoder(STOCK_COLUMNS).decode(payloads)
+        assert decoded.failures == ()
+        assert [as_proto2_golden(r) for r in decoded.batch.to_pylist()] == [r[expected] for r in golden]
+
+
+def test_proto2_rows_written_are_the_protobuf_librarys_bytes_and_a_null_required_field_fails_its_row():
+    golden = load("protobuf.json")["proto2"]["records"]
+    rows = [{**r["row"], "code": None if r["row"]["code"] is None else base64.b64decode(r["row"]["code"])}
+            for r in golden]  # fmt: skip
+    encoder = proto2_codec().encoder(STOCK_COLUMNS)
+    assert encoder.encode(pa.RecordBatch.from_pylist(rows, STOCK_COLUMNS)) == [bytes.fromhex(r["hex"]) for r in golden]
+    with pytest.raises(ValueError, match=r"missing required fields: sku.*filter or coalesce"):
+        encoder.encode(pa.RecordBatch.from_pylist([{**rows[0], "sku": None}], STOCK_COLUMNS))
