@@ -12,7 +12,8 @@ Writing is the mirror: rows out of Arrow once per batch, one message filled and 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import itertools
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -166,6 +167,25 @@ def parse_failure(e: Exception) -> str:
     return f"not a protobuf message of the format's type ({type(e).__name__}: {e or 'cannot parse'})"
 
 
+def parse_all(parse: Callable[[bytes], Any], payloads: Sequence[bytes], where: Sequence[int], starts: Iterable[int],
+              failures: list[tuple[int, str]]) -> tuple[list, Sequence[int]]:  # fmt: skip
+    """The messages of payloads `where` (each from its start) and the payload indexes they came from; the payloads
+    that do not parse are added to `failures` (one comprehension; record by record only to name those at fault)."""
+    try:
+        return [parse(payloads[i][s:] if s else payloads[i]) for i, s in zip(where, starts)], where
+    except (DecodeError, RuntimeError):  # upb raises DecodeError; some builds RuntimeError
+        pass
+    messages, parsed = [], []
+    for i, s in zip(where, starts):
+        try:
+            messages.append(parse(payloads[i][s:] if s else payloads[i]))
+        except (DecodeError, RuntimeError) as e:
+            failures.append((i, parse_failure(e)))
+            continue
+        parsed.append(i)
+    return messages, parsed
+
+
 def messages_to_batch(
     messages: list, where: list[int], read: MessagesReader, schema: pa.Schema, failures: list[tuple[int, str]]
 ) -> pa.RecordBatch:
@@ -188,17 +208,10 @@ class ProtobufDecoder(Decoder):
         self.schema, self.parse, self.read = schema, parse, read
 
     def decode(self, payloads: Sequence[bytes]) -> Decoded:
-        messages, where = [], []
         failures: list[tuple[int, str]] = []
-        parse = self.parse
-        for i, payload in enumerate(payloads):
-            try:
-                messages.append(parse(payload))
-            except (DecodeError, RuntimeError) as e:  # upb raises DecodeError; some builds RuntimeError
-                failures.append((i, parse_failure(e)))
-                continue
-            where.append(i)
-        batch = messages_to_batch(messages, where, self.read, self.schema, failures)
+        everything = range(len(payloads))
+        messages, where = parse_all(self.parse, payloads, everything, itertools.repeat(0), failures)
+        batch = messages_to_batch(messages, list(where), self.read, self.schema, failures)
         return Decoded(batch, tuple(failures))
 
 

@@ -39,7 +39,7 @@ from .protobuf_codec import (
     ProtobufEncoder,
     message_options,
     messages_to_batch,
-    parse_failure,
+    parse_all,
 )
 from .protobuf_derived import derived_message
 from .protobuf_read import messages_reader
@@ -316,25 +316,6 @@ def _framing(payloads: Sequence[bytes]) -> tuple[Groups, list[tuple[int, str]]]:
     return groups, failures
 
 
-def _parsed(parse: Callable, payloads: Sequence[bytes], where: list[int], starts: list[int],
-            failures: list[tuple[int, str]]) -> tuple[list, list[int]]:  # fmt: skip
-    """The messages of payloads `where` (each from its start) and the payload indexes they came from; the payloads
-    that do not parse are added to `failures`."""
-    try:
-        return [parse(payloads[i][s:]) for i, s in zip(where, starts)], where
-    except (DecodeError, RuntimeError):  # upb raises DecodeError; some builds RuntimeError
-        pass
-    messages, parsed = [], []
-    for i, s in zip(where, starts):  # again, one by one, to name the records at fault
-        try:
-            messages.append(parse(payloads[i][s:]))
-        except (DecodeError, RuntimeError) as e:
-            failures.append((i, parse_failure(e)))
-            continue
-        parsed.append(i)
-    return messages, parsed
-
-
 class ProtobufConfluentDecoder(Decoder):
     def __init__(self, registry: Any, schema: pa.Schema, read_defaults: bool) -> None:
         self.registry, self.schema, self.read_defaults = registry, schema, read_defaults
@@ -353,7 +334,7 @@ class ProtobufConfluentDecoder(Decoder):
                 failures.extend((i, reader) for i in where)
                 continue
             parse, read = reader
-            messages, parsed = _parsed(parse, payloads, where, starts, failures)
+            messages, parsed = parse_all(parse, payloads, where, starts, failures)
             batches.append(messages_to_batch(messages, parsed, read, self.schema, failures))
             placed.append(parsed)
         failures.sort()
