@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import platform
 import statistics
 import tempfile
 import time
@@ -105,7 +106,13 @@ def main(argv: list[str] | None = None) -> int:
                 runs[step].append(seconds)
                 print(f"  {step:9} {seconds:8.1f} s  {args.keys / seconds:10,.0f} records/s  state {state[step]}")
         spark.stop()
-    results = {"keys": args.keys, "repeat": args.repeat, "steps": {}}
+    when = time.strftime("%Y-%m-%d %H:%M")
+    results = {
+        "run": {"when": when, "machine": platform.machine()},
+        "keys": args.keys,
+        "repeat": args.repeat,
+        "steps": {},
+    }
     for step, seconds in runs.items():
         ratios = [read / s for read, s in zip(runs["read"], seconds)]
         results["steps"][step] = {

@@ -203,6 +203,22 @@ def formats_table() -> str:
     )
 
 
+def tables_table() -> str:
+    """Tables in streams (integration/bench_tables.py): each step next to the plain changelog read of the same run."""
+    figures = _load("benchmark-tables.json")
+    run, keys = figures["run"], figures["keys"]
+    rows = []
+    for step, f in figures["steps"].items():
+        state = f["state"]
+        per_key = f"{sum(state['sst_bytes']) / keys:.0f}" if state["sst_bytes"] else "-"
+        rows.append([step, f"{f['median_s']:.1f} s", _num(f["records_per_s"]), _ratio(f["ratio_to_read"]), per_key])
+    header = ["step", "wall", "records/s", "x read", "state bytes per key"]
+    return (
+        f"Run of {run['when']} ({run['machine']}, local[2]): {keys:,} keys, one record each, median of "
+        f"{figures['repeat']} (`integration/results/benchmark-tables.json`):\n\n" + _table(header, rows)
+    )
+
+
 BLOCKS: dict[str, Callable[[], str]] = {
     "run": run_line,
     "throughput": throughput_table,
@@ -213,4 +229,5 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "latency": latency_table,
     "latency-steps": steps_table,
     "formats": formats_table,
+    "tables": tables_table,
 }

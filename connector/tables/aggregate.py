@@ -230,15 +230,17 @@ class _GroupAggregates(StatefulProcessor):
         acc = json.loads(stored[0]) if stored is not None else None
         before = self._results(acc)
         acc = acc or {"rows": 0, "of": {s.name: self._empty(s) for s in self._specs}}
-        touched: set[str] = set()
+        # MIN / MAX: the micro-batch's net change of each value's count, applied to the state once per value
+        deltas: dict[str, dict[str, int]] = {s.name: {} for s in self._specs if s.function in ("min", "max")}
         for frame in rows:
             group = group or frame[_GROUP].iloc[0]
             for sign, values in zip(frame[_SIGN].tolist(), frame[_VALUES].tolist()):
                 acc["rows"] += sign
                 for s in self._specs:
-                    self._apply(s, acc, sign, None if s.column is None else values[self._slot[s.name]], touched)
-        for name in touched:  # a MIN / MAX whose value went: the next one from the map
-            acc["of"][name]["best"] = self._best(next(s for s in self._specs if s.name == name))
+                    self._apply(s, acc, sign, None if s.column is None else values[self._slot[s.name]], deltas)
+        for s in self._specs:
+            if s.name in deltas:
+                self._settle(s, acc["of"][s.name], deltas[s.name])
         if acc["rows"] < 0:
             raise RecordError(
                 f"{HELPER}: group {group} has more rows taken out than put in: is the input a full changelog?"
@@ -265,7 +267,7 @@ class _GroupAggregates(StatefulProcessor):
             else {"sum": "0" if self._decimal[s.name] else 0, "count": 0, "best": None}
         )
 
-    def _apply(self, s: _Aggregate, acc: dict, sign: int, value: Any, touched: set[str]) -> None:
+    def _apply(self, s: _Aggregate, acc: dict, sign: int, value: Any, deltas: dict[str, dict[str, int]]) -> None:
         state = acc["of"][s.name]
         if s.column is not None and value is None:
             return  # a null takes no part (COUNT(c), SUM, AVG, MIN, MAX)
@@ -279,22 +281,31 @@ class _GroupAggregates(StatefulProcessor):
             else:
                 state["sum"] = state["sum"] + sign * value
         elif s.function in ("min", "max"):
-            entry = (s.name, json.dumps(value))
+            text = json.dumps(value)
+            deltas[s.name][text] = deltas[s.name].get(text, 0) + sign
+
+    def _settle(self, s: _Aggregate, state: dict, deltas: dict[str, int]) -> None:
+        """Apply a MIN / MAX's net changes of value counts to the map; its best value: the best of the old one and
+        the values still held that changed, or, when the old best went, the best left in the map."""
+        best = state["best"]
+        went = False
+        held_now = [] if best is None else [best]
+        for text, delta in deltas.items():
+            if delta == 0:
+                continue
+            entry = (s.name, text)
             held = self._values.getValue(entry)
-            n = (held[0] if held else 0) + sign
+            n = (held[0] if held else 0) + delta
             if n > 0:
                 self._values.updateValue(entry, (n,))
+                held_now.append(json.loads(text))
             else:
                 self._values.removeKey(entry)
-            best = state["best"]
-            if sign > 0 and (best is None or self._better(s, value, best)):
-                state["best"] = value
-            elif sign < 0 and best is not None and n <= 0 and value == best:
-                touched.add(s.name)
-
-    def _better(self, s: _Aggregate, value: Any, best: Any) -> bool:
-        order = self._order[s.name]
-        return order(value) < order(best) if s.function == "min" else order(value) > order(best)
+                went = went or (best is not None and text == json.dumps(best))
+        if went:
+            state["best"] = self._best(s)
+        elif held_now:
+            state["best"] = (min if s.function == "min" else max)(held_now, key=self._order[s.name])
 
     def _best(self, s: _Aggregate) -> Any:
         held = [json.loads(k[1]) for k in self._values.keys() if k[0] == s.name]  # noqa: SIM118 (MapState, no dict)

@@ -5,6 +5,7 @@ aggregated and written to upsert-kafka give the records Flink's own GroupAggrega
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from pyspark_upsert_kafka.tables.aggregate import aggregate_changelog
 from pyspark_upsert_kafka.tables.normalize import normalized_changelog
 
 from tests.support.kafka_io import consume_messages, produce
-from tests.support.read_helpers import finish_available_now
+from tests.support.read_helpers import finish_available_now, run_available_now
 
 GOLDEN = json.loads((Path(__file__).parents[1] / "formats/golden/flink/tables_aggregate.json").read_text())
 AGGREGATES = {
@@ -94,6 +95,32 @@ def test_a_group_that_empties_is_deleted_and_a_stream_of_upserts_is_refused(spar
     upserts = spark.createDataFrame([("a", 1.0, "upsert")], "g STRING, x DOUBLE, _change_type STRING")
     with pytest.raises(Exception, match=r"needs normalized_changelog\(...\) first"):
         aggregate_changelog(upserts, "g", n="COUNT(*)").collect()
+
+
+def test_min_and_max_follow_their_values_out_and_back_in(spark, rocksdb, tmp_path):
+    """MIN / MAX over micro-batches: a retracted best value gives way to the next one held (NaN is Spark's greatest
+    DOUBLE, and goes like any other), a value held twice stays until both go."""
+    batches = [
+        [("g", 1.0, "insert"), ("g", 3.0, "insert"), ("g", 3.0, "insert"), ("g", math.nan, "insert")],
+        [("g", math.nan, "delete"), ("g", 3.0, "delete"), ("g", 1.0, "delete"), ("g", 2.0, "insert")],
+        [("g", 3.0, "update_preimage"), ("g", 2.5, "update_postimage")],
+    ]
+    schema = "g STRING, x DOUBLE, _change_type STRING"
+    source = tmp_path / "changes"
+    source.mkdir()
+    changes = spark.readStream.schema(schema).parquet(str(source))
+    low_high = aggregate_changelog(changes, "g", lo="MIN(x)", hi="MAX(x)")
+    seen = []
+    for rows in batches:
+        spark.createDataFrame(rows, schema).write.mode("append").parquet(str(source))
+        seen.append(
+            [(repr(lo), repr(hi), kind) for _, lo, hi, kind in run_available_now(low_high, str(tmp_path / "cp")).rows]
+        )
+    assert seen == [
+        [("1.0", "nan", "insert")],
+        [("1.0", "nan", "update_preimage"), ("2.0", "3.0", "update_postimage")],
+        [("2.0", "3.0", "update_preimage"), ("2.0", "2.5", "update_postimage")],
+    ]
 
 
 def test_aggregates_are_checked_before_a_query_starts(spark, rocksdb):

@@ -1,7 +1,8 @@
 """normalized_changelog on a real broker: the records Flink wrote normalize as Flink's ChangelogNormalize does (a new
 key inserts, a known key updates with its before-image, a delete carries the last row, a duplicate or a delete of an
 unknown key gives nothing; with a state TTL, duplicates passed on), a key's state expires, values come out exactly,
-and the errors say what to change. A restart from the checkpoint: tests/compat/test_tables_versions.py."""
+keys sharing a state bucket stay apart, a checkpoint of the older per-key state layout is refused, and the errors say
+what to change. A restart from the checkpoint: tests/compat/test_tables_versions.py."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from pathlib import Path
 
 import orjson
 import pytest
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 from pyspark_upsert_kafka import OptionError, SchemaError
-from pyspark_upsert_kafka.tables.normalize import normalized_changelog
+from pyspark_upsert_kafka.tables.normalize import BUCKETS, normalized_changelog
 
 from tests.support.kafka_io import produce
 from tests.support.read_helpers import collect_until, run_available_now
@@ -128,6 +130,57 @@ def test_values_come_out_exactly_as_they_went_in(spark, rocksdb, new_topic, opti
     texts = [sorted(r[0] for r in df.selectExpr(text).collect()) for df in (got, given)]
     assert texts[0] == texts[1]
     assert "-0.0" in next(r[0] for r in got.selectExpr(text).collect() if '"id":1' in r[0])
+
+
+def test_keys_that_share_a_bucket_each_keep_their_own_row(spark, rocksdb, new_topic, options, bootstrap, tmp_path):
+    """The state is grouped by a hash bucket of the key: with more keys than buckets, keys share one, and each still
+    inserts, updates, repeats and deletes on its own row, across micro-batches."""
+    keys = range(2 * BUCKETS + 1)  # more keys than buckets: some bucket holds two or more
+    topic = new_topic()
+    produce(bootstrap, topic, [_record(i, f"a{i}") for i in keys])
+    normalized = normalized_changelog(_changes(spark, options(topic)), "id").select(*COLUMNS)
+    first = _per_key(_named(run_available_now(normalized, str(tmp_path)).rows))
+    assert first == {i: [(f"a{i}", "insert")] for i in keys}
+    # key i % 3 == 0: deleted; == 1: updated; == 2: the same row again (nothing); plus a delete of an unknown key
+    produce(bootstrap, topic, [_record(i, [None, f"b{i}", f"a{i}"][i % 3]) for i in keys] + [_record(-1, None)])
+    second = _per_key(_named(run_available_now(normalized, str(tmp_path)).rows))
+    expected = {i: [(f"a{i}", "delete")] for i in keys if i % 3 == 0} | {
+        i: [(f"a{i}", "update_preimage"), (f"b{i}", "update_postimage")] for i in keys if i % 3 == 1
+    }
+    assert second == expected
+
+
+class _PerKeyLayout(StatefulProcessor):
+    """The state layout normalized_changelog had before its buckets: grouped by the key, a ValueState `last_row`."""
+
+    def init(self, handle) -> None:
+        self._last = handle.getValueState("last_row", "row STRING, offset BIGINT")
+
+    def handleInputRows(self, key, rows, timerValues):
+        for frame in rows:
+            self._last.update((frame["uk_row"].iloc[-1], int(frame["offset"].iloc[-1])))
+        return iter(())
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.compat  # Spark's own schema check refuses it: on every pyspark
+def test_a_checkpoint_of_the_per_key_state_layout_is_refused(spark, rocksdb, new_topic, options, bootstrap, tmp_path):
+    """A query that normalized with the per-key layout cannot go on with buckets: its keys' rows would not be found and
+    every key would be new again. The state variable keeps its name, so Spark refuses the checkpoint at once."""
+    topic = new_topic()
+    produce(bootstrap, topic, [_record(1, "a")])
+    old = (
+        _changes(spark, options(topic))
+        .selectExpr("id AS uk_key0", "to_json(struct(id, name)) AS uk_row", "offset")
+        .groupBy("uk_key0")
+        .transformWithStateInPandas(_PerKeyLayout(), "uk_row STRING, offset BIGINT, uk_kind STRING", "Append", "None")
+    )
+    run_available_now(old, str(tmp_path))
+    produce(bootstrap, topic, [_record(1, "b")])
+    with pytest.raises(Exception, match="STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE"):
+        run_available_now(normalized_changelog(_changes(spark, options(topic)), "id"), str(tmp_path))
 
 
 def test_an_unknown_change_kind_fails_the_query_naming_the_kinds(spark, rocksdb, tmp_path):
