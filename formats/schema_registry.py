@@ -22,7 +22,6 @@ What is still ours, and why:
 
 from __future__ import annotations
 
-import base64
 import json
 import threading
 import urllib.parse
@@ -89,11 +88,6 @@ def split_credentials(url: str) -> tuple[str, str | None]:
         return url.strip().rstrip("/"), None
     user_info, host = parts.netloc.rsplit("@", 1)  # the host part keeps an IPv6 literal's brackets
     return urllib.parse.urlunsplit(parts._replace(netloc=host)).rstrip("/"), urllib.parse.unquote(user_info)
-
-
-def basic_authorization(user_info: str) -> str:
-    """The Authorization header value of HTTP basic auth (what the registry receives)."""
-    return "Basic " + base64.b64encode(user_info.encode()).decode()
 
 
 class SchemaRegistry:

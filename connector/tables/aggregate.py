@@ -5,8 +5,8 @@ delete takes the row out, and a group that empties is deleted.
 One stateful operator does every function, in one pass: Spark's own streaming aggregation (update mode) could count
 and sum signed rows, but it cannot delete a group that empties (it shows a group of count 0 for ever), and MIN / MAX
 need the group's values. Per group the state holds the count, each function's running sum and non-null count, and,
-for MIN / MAX, how many rows hold each value (a map in the state store), so a retracted minimum is replaced by the
-next one. A micro-batch's changes of a group give one result: `insert` for a new group, `update_preimage` and
+for MIN / MAX, how many rows hold each value (tables/extremes.py), so a retracted minimum is replaced by the next
+one. A micro-batch's changes of a group give one result: `insert` for a new group, `update_preimage` and
 `update_postimage` when a result changed (nothing when none did), `delete` (the last result) when the group empties.
 The output is a changelog the upsert-kafka writer takes as it is (append mode).
 
@@ -47,6 +47,7 @@ from pyspark.sql.types import (
 
 from ..errors import RecordError, SchemaError
 from ..formats.change_kind import ChangeKind, kind_spellings
+from .extremes import Extremes
 from .rows import as_text, from_text, require_columns, require_rocksdb
 
 HELPER = "aggregate_changelog"
@@ -219,8 +220,8 @@ class _GroupAggregates(StatefulProcessor):
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self._acc = handle.getValueState("accumulators", "acc STRING")
-        # MIN / MAX: how many of the group's rows hold each value (aggregate, the value's JSON text) -> count
-        self._values = handle.getMapState("values", "name STRING, value STRING", "n BIGINT")
+        extremes = {s.name: (s.function, self._order[s.name]) for s in self._specs if s.function in ("min", "max")}
+        self._extremes = Extremes(handle, extremes)
 
     def handleInputRows(
         self, key: tuple, rows: Iterator[pd.DataFrame], timerValues: TimerValues
@@ -228,8 +229,13 @@ class _GroupAggregates(StatefulProcessor):
         group = None
         stored = self._acc.get()
         acc = json.loads(stored[0]) if stored is not None else None
+        if acc is not None and "log" not in acc:
+            raise RecordError(
+                f"{HELPER}: the checkpoint holds an older aggregate_changelog's state (MIN / MAX values kept in "
+                "another form), which this version cannot go on from: start the query from a new checkpoint"
+            )
         before = self._results(acc)
-        acc = acc or {"rows": 0, "of": {s.name: self._empty(s) for s in self._specs}}
+        acc = acc or {"rows": 0, "of": {s.name: self._empty(s) for s in self._specs}, "log": Extremes.empty_log()}
         # MIN / MAX: the micro-batch's net change of each value's count, applied to the state once per value
         deltas: dict[str, dict[str, int]] = {s.name: {} for s in self._specs if s.function in ("min", "max")}
         for frame in rows:
@@ -238,9 +244,7 @@ class _GroupAggregates(StatefulProcessor):
                 acc["rows"] += sign
                 for s in self._specs:
                     self._apply(s, acc, sign, None if s.column is None else values[self._slot[s.name]], deltas)
-        for s in self._specs:
-            if s.name in deltas:
-                self._settle(s, acc["of"][s.name], deltas[s.name])
+        self._extremes.apply(acc["of"], acc["log"], deltas)
         if acc["rows"] < 0:
             raise RecordError(
                 f"{HELPER}: group {group} has more rows taken out than put in: is the input a full changelog?"
@@ -248,6 +252,7 @@ class _GroupAggregates(StatefulProcessor):
         after = self._results(acc) if acc["rows"] > 0 else None
         if after is None:
             self._acc.clear()
+            self._extremes.clear()
         else:
             self._acc.update((json.dumps(acc),))
         out = []
@@ -261,11 +266,9 @@ class _GroupAggregates(StatefulProcessor):
             yield pd.DataFrame(out, columns=[_GROUP, _RESULT, _KIND])
 
     def _empty(self, s: _Aggregate) -> dict:
-        return (
-            {"count": 0}
-            if s.function == "count"
-            else {"sum": "0" if self._decimal[s.name] else 0, "count": 0, "best": None}
-        )
+        if s.function in ("min", "max"):
+            return {"count": 0, **Extremes.empty()}
+        return {"count": 0} if s.function == "count" else {"sum": "0" if self._decimal[s.name] else 0, "count": 0}
 
     def _apply(self, s: _Aggregate, acc: dict, sign: int, value: Any, deltas: dict[str, dict[str, int]]) -> None:
         state = acc["of"][s.name]
@@ -283,35 +286,6 @@ class _GroupAggregates(StatefulProcessor):
         elif s.function in ("min", "max"):
             text = json.dumps(value)
             deltas[s.name][text] = deltas[s.name].get(text, 0) + sign
-
-    def _settle(self, s: _Aggregate, state: dict, deltas: dict[str, int]) -> None:
-        """Apply a MIN / MAX's net changes of value counts to the map; its best value: the best of the old one and
-        the values still held that changed, or, when the old best went, the best left in the map."""
-        best = state["best"]
-        went = False
-        held_now = [] if best is None else [best]
-        for text, delta in deltas.items():
-            if delta == 0:
-                continue
-            entry = (s.name, text)
-            held = self._values.getValue(entry)
-            n = (held[0] if held else 0) + delta
-            if n > 0:
-                self._values.updateValue(entry, (n,))
-                held_now.append(json.loads(text))
-            else:
-                self._values.removeKey(entry)
-                went = went or (best is not None and text == json.dumps(best))
-        if went:
-            state["best"] = self._best(s)
-        elif held_now:
-            state["best"] = (min if s.function == "min" else max)(held_now, key=self._order[s.name])
-
-    def _best(self, s: _Aggregate) -> Any:
-        held = [json.loads(k[1]) for k in self._values.keys() if k[0] == s.name]  # noqa: SIM118 (MapState, no dict)
-        if not held:
-            return None
-        return (min if s.function == "min" else max)(held, key=self._order[s.name])
 
     def _results(self, acc: dict | None) -> str | None:
         """The group's results as the JSON text from_json reads (None: no group)."""

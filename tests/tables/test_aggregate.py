@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 
 import pytest
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 from pyspark_upsert_kafka import SchemaError
 from pyspark_upsert_kafka.tables.aggregate import aggregate_changelog
 from pyspark_upsert_kafka.tables.normalize import normalized_changelog
@@ -121,6 +122,43 @@ def test_min_and_max_follow_their_values_out_and_back_in(spark, rocksdb, tmp_pat
         [("1.0", "nan", "update_preimage"), ("2.0", "3.0", "update_postimage")],
         [("2.0", "3.0", "update_preimage"), ("2.0", "2.5", "update_postimage")],
     ]
+
+
+class _MapOfValuesLayout(StatefulProcessor):
+    """The state aggregate_changelog kept before its value log: the accumulators as JSON without a log book."""
+
+    def init(self, handle) -> None:
+        self._acc = handle.getValueState("accumulators", "acc STRING")
+
+    def handleInputRows(self, key, rows, timerValues):
+        self._acc.update(('{"rows": 1, "of": {"hi": {"count": 1, "sum": 0, "best": 1.0}}}',))
+        return iter(())
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_checkpoint_of_the_older_state_layout_fails_saying_to_start_anew(spark, rocksdb, tmp_path):
+    """A group whose state an older version wrote (MIN / MAX counts kept elsewhere) fails the query with what to do,
+    instead of going on without the values it held."""
+    schema = "g STRING, x DOUBLE, _change_type STRING"
+    source = tmp_path / "changes"
+    source.mkdir()
+    changes = spark.readStream.schema(schema).parquet(str(source))
+    spark.createDataFrame([("g", 1.0, "insert")], schema).write.mode("append").parquet(str(source))
+    old = (
+        changes.selectExpr("g AS uk_key0")
+        .groupBy("uk_key0")
+        .transformWithStateInPandas(
+            _MapOfValuesLayout(), "uk_group STRING, uk_result STRING, uk_kind STRING", "Append", "None"
+        )
+    )
+    run_available_now(old, str(tmp_path / "cp"))
+    spark.createDataFrame([("g", 2.0, "insert")], schema).write.mode("append").parquet(str(source))
+    with pytest.raises(
+        Exception, match=r"an older aggregate_changelog's state .* start the query from a new checkpoint"
+    ):
+        run_available_now(aggregate_changelog(changes, "g", hi="MAX(x)"), str(tmp_path / "cp"))
 
 
 def test_aggregates_are_checked_before_a_query_starts(spark, rocksdb):

@@ -50,6 +50,7 @@ def _named(rows: list[tuple]) -> list[dict]:
     return [dict(zip(COLUMNS, r)) for r in rows]
 
 
+@pytest.mark.compat  # Spark's per-entry TTL of a MapState: on every pyspark
 def test_a_key_idle_longer_than_the_state_ttl_is_new_again(spark, rocksdb, new_topic, options, bootstrap, tmp_path):
     topic = new_topic()
     produce(bootstrap, topic, [_record(1, "a"), _record(2, "b")])
