@@ -217,11 +217,13 @@ class _GroupAggregates(StatefulProcessor):
         self._slot = {s.name: f"v{i}" for i, s in enumerate(inputs)}
         self._decimal = {s.name: isinstance(s.given, DecimalType) for s in specs}
         self._order = {s.name: _decimal_order if self._decimal[s.name] else _order for s in specs}
+        self._extreme_orders = {
+            s.name: (s.function, self._order[s.name]) for s in specs if s.function in ("min", "max")
+        }
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self._acc = handle.getValueState("accumulators", "acc STRING")
-        extremes = {s.name: (s.function, self._order[s.name]) for s in self._specs if s.function in ("min", "max")}
-        self._extremes = Extremes(handle, extremes)
+        self._extremes = Extremes(handle, self._extreme_orders)
 
     def handleInputRows(
         self, key: tuple, rows: Iterator[pd.DataFrame], timerValues: TimerValues
@@ -237,7 +239,7 @@ class _GroupAggregates(StatefulProcessor):
         before = self._results(acc)
         acc = acc or {"rows": 0, "of": {s.name: self._empty(s) for s in self._specs}, "log": Extremes.empty_log()}
         # MIN / MAX: the micro-batch's net change of each value's count, applied to the state once per value
-        deltas: dict[str, dict[str, int]] = {s.name: {} for s in self._specs if s.function in ("min", "max")}
+        deltas: dict[str, dict[str, int]] = {name: {} for name in self._extreme_orders}
         for frame in rows:
             group = group or frame[_GROUP].iloc[0]
             for sign, values in zip(frame[_SIGN].tolist(), frame[_VALUES].tolist()):
@@ -267,13 +269,17 @@ class _GroupAggregates(StatefulProcessor):
 
     def _empty(self, s: _Aggregate) -> dict:
         if s.function in ("min", "max"):
-            return {"count": 0, **Extremes.empty()}
+            return Extremes.empty()  # its non-null count is its held values' (none: no best)
         return {"count": 0} if s.function == "count" else {"sum": "0" if self._decimal[s.name] else 0, "count": 0}
 
     def _apply(self, s: _Aggregate, acc: dict, sign: int, value: Any, deltas: dict[str, dict[str, int]]) -> None:
         state = acc["of"][s.name]
         if s.column is not None and value is None:
             return  # a null takes no part (COUNT(c), SUM, AVG, MIN, MAX)
+        if s.function in ("min", "max"):
+            text = json.dumps(value)
+            deltas[s.name][text] = deltas[s.name].get(text, 0) + sign
+            return
         state["count"] += sign
         if s.function in ("sum", "avg") and state["count"] == 0:
             state["sum"] = self._empty(s)["sum"]  # the group's last value went: no rounding residue stays behind
@@ -283,9 +289,6 @@ class _GroupAggregates(StatefulProcessor):
                 state["sum"] = str(total)
             else:
                 state["sum"] = state["sum"] + sign * value
-        elif s.function in ("min", "max"):
-            text = json.dumps(value)
-            deltas[s.name][text] = deltas[s.name].get(text, 0) + sign
 
     def _results(self, acc: dict | None) -> str | None:
         """The group's results as the JSON text from_json reads (None: no group)."""
@@ -299,10 +302,10 @@ class _GroupAggregates(StatefulProcessor):
             return acc["rows"]
         if s.function == "count":
             return state["count"]
-        if state["count"] == 0:
-            return None  # no non-null value: SUM, AVG, MIN, MAX are null
         if s.function in ("min", "max"):
-            return state["best"]
+            return state["best"]  # None: no non-null value
+        if state["count"] == 0:
+            return None  # no non-null value: SUM, AVG are null
         if self._decimal[s.name]:
             total = decimal.Decimal(state["sum"])
             value = total if s.function == "sum" else _DECIMALS.divide(total, state["count"])
