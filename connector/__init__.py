@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # the names for type checkers; at run time __getattr__ import
     from .mirror import delta_mirror, mirror_to_delta  # noqa: F401
     from .secrets import SPARK_REDACTION_REGEX, redact_secret_options  # noqa: F401
     from .tables.aggregate import aggregate_changelog  # noqa: F401
+    from .tables.history import changelog_history, changelog_table  # noqa: F401
     from .tables.normalize import normalized_changelog  # noqa: F401
     from .tables.temporal_join import temporal_join  # noqa: F401
 
@@ -73,6 +74,8 @@ _HOMES = {
     "normalized_changelog": ".tables.normalize",
     "aggregate_changelog": ".tables.aggregate",
     "temporal_join": ".tables.temporal_join",
+    "changelog_table": ".tables.history",
+    "changelog_history": ".tables.history",
 }
 _ALIASES = {"DefaultSource": "UpsertKafkaDataSource"}
 

@@ -62,3 +62,8 @@ def spellings(action: UpsertAction) -> tuple[str, ...]:
 def kind_spellings(*kinds: ChangeKind) -> tuple[str, ...]:
     """How a change column may name these kinds, lower-cased: each kind's value and Flink's short string."""
     return (*(k.value for k in kinds), *(k.short.lower() for k in kinds if k.short))
+
+
+def kind_names() -> str:
+    """The kinds a change column may name, as an error lists them."""
+    return f"{', '.join(k.value for k in ChangeKind)} (or Flink's {', '.join(k.short for k in ChangeKind if k.short)})"

@@ -3,7 +3,10 @@ re-attached to by pid when the CLI started it, and writes its log into its workd
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import ClassVar
 
@@ -45,3 +48,17 @@ class ServerProcess:
         if self._proc is not None:
             return self._proc.poll() is None
         return self._pid is not None and pid_alive(self._pid, self.command_mark)
+
+    def stop(self) -> None:
+        """SIGTERM by pid, SIGKILL after 20 s; the workdir (log) is kept."""
+        pid = self.pid
+        if pid is not None and self.is_running():
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + 20
+            while self.is_running() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            if self.is_running():
+                os.kill(pid, signal.SIGKILL)
+            if self._proc is not None:
+                self._proc.wait(10)
+        self._proc = self._pid = None

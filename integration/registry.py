@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -137,20 +136,6 @@ class SchemaRegistryServer(ServerProcess):
                 time.sleep(0.3)
         why = "did not answer in time" if self.is_running() else "exited"
         raise RuntimeError(f"Apicurio Registry {why}; log {self.log_path}:\n{_log_excerpt(self.log_path)}")
-
-    def stop(self) -> None:
-        """SIGTERM by pid, SIGKILL after 20 s; the workdir (log) is kept."""
-        pid = self.pid
-        if pid is not None and self.is_running():
-            os.kill(pid, signal.SIGTERM)
-            deadline = time.monotonic() + 20
-            while self.is_running() and time.monotonic() < deadline:
-                time.sleep(0.1)
-            if self.is_running():
-                os.kill(pid, signal.SIGKILL)
-            if self._proc is not None:
-                self._proc.wait(10)
-        self._proc = self._pid = None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,7 +27,7 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 # The session fixtures that start (or reach) a server or the SparkSession: a test whose fixtures include one, however
 # indirectly, is a `broker` test.
-SERVER_FIXTURES = frozenset({"bootstrap", "spark", "registry_url", "secure_kafka", "_own_broker"})
+SERVER_FIXTURES = frozenset({"bootstrap", "spark", "registry_url", "secure_kafka", "_own_broker", "connect_server"})
 GROUPS = ("faults", "security", "broker", "unit")
 _FOLDER_GROUPS = {"faults": "faults", "security": "security"}
 
@@ -47,10 +47,23 @@ def _group(item: pytest.Item) -> str:
     return "broker" if SERVER_FIXTURES.intersection(getattr(item, "fixturenames", ())) else "unit"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+# tests/pipelines/ runs `spark-pipelines` (pyspark 4.1+): in CI on the newest pyspark and, through the compatibility
+# run, on 4.2; the compatibility runs of older versions leave it out and say so (4.1 was checked by hand: README).
+PIPELINES_FROM = (4, 2)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    import pyspark
+
+    version = tuple(int(p) for p in pyspark.__version__.split(".")[:2])
+    left_out = [item for item in items if _folder(item) == "pipelines" and version < PIPELINES_FROM]
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = [item for item in items if item not in left_out]
+        print(f"\ntests/pipelines/: {len(left_out)} test(s) left out on pyspark {pyspark.__version__} (4.2+ only)")
     for item in items:
         item.add_marker(_group(item))
-        if _folder(item) == "compat":
+        if _folder(item) in ("compat", "pipelines"):
             item.add_marker(pytest.mark.compat)  # .ci/run: `pytest -m compat` on every supported pyspark
 
 

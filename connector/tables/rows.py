@@ -70,8 +70,17 @@ def require_rocksdb(spark: SparkSession, helper: str) -> None:
 
 
 def require_columns(df: DataFrame, names: Sequence[str], role: str, helper: str) -> list[str]:
-    """The DataFrame's spelling of each name (Spark resolves names case-insensitively); a missing one is an error."""
-    columns = {c.lower(): c for c in df.columns}
+    """The DataFrame's spelling of each name (Spark resolves names case-insensitively); a missing one is an error.
+    The helpers' first look at their input: inside a declarative pipeline's query function Spark refuses it."""
+    try:
+        columns = {c.lower(): c for c in df.columns}
+    except Exception as e:
+        if "ATTEMPT_ANALYSIS_IN_PIPELINE_QUERY_FUNCTION" not in str(e):
+            raise
+        raise SchemaError(
+            f"{helper} looks at its input's columns, which Spark refuses inside a pipeline's query function: build "
+            "it outside the function (at the top of the definitions file) and return it from the function"
+        ) from e
     missing = [n for n in names if n.lower() not in columns]
     if missing:
         raise SchemaError(f"{helper}: {role} {', '.join(map(repr, missing))} not among the columns {df.columns}")

@@ -11,14 +11,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import RecordError
-from ..formats.change_kind import ChangeKind, UpsertAction, spellings
+from ..formats.change_kind import UpsertAction, kind_names, spellings
 
 # Case-insensitive: every kind's value and Flink's short string (+I, -U, +U, -D); null is an upsert.
 _TOMBSTONES = pa.array(spellings(UpsertAction.TOMBSTONE))
 _SKIPPED = pa.array(spellings(UpsertAction.SKIP))
 _KNOWN = pa.array([s for action in UpsertAction for s in spellings(action)])
-_NAMES = ", ".join(k.value for k in ChangeKind)
-_SHORT = ", ".join(k.short for k in ChangeKind if k.short)
 
 Rows = TypeVar("Rows", pa.RecordBatch, pa.Table)
 
@@ -40,7 +38,7 @@ def classify(
         row = pc.index(unknown, True).as_py()
         raise RecordError(
             f"column '{column}' has the unknown change kind '{rows.column(column)[row].as_py()}'"
-            f"{f' in {where(rows, row)}' if where else ''}; use {_NAMES} (or Flink's {_SHORT})"
+            f"{f' in {where(rows, row)}' if where else ''}; use {kind_names()}"
         )
     skip = pc.fill_null(pc.is_in(kinds, _SKIPPED), False)
     if preimages_as_deletes:
