@@ -24,6 +24,8 @@ from pyspark.sql.types import DataType, StructField, StructType, TimestampNTZTyp
 from .errors import OptionError
 from .flink_statement import COLUMN_TYPES, DeclaredTable, FlinkStatement, path_text
 from .options.canonical import canonical_options
+from .options.catalog import KEY_FIELDS, METADATA_COLUMNS, READ_MODE, SCHEMA
+from .options.catalog_read import ReadMode
 from .options.columns import metadata_fields, parse_column_options
 from .options.ddl import ddl_text
 
@@ -47,9 +49,8 @@ class FlinkTable:
         """A batch read: the table's columns in the statement's order and types, a row per key (as Flink
         materializes an upsert-kafka table; this connector's option 'read.mode' can say otherwise)."""
         df = self._columns(spark.read.format(FORMAT).options(**self.options).load())
-        return (
-            df if self.options.get("read.mode", "table").strip().lower() != "table" else df.select(*self.columns.names)
-        )
+        table = canonical_options(self.options).value(READ_MODE) is ReadMode.TABLE
+        return df.select(*self.columns.names) if table else df
 
     def read_stream(self, spark: SparkSession) -> DataFrame:
         """A stream of the table's changes (with the change-type column), watermarked as the statement says.
@@ -79,9 +80,10 @@ class FlinkTable:
     def write_options(self) -> dict[str, str]:
         """The options of a write: the virtual metadata columns are read only (Flink leaves them out of INSERTs)."""
         written = [c for c in self.metadata_types if c not in self.virtual]
-        options = {k: v for k, v in self.options.items() if k != "metadata.columns"}
-        pairs = dict(p.split("=", 1) for p in self.options.get("metadata.columns", "").split(",") if p)
-        return options | ({"metadata.columns": ",".join(f"{c}={pairs[c]}" for c in written)} if written else {})
+        name = METADATA_COLUMNS.name
+        options = {k: v for k, v in self.options.items() if k != name}
+        pairs = dict(p.split("=", 1) for p in self.options.get(name, "").split(",") if p)
+        return options | ({name: ",".join(f"{c}={pairs[c]}" for c in written)} if written else {})
 
     def create_view(self, spark: SparkSession, view: str | None = None) -> None:
         """`CREATE TEMPORARY VIEW <view> USING upsert-kafka OPTIONS (...)`: the table for Spark SQL (a batch
@@ -146,28 +148,28 @@ def _mapped(declared: DeclaredTable, given: dict[str, str]) -> FlinkTable:
         )
     if key is not None:
         # A `kafka` table may have both (its key format's columns and its primary key): here both are the key.
-        listed = [k.strip() for k in options.get("key.fields", ";".join(key)).split(";") if k.strip()]
+        listed = [k.strip() for k in options.get(KEY_FIELDS.name, ";".join(key)).split(";") if k.strip()]
         if listed != key:
             raise OptionError(
                 f"Flink DDL: table '{name}' has PRIMARY KEY ({', '.join(key)}) and option 'key.fields' = "
-                f"'{options['key.fields']}': here the key format's columns are the primary key, so give the same "
+                f"'{options[KEY_FIELDS.name]}': here the key format's columns are the primary key, so give the same "
                 "columns in the same order, or only one of them"
             )
         unknown = [k for k in key if k not in {f.name for f in fields}]
         if unknown:
             raise OptionError(f"Flink DDL: the PRIMARY KEY of table '{name}' names '{unknown[0]}', which is no column")
-        options["key.fields"] = ";".join(key)
+        options[KEY_FIELDS.name] = ";".join(key)
         # Flink makes a primary key's columns NOT NULL (its docs on PRIMARY KEY; the Avro schemas it derives).
         fields = [StructField(f.name, f.dataType, False, f.metadata) if f.name in key else f for f in fields]
-    elif "key.fields" not in options:
+    elif KEY_FIELDS.name not in options:
         raise OptionError(
             f"Flink DDL: table '{name}' has no PRIMARY KEY (... ) NOT ENFORCED and no 'key.fields': an upsert-kafka "
             "table is keyed, so declare its primary key"
         )
     if metadata:
-        options["metadata.columns"] = ",".join(f"{c}={k}" for c, k in metadata.items())
+        options[METADATA_COLUMNS.name] = ",".join(f"{c}={k}" for c, k in metadata.items())
     data = StructType([f for f in fields if f.name not in metadata])
-    options["schema"] = ddl_text(data)
+    options[SCHEMA.name] = ddl_text(data)
     if watermark is not None and watermark[0] not in {f.name for f in fields}:
         raise OptionError(f"Flink DDL: WATERMARK FOR '{watermark[0]}' names no column of table '{name}'")
     types = {f.name: f.dataType for f in metadata_fields(parse_column_options(canonical_options(options)))}

@@ -34,10 +34,11 @@ from pyspark.sql.types import (
 
 from .errors import OptionError
 from .formats.flink_types import SPARK_PRECISION
+from .options.catalog import FLINK_COLUMN_TYPES
 from .options.tokens import TokenReader
 from .spark_internals import TimeType
 
-COLUMN_TYPES = "flink.column-types"
+COLUMN_TYPES = FLINK_COLUMN_TYPES.name
 # `other`: any character Flink's expressions may hold (`||`, `%`, `!=`): a computed column or a query is refused by
 # name where it starts, not by the tokenizer wherever its first unknown character is.
 _TOKEN = re.compile(

@@ -12,6 +12,7 @@ import difflib
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from .errors import OptionError
@@ -71,12 +72,18 @@ class Flag(Kind):
 
 @dataclass(frozen=True)
 class Choice(Kind):
-    """One of `choices`, case-insensitive unless `case_sensitive`; the value is the choice as declared.
-    `dashes`: '_' is read as '-' (Flink's enum options take either)."""
+    """One of `choices`, case-insensitive unless `case_sensitive`; the value is the choice as declared, or with
+    `enum` (a str Enum whose values are the choices: `Choice.of(ReadMode)`) its member. `dashes`: '_' is read as
+    '-' (Flink's enum options take either)."""
 
     choices: tuple[str, ...] = ()
     case_sensitive: bool = False
     dashes: bool = False
+    enum: type[Enum] | None = None
+
+    @classmethod
+    def of(cls, enum: type[Enum], **settings: bool) -> Choice:
+        return cls(tuple(member.value for member in enum), enum=enum, **settings)
 
     @property
     def type_name(self) -> str:  # type: ignore[override]
@@ -86,7 +93,7 @@ class Choice(Kind):
         value = raw.strip().replace("_", "-") if self.dashes else raw.strip()
         for choice in self.choices:
             if value == choice or (not self.case_sensitive and value.lower() == choice.lower()):
-                return choice
+                return choice if self.enum is None else self.enum(choice)
         hint = did_you_mean(value if self.case_sensitive else value.lower(), self._folded())
         raise Invalid(f"must be one of {', '.join(self.choices)}, got '{raw}'.{hint}".rstrip("."))
 
@@ -200,12 +207,28 @@ class OptionValues(Mapping[str, str]):
     def __repr__(self) -> str:  # values may be secrets: names only
         return f"OptionValues({sorted(self._given)})"
 
-    def value(self, name: str, streaming: bool = False) -> Any:
-        """The typed value of declared option `name`: as given, else its default (None when it has none)."""
-        option = self._declared[name]  # a KeyError here is a name no option declares
+    def value(self, option: Option | str, streaming: bool = False) -> Any:
+        """The typed value of a declared option: as given, else its default (None when it has none). The connector
+        passes its catalog's constants; a codec may pass a name its `declared_options` declare."""
+        name = self._name(option)
         if name in self._typed:
             return self._typed[name]
-        return option.default_value(streaming)
+        return self._declared[name].default_value(streaming)
+
+    def given(self, option: Option) -> bool:
+        """Whether the option was given (under any of its names)."""
+        return self._name(option) in self._given
+
+    def text(self, option: Option) -> str | None:
+        """The option's text as given, or None."""
+        return self._given.get(self._name(option))
+
+    def _name(self, option: Option | str) -> str:
+        name = option if isinstance(option, str) else option.name
+        declared = self._declared[name]  # a KeyError here is a name no option declares
+        if not isinstance(option, str) and declared is not option:
+            raise KeyError(f"option '{name}' is not the one these values declare")
+        return name
 
 
 def parse_values(

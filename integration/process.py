@@ -49,6 +49,24 @@ class ServerProcess:
             return self._proc.poll() is None
         return self._pid is not None and pid_alive(self._pid, self.command_mark)
 
+    def _start_process(
+        self, cmd: list[str], cwd: Path, timeout: float, *, env: dict[str, str] | None = None, detach: bool = False
+    ) -> None:
+        """Start `cmd`, its output in the log, and wait until `_wait_ready` finds it serving (else stop it)."""
+        with self.log_path.open("wb") as log:
+            self._proc = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=cwd, env=env, start_new_session=detach
+            )
+        self._pid = None
+        try:
+            self._wait_ready(time.monotonic() + timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_ready(self, deadline: float) -> None:
+        raise NotImplementedError
+
     def stop(self) -> None:
         """SIGTERM by pid, SIGKILL after 20 s; the workdir (log) is kept."""
         pid = self.pid

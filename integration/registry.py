@@ -115,16 +115,7 @@ class SchemaRegistryServer(ServerProcess):
             "apicurio.storage.sql.kind": "h2",  # in memory: nothing outlives the process
         }
         cmd = [str(java), "-Xmx512m", *(f"-D{k}={v}" for k, v in settings.items()), "-jar", "quarkus-run.jar"]
-        with self.log_path.open("wb") as log:
-            self._proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=app, start_new_session=detach
-            )
-        self._pid = None
-        try:
-            self._wait_ready(time.monotonic() + timeout)
-        except BaseException:
-            self.stop()
-            raise
+        self._start_process(cmd, app, timeout, detach=detach)
 
     def _wait_ready(self, deadline: float) -> None:
         while self.is_running() and time.monotonic() < deadline:

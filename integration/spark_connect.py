@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -56,16 +55,7 @@ class ConnectServer(ServerProcess):
         confs = [arg for key, value in settings.items() for arg in ("--conf", f"{key}={value}")]
         cmd = [str(submit), "--class", SERVER_CLASS, "--master", "local[2]", "--driver-memory", "1g", *confs]
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_HOME": str(submit.parent.parent)}
-        with self.log_path.open("wb") as log:
-            self._proc = subprocess.Popen(
-                [*cmd, "spark-internal"], stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=self.workdir, env=env
-            )
-        self._pid = None
-        try:
-            self._wait_ready(time.monotonic() + timeout)
-        except BaseException:
-            self.stop()
-            raise
+        self._start_process([*cmd, "spark-internal"], self.workdir, timeout, env=env)
 
     def _wait_ready(self, deadline: float) -> None:
         while self.is_running() and time.monotonic() < deadline:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from ..errors import OptionError, did_you_mean
 from ..formats.option_kinds import OptionValues, parse_values, same_option_twice
-from .catalog import OPTIONS, PASS_THROUGH_PREFIXES
+from .catalog import CHANGELOG_COLUMN, OPTIONS, PASS_THROUGH_PREFIXES
 from .flink_only import not_in_spark
 
 # Spark spellings are camelCase; Spark hands us lower-cased keys: each is folded onto its declared spelling.
@@ -90,7 +90,7 @@ def _unknown_option_message(key: str) -> str:
 
 
 def changelog_column_name(options: Mapping[str, str]) -> str:
-    name = parse_options(options).value("changelog.column").strip()
+    name = parse_options(options).value(CHANGELOG_COLUMN).strip()
     if not name:
         raise OptionError("option 'changelog.column' must name a column, e.g. '_change_type'")
     return name

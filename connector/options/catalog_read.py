@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from enum import Enum
+
 from ..formats.option_kinds import BOTH, READ, Choice, Count, Flag, Option, Regex, Text
 from .kinds import (
     Duration,
@@ -12,6 +14,17 @@ from .kinds import (
     SparkTime,
     SparkTimestamps,
 )
+
+
+class ReadMode(str, Enum):
+    """Option read.mode: the latest row per key, or every record."""
+
+    TABLE = "table"
+    CHANGELOG = "changelog"
+
+    def __str__(self) -> str:  # the value, on every Python (3.12 changed a mixed-in enum's format())
+        return self.value
+
 
 # Flink's modes of scan.startup.mode; scan.bounded.mode takes all but the first (read/bounds.py reads them).
 STARTUP_MODES = ("earliest-offset", "latest-offset", "group-offsets", "timestamp", "specific-offsets")
@@ -42,7 +55,7 @@ READ_OPTIONS: tuple[Option, ...] = (
         READ,
         "`table`: the latest value per key, deleted keys removed. `changelog`: one row per record.",
         streaming_default="changelog",
-        kind=Choice(("table", "changelog")),
+        kind=Choice.of(ReadMode),
     ),
     Option(
         "changelog.compact",

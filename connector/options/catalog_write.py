@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+from enum import Enum
+
 from ..formats.option_kinds import WRITE, Choice, Count, Flag, Option, Text
 from .kinds import Duration
 
-# The delivery guarantees, weakest first (write/spec.py names them).
-GUARANTEES = ("none", "at-least-once", "exactly-once")
+
+class DeliveryGuarantee(str, Enum):
+    """Option sink.delivery-guarantee (Flink's DeliveryGuarantee), weakest first."""
+
+    NONE = "none"
+    AT_LEAST_ONCE = "at-least-once"
+    EXACTLY_ONCE = "exactly-once"
+
+    def __str__(self) -> str:  # the value, on every Python (3.12 changed a mixed-in enum's format())
+        return self.value
+
 
 WRITE_OPTIONS: tuple[Option, ...] = (
     Option(
@@ -42,7 +53,7 @@ WRITE_OPTIONS: tuple[Option, ...] = (
         "`none` (acks=1), `at-least-once` (idempotent producer, acks=all, a task succeeds only when Kafka has "
         "every record) or `exactly-once` (one Kafka transaction per task, replays never write twice).",
         ("sink.semantic",),
-        kind=Choice(GUARANTEES, dashes=True),
+        kind=Choice.of(DeliveryGuarantee, dashes=True),
     ),
     Option(
         "sink.transactional-id-prefix",

@@ -30,8 +30,10 @@ from pyspark.sql.types import (
 
 from ..errors import OptionError, SchemaError, did_you_mean
 from ..formats import ChangelogCodec, Codec, FormatOptionError, codec_class
+from ..formats.option_kinds import OptionValues
 from ..spark_internals import from_arrow_type, to_arrow_type
 from .canonical import changelog_column_name, parse_options
+from .catalog import KEY_FIELDS, KEY_FIELDS_PREFIX, METADATA_COLUMNS, VALUE_FIELDS_INCLUDE, VALUE_FORMAT
 from .values import require
 
 # Flink's kafka connector metadata keys and their types in Spark.
@@ -92,8 +94,8 @@ def parse_column_options(given: Mapping[str, str]) -> ColumnOptions:
     options = parse_options(given)
     changelog = changelog_column_name(options)
     metadata = _parse_metadata(options, changelog)
-    include = options.value("value.fields-include")
-    prefix = options.value("key.fields-prefix")
+    include = options.value(VALUE_FIELDS_INCLUDE)
+    prefix = options.value(KEY_FIELDS_PREFIX)
     if include != "ALL" or prefix:
         value_format = _value_codec_class(options)
         if issubclass(value_format, ChangelogCodec):
@@ -109,7 +111,7 @@ def parse_column_options(given: Mapping[str, str]) -> ColumnOptions:
     reserved = {changelog.lower(): "the change-type column (option 'changelog.column')"}
     reserved |= {c.column.lower(): "a metadata column" for c in metadata}
     key_fields: list[str] = []
-    raw = require(options, "key.fields", "id")
+    raw = require(options, KEY_FIELDS, "id")
     for name in (part.strip() for part in raw.split(";")):
         if not name:
             raise OptionError(f"option 'key.fields' has an empty column name in '{raw}': separate the names by ';'")
@@ -121,9 +123,9 @@ def parse_column_options(given: Mapping[str, str]) -> ColumnOptions:
     return ColumnOptions(changelog, metadata, tuple(key_fields), prefix, include == "EXCEPT_KEY")
 
 
-def _parse_metadata(options: Mapping[str, str], changelog: str) -> tuple[MetadataColumn, ...]:
+def _parse_metadata(options: OptionValues, changelog: str) -> tuple[MetadataColumn, ...]:
     """`metadata.columns`: `kind` or `column=kind`, comma-separated, e.g. `offset, event_time=timestamp`."""
-    raw = options.get("metadata.columns", "").strip()
+    raw = (options.text(METADATA_COLUMNS) or "").strip()
     # A changelog value format's own metadata, read only (Flink's `value.<key>` keys of the kafka connector).
     known = METADATA_TYPES | (_value_format_metadata(options) if VALUE_METADATA in raw.lower() else {})
     columns: list[MetadataColumn] = []
@@ -132,7 +134,7 @@ def _parse_metadata(options: Mapping[str, str], changelog: str) -> tuple[Metadat
         column, kind = (column.strip() or kind.strip()), kind.strip().lower()
         if kind not in known:
             hint = did_you_mean(kind, known)
-            value_format = parse_options(options).value("value.format").strip()
+            value_format = options.value(VALUE_FORMAT).strip()
             none = kind.startswith(VALUE_METADATA) and len(known) == len(METADATA_TYPES)
             note = f" (value format '{value_format}' has none)" if none else ""
             raise OptionError(
@@ -154,14 +156,14 @@ def _parse_metadata(options: Mapping[str, str], changelog: str) -> tuple[Metadat
     return tuple(columns)
 
 
-def _value_codec_class(options: Mapping[str, str]) -> type[Codec]:
+def _value_codec_class(options: OptionValues) -> type[Codec]:
     try:
-        return codec_class(parse_options(options).value("value.format").strip(), "value.format")
+        return codec_class(options.value(VALUE_FORMAT).strip(), VALUE_FORMAT.name)
     except FormatOptionError as e:
         raise OptionError(str(e)) from None
 
 
-def _value_format_metadata(options: Mapping[str, str]) -> dict[str, DataType]:
+def _value_format_metadata(options: OptionValues) -> dict[str, DataType]:
     """The value format's readable metadata as `value.<key>` -> Spark type; none for a format without."""
     cls = _value_codec_class(options)
     readable = cls.readable_metadata if issubclass(cls, ChangelogCodec) else {}

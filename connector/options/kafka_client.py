@@ -12,6 +12,13 @@ from ..errors import OptionError
 from ..secrets import redact, redact_options, secret_values, strip_url_credentials
 from ..token_provider import take_token_provider, token_provider
 from .canonical import parse_options
+from .catalog import (
+    CLIENT_POOL_IDLE_TIMEOUT,
+    CLIENT_RETRIES,
+    CLIENT_RETRY_INTERVAL,
+    CLIENT_TIMEOUT,
+    PROPERTIES_BOOTSTRAP_SERVERS,
+)
 from .flink_only import JAVA_ONLY_PROPERTIES
 from .values import require
 
@@ -106,11 +113,11 @@ class KafkaSpec:
 
 def parse_kafka_spec(given: Mapping[str, str]) -> KafkaSpec:
     options = parse_options(given)
-    servers = require(options, "properties.bootstrap.servers", "broker1:9092,broker2:9092")
+    servers = require(options, PROPERTIES_BOOTSTRAP_SERVERS, "broker1:9092,broker2:9092")
     _check_servers(servers)
     properties: dict[str, str] = {}
     for name, value in sorted(options.items()):
-        if not name.startswith("properties.") or name == "properties.bootstrap.servers":
+        if not name.startswith("properties.") or name == PROPERTIES_BOOTSTRAP_SERVERS.name:
             continue
         prop = name[len("properties.") :]
         if prop in JAVA_ONLY_PROPERTIES:
@@ -126,10 +133,10 @@ def parse_kafka_spec(given: Mapping[str, str]) -> KafkaSpec:
     return KafkaSpec(
         servers,
         tuple(sorted(properties.items())),
-        timeout_s=options.value("client.timeout"),
-        retries=options.value("client.retries"),
-        retry_interval_s=options.value("client.retry-interval"),
-        pool_idle_timeout_s=options.value("client.pool.idle-timeout"),
+        timeout_s=options.value(CLIENT_TIMEOUT),
+        retries=options.value(CLIENT_RETRIES),
+        retry_interval_s=options.value(CLIENT_RETRY_INTERVAL),
+        pool_idle_timeout_s=options.value(CLIENT_POOL_IDLE_TIMEOUT),
         token_provider=provider,
     )
 

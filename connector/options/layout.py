@@ -21,6 +21,8 @@ from ..formats import ChangelogCodec, Codec, CodecContext, FormatOptionError, co
 from ..formats.flink_types import primary_key_not_null, with_precision
 from ..spark_internals import from_arrow_type, to_arrow_schema
 from .canonical import FORMAT_OPTION, canonical_options, parse_options
+from .catalog import FLINK_COLUMN_TYPES, READ_MODE, SCHEMA
+from .catalog_read import ReadMode
 from .columns import (
     ColumnOptions,
     MetadataColumn,
@@ -32,8 +34,6 @@ from .columns import (
 from .ddl import ddl_text, parse_ddl
 from .kinds import ColumnPath, FlinkTimestamp
 from .topics import parse_topic_selection
-
-FLINK_COLUMN_TYPES = "flink.column-types"
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ def _flink_types(options: Mapping[str, str], schema: StructType) -> Mapping[Colu
             if found is None:
                 where = f"the table's columns ({', '.join(schema.names)})" if not names else f"'{'.'.join(names)}'"
                 raise SchemaError(
-                    f"option '{FLINK_COLUMN_TYPES}': '{'.'.join(path)}' names no field of {where}; list a column, "
+                    f"option '{FLINK_COLUMN_TYPES.name}': '{'.'.join(path)}' names no field of {where}; list a column, "
                     "or a field of a STRUCT column as column.field"
                 )
             names.append(found.name)
@@ -123,9 +123,9 @@ def _flink_types(options: Mapping[str, str], schema: StructType) -> Mapping[Colu
         expected = "TIMESTAMP" if flink_type.zoned else "TIMESTAMP_NTZ"
         if type_text(data_type).upper() != expected:
             raise SchemaError(
-                f"option '{FLINK_COLUMN_TYPES}': '{'.'.join(names)}' has type {type_text(data_type)}, which cannot "
-                f"stand for Flink's {flink_type}: Flink's TIMESTAMP(p) is Spark's TIMESTAMP_NTZ and TIMESTAMP_LTZ(p) "
-                "Spark's TIMESTAMP"
+                f"option '{FLINK_COLUMN_TYPES.name}': '{'.'.join(names)}' has type {type_text(data_type)}, which "
+                f"cannot stand for Flink's {flink_type}: Flink's TIMESTAMP(p) is Spark's TIMESTAMP_NTZ and "
+                "TIMESTAMP_LTZ(p) Spark's TIMESTAMP"
             )
         resolved[tuple(names)] = flink_type
     return resolved
@@ -249,14 +249,15 @@ def table_schema(raw: Mapping[str, str]) -> StructType:
     checked as a read's schema is."""
     options = canonical_options(raw)
     columns = parse_column_options(options)
-    data = parse_ddl(options["schema"]) if "schema" in options else _inferred_schema(options, columns)
+    data = parse_ddl(options.text(SCHEMA)) if options.given(SCHEMA) else _inferred_schema(options, columns)
     if data is None:
         raise OptionError(
             "upsert-kafka needs the table's columns: give them with .schema(\"id INT, name STRING\") or option 'schema'"
         )
     fields = list(data.fields)
     listed = {f.name.lower() for f in fields}
-    if options.get("read.mode", "").strip().lower() != "table" and columns.changelog.lower() not in listed:
+    # DataSource.schema() cannot tell a stream from a batch read: the change column unless table mode is asked for.
+    if (options.text(READ_MODE) or "").strip().lower() != ReadMode.TABLE and columns.changelog.lower() not in listed:
         fields.append(StructField(columns.changelog, StringType()))
     schema = StructType(fields + metadata_fields(columns))
     resolve_columns(schema, columns)

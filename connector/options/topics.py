@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from ..errors import OptionError
 from .canonical import parse_options
+from .catalog import ASSIGN, TOPIC, TOPIC_PATTERN
 from .values import require
 
 
@@ -44,26 +45,25 @@ class TopicSelection:
         return "topic-pattern" if self.pattern is not None else "assign" if self.assigned is not None else "topic"
 
 
-_SELECTORS = ("topic", "topic-pattern", "assign")
+_SELECTORS = (TOPIC, TOPIC_PATTERN, ASSIGN)
 
 
 def parse_topic_selection(raw: Mapping[str, str]) -> TopicSelection:
     """`topic` (a list, in the order given, without repeats), `topic-pattern` or `assign`: exactly one, as Spark's
     kafka source takes exactly one of subscribe, subscribePattern and assign."""
     options = parse_options(raw)
-    given = [n for n in _SELECTORS if options.get(n, "").strip()]
+    given = [o.name for o in _SELECTORS if (options.text(o) or "").strip()]
     if len(given) > 1:
         named = ", ".join(f"'{n}'" for n in given[:-1]) + f" and '{given[-1]}'"
         raise OptionError(
             f"options {named} exclude each other; give one of them (Spark's kafka source: exactly one of subscribe, "
             "subscribePattern, assign)"
         )
-    if "topic-pattern" in given:
-        return TopicSelection(pattern=options.value("topic-pattern").pattern)  # compiled by its kind
-    if "assign" in options and given != ["topic"]:
-        return parse_assign(options["assign"])  # an empty one too: its error says what to write
-    require(options, "topic", "orders")
-    listed = options["topic"].strip()
+    if TOPIC_PATTERN.name in given:
+        return TopicSelection(pattern=options.value(TOPIC_PATTERN).pattern)  # compiled by its kind
+    if options.given(ASSIGN) and given != [TOPIC.name]:
+        return parse_assign(options.text(ASSIGN))  # an empty one too: its error says what to write
+    listed = require(options, TOPIC, "orders")
     # ';' is Flink's list separator and ',' Spark's (subscribe); neither can occur in a topic name.
     names = tuple(dict.fromkeys(t.strip() for t in re.split(r"[;,]", listed) if t.strip()))
     for name in names or ("",):

@@ -3,13 +3,13 @@ kind in canonical.canonical_options)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from ..errors import OptionError
+from ..formats.option_kinds import Option, OptionValues
 
 
-def require(options: Mapping[str, str], name: str, example: str) -> str:
-    value = options.get(name, "").strip()
+def require(options: OptionValues, option: Option, example: str) -> str:
+    name = option.name
+    value = (options.text(option) or "").strip()
     if not value:
         raise OptionError(f'option \'{name}\' is required, e.g. .option("{name}", "{example}")')
     return value

@@ -7,7 +7,22 @@ import re
 from dataclasses import dataclass
 
 from ..errors import OptionError
-from ..formats.option_kinds import OptionValues
+from ..formats.option_kinds import Option, OptionValues
+from ..options.catalog import (
+    ENDING_OFFSETS,
+    ENDING_OFFSETS_BY_TIMESTAMP,
+    ENDING_TIMESTAMP,
+    SCAN_BOUNDED_MODE,
+    SCAN_BOUNDED_SPECIFIC_OFFSETS,
+    SCAN_BOUNDED_TIMESTAMP_MILLIS,
+    SCAN_STARTUP_MODE,
+    SCAN_STARTUP_SPECIFIC_OFFSETS,
+    SCAN_STARTUP_TIMESTAMP_MILLIS,
+    STARTING_OFFSETS,
+    STARTING_OFFSETS_BY_TIMESTAMP,
+    STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY,
+    STARTING_TIMESTAMP,
+)
 from ..options.catalog_read import STARTUP_MODES
 from ..options.kinds import EARLIEST, FLINK_OFFSETS_EXAMPLE, LATEST
 from ..options.topics import TopicSelection
@@ -61,57 +76,91 @@ def check_named_topics(bound: Bound, topics: TopicSelection, option: str) -> Non
 _FLINK_MODES = dict(zip(STARTUP_MODES, ("earliest", "latest", "group", "timestamp", "specific"), strict=True))
 
 
+@dataclass(frozen=True)
+class _Side:
+    """The options of one side of a read: Flink's mode and its two companions, and Spark's three spellings."""
+
+    mode: Option
+    timestamp: Option
+    offsets: Option
+    spark_offsets: Option
+    spark_timestamp: Option
+    spark_by_timestamp: Option
+
+
+_SIDES = {
+    "startup": _Side(
+        SCAN_STARTUP_MODE,
+        SCAN_STARTUP_TIMESTAMP_MILLIS,
+        SCAN_STARTUP_SPECIFIC_OFFSETS,
+        STARTING_OFFSETS,
+        STARTING_TIMESTAMP,
+        STARTING_OFFSETS_BY_TIMESTAMP,
+    ),
+    "bounded": _Side(
+        SCAN_BOUNDED_MODE,
+        SCAN_BOUNDED_TIMESTAMP_MILLIS,
+        SCAN_BOUNDED_SPECIFIC_OFFSETS,
+        ENDING_OFFSETS,
+        ENDING_TIMESTAMP,
+        ENDING_OFFSETS_BY_TIMESTAMP,
+    ),
+}
+
+
 def parse_bound(options: OptionValues, which: str, streaming: bool) -> Bound:
     """scan.startup.* / scan.bounded.* and their Spark twins startingOffsets/Timestamp, endingOffsets/..., from
     the values the catalog's kinds parsed."""
-    bound = _bound(options, which)
-    mode_option = f"scan.{which}.mode"
-    for suffix, kind, mode in (("timestamp-millis", "timestamp", "timestamp"), ("specific-offsets", "specific", "")):
-        name = f"scan.{which}.{suffix}"
-        if name in options and not (mode_option in options and bound.kind == kind):
+    side = _SIDES[which]
+    bound = _bound(options, which, side)
+    for option, kind, mode in ((side.timestamp, "timestamp", "timestamp"), (side.offsets, "specific", "")):
+        if options.given(option) and not (options.given(side.mode) and bound.kind == kind):
+            suffix = option.name.rsplit(".", 1)[1]
             raise OptionError(
-                f"option '{name}' applies to {mode_option}={mode or suffix} only: set that mode too, or leave the "
-                "option out"
+                f"option '{option.name}' applies to {side.mode.name}={mode or suffix} only: set that mode too, or "
+                "leave the option out"
             )
     return bound
 
 
-def _bound(options: OptionValues, which: str) -> Bound:
-    mode_option = f"scan.{which}.mode"
-    prefix = "starting" if which == "startup" else "ending"
-    spark_offsets, spark_ts, spark_by_ts = (f"{prefix}Offsets", f"{prefix}Timestamp", f"{prefix}OffsetsByTimestamp")
-    given = [o for o in (mode_option, spark_offsets, spark_ts, spark_by_ts) if o in options]
+def _bound(options: OptionValues, which: str, side: _Side) -> Bound:
+    mode = side.mode.name
+    given = [
+        o for o in (side.mode, side.spark_offsets, side.spark_timestamp, side.spark_by_timestamp) if options.given(o)
+    ]
     if len(given) > 1:
-        named = " and ".join(f"'{g}'" for g in given)
+        named = " and ".join(f"'{g.name}'" for g in given)
         raise OptionError(f"options {named} both set where to {_verb(which)}; give one")
     strategy = _timestamp_strategy(options, which, given)
-    if spark_ts in options:
-        return Bound("timestamp", timestamp_ms=options.value(spark_ts), option=spark_ts, no_match=strategy)
-    if spark_by_ts in options:
-        return Bound("timestamps", specific=options.value(spark_by_ts), option=spark_by_ts, no_match=strategy)
-    if spark_offsets in options:
-        offsets = options.value(spark_offsets)  # 'earliest', 'latest' or offsets per topic
+    if options.given(side.spark_timestamp):
+        at = options.value(side.spark_timestamp)
+        return Bound("timestamp", timestamp_ms=at, option=side.spark_timestamp.name, no_match=strategy)
+    if options.given(side.spark_by_timestamp):
+        at = options.value(side.spark_by_timestamp)
+        return Bound("timestamps", specific=at, option=side.spark_by_timestamp.name, no_match=strategy)
+    if options.given(side.spark_offsets):
+        offsets = options.value(side.spark_offsets)  # 'earliest', 'latest' or offsets per topic
         if isinstance(offsets, str):
             return Bound(offsets)
-        return Bound("specific", specific=offsets, option=spark_offsets)
-    if mode_option not in options:
+        return Bound("specific", specific=offsets, option=side.spark_offsets.name)
+    if not options.given(side.mode):
         return Bound("none")
-    kind = _FLINK_MODES[options.value(mode_option)]  # the catalog's choices are these modes' names
+    kind = _FLINK_MODES[options.value(side.mode)]  # the catalog's choices are these modes' names
     if kind == "timestamp":
-        name = f"scan.{which}.timestamp-millis"
-        if name not in options:
+        name = side.timestamp.name
+        if not options.given(side.timestamp):
             raise OptionError(
                 f"option '{name}' is required by the timestamp mode, e.g. '1700000000000' (epoch ms), since option "
-                f"'{mode_option}' is timestamp"
+                f"'{mode}' is timestamp"
             )
-        return Bound("timestamp", timestamp_ms=options.value(name), option=name)
+        return Bound("timestamp", timestamp_ms=options.value(side.timestamp), option=name)
     if kind == "specific":
-        name = f"scan.{which}.specific-offsets"
-        offsets = options.value(name)
+        name = side.offsets.name
+        offsets = options.value(side.offsets)
         if not offsets:
             raise OptionError(
                 f"option '{name}' is required by the specific-offsets mode, e.g. '{FLINK_OFFSETS_EXAMPLE}', since "
-                f"option '{mode_option}' is specific-offsets"
+                f"option '{mode}' is specific-offsets"
             )
         # Flink: "If an offset for a partition is not provided it will not consume from that partition."
         unlisted = "earliest" if which == "bounded" else None
@@ -119,21 +168,19 @@ def _bound(options: OptionValues, which: str) -> Bound:
     return Bound(kind)
 
 
-_STRATEGY = "startingOffsetsByTimestampStrategy"
-
-
-def _timestamp_strategy(options: OptionValues, which: str, given: list[str]) -> str:
+def _timestamp_strategy(options: OptionValues, which: str, given: list[Option]) -> str:
     """Spark's startingOffsetsByTimestampStrategy (error | latest; error by default) for its timestamp starts;
     an end, and Flink's timestamp mode, take the latest offset where no record is at or after the timestamp."""
-    spark_start = which == "startup" and any(g in ("startingTimestamp", "startingOffsetsByTimestamp") for g in given)
-    if _STRATEGY not in options:
-        return options.value(_STRATEGY) if spark_start else "latest"
+    strategy = STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY
+    spark_start = which == "startup" and any(g in (STARTING_TIMESTAMP, STARTING_OFFSETS_BY_TIMESTAMP) for g in given)
+    if not options.given(strategy):
+        return options.value(strategy) if spark_start else "latest"
     if which == "startup" and not spark_start:
         raise OptionError(
-            f"option '{_STRATEGY}' applies to a start given by 'startingTimestamp' or 'startingOffsetsByTimestamp': "
-            "set one of them, or leave it out"
+            f"option '{strategy.name}' applies to a start given by 'startingTimestamp' or "
+            "'startingOffsetsByTimestamp': set one of them, or leave it out"
         )
-    return options.value(_STRATEGY) if which == "startup" else "latest"
+    return options.value(strategy) if which == "startup" else "latest"
 
 
 def _verb(which: str) -> str:

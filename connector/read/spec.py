@@ -16,6 +16,24 @@ from pyspark.sql.types import StructType
 from ..errors import OptionError, SchemaError
 from ..formats.option_kinds import OptionValues
 from ..options.canonical import canonical_options, changelog_column_name
+from ..options.catalog import (
+    CHANGELOG_COMPACT,
+    GROUP_ID_PREFIX,
+    MAX_TRIGGER_DELAY,
+    MIN_OFFSETS_PER_TRIGGER,
+    MIN_PARTITIONS,
+    READ_MODE,
+    SCAN_COALESCE_MAX_RECORDS,
+    SCAN_FAIL_ON_DATA_LOSS,
+    SCAN_FILTER_KEY_PARTITIONS,
+    SCAN_MAX_RECORDS_PER_BATCH,
+    SCAN_SPLIT_MAX_RECORDS,
+    SCAN_TABLE_MEMORY_BUDGET,
+    SCAN_TOPIC_PARTITION_DISCOVERY_INTERVAL,
+    SCAN_WATERMARK_ALIGNMENT_MAX_DRIFT,
+    SCAN_WATERMARK_IDLE_TIMEOUT,
+)
+from ..options.catalog_read import ReadMode
 from ..options.kafka_client import KafkaSpec, parse_kafka_spec
 from ..options.layout import Layout, check_codecs, parse_layout
 from ..options.topics import TopicSelection, parse_topic_selection
@@ -52,11 +70,11 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
     options = canonical_options(raw)
     kafka = _with_group_prefix(parse_kafka_spec(options), options)
     topics = parse_read_topics(options)
-    mode = options.value("read.mode", streaming=streaming)
-    if streaming and mode == "table":
+    mode = options.value(READ_MODE, streaming=streaming)
+    if streaming and mode is ReadMode.TABLE:
         raise OptionError("option 'read.mode': a streaming read is a changelog; use read.mode=changelog")
     layout = parse_layout(options, schema, topics.names)
-    if mode == "changelog" and layout.changelog_column is None:
+    if mode is ReadMode.CHANGELOG and layout.changelog_column is None:
         column = changelog_column_name(options)
         raise SchemaError(
             f"a changelog read needs the column '{column} STRING' to say whether a row is an upsert or a "
@@ -64,8 +82,8 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
             f"added for you"
         )
     check_codecs(layout, writing=False)
-    compact = options.value("changelog.compact")
-    if compact and mode != "changelog":
+    compact = options.value(CHANGELOG_COMPACT)
+    if compact and mode is not ReadMode.CHANGELOG:
         raise OptionError("option 'changelog.compact' applies to read.mode=changelog (a table is compact already)")
     start = parse_bound(options, "startup", streaming)
     end = parse_bound(options, "bounded", streaming)
@@ -90,9 +108,9 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
         "error",
     ):
         raise OptionError(f"option 'properties.auto.offset.reset' must be earliest or latest, got '{fallback}'")
-    split = options.value("scan.split.max-records")
-    min_partitions = options.value("minPartitions")
-    if (split or min_partitions) and mode != "changelog":
+    split = options.value(SCAN_SPLIT_MAX_RECORDS)
+    min_partitions = options.value(MIN_PARTITIONS)
+    if (split or min_partitions) and mode is not ReadMode.CHANGELOG:
         raise OptionError(
             "options 'scan.split.max-records' / 'minPartitions' split a partition's range across tasks, which "
             "only a changelog read allows (table mode must see a partition whole)"
@@ -103,27 +121,27 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
             "'scan.split.max-records' / 'minPartitions' would cut into slices: give one or the other"
         )
     min_per_trigger, max_delay_s = _min_per_trigger(options)
-    idle = options.value("scan.watermark.idle-timeout")
+    idle = options.value(SCAN_WATERMARK_IDLE_TIMEOUT)
     drift_ms = _drift_millis(options)
     watermark_column = any(c.kind == "watermark" for c in layout.metadata)
     return ReadSpec(
         kafka=kafka,
         topics=topics,
         layout=layout,
-        changelog=mode == "changelog",
+        changelog=mode is ReadMode.CHANGELOG,
         compact=compact,
-        table_memory_budget=options.value("scan.table.memory-budget"),
+        table_memory_budget=options.value(SCAN_TABLE_MEMORY_BUDGET),
         start=start,
         end=end,
-        max_records_per_batch=options.value("scan.max-records-per-batch"),
+        max_records_per_batch=options.value(SCAN_MAX_RECORDS_PER_BATCH),
         min_records_per_trigger=min_per_trigger,
         max_trigger_delay_s=max_delay_s,
         split_max_records=split,
         min_partitions=min_partitions,
-        coalesce_max_records=options.value("scan.coalesce.max-records"),
-        fail_on_data_loss=options.value("scan.fail-on-data-loss"),
-        key_partition_pruning=options.value("scan.filter.key-partitions"),
-        discovery_interval_s=options.value("scan.topic-partition-discovery.interval"),
+        coalesce_max_records=options.value(SCAN_COALESCE_MAX_RECORDS),
+        fail_on_data_loss=options.value(SCAN_FAIL_ON_DATA_LOSS),
+        key_partition_pruning=options.value(SCAN_FILTER_KEY_PARTITIONS),
+        discovery_interval_s=options.value(SCAN_TOPIC_PARTITION_DISCOVERY_INTERVAL),
         group_id=group_id,
         group_fallback=None
         if fallback is None
@@ -138,7 +156,7 @@ def _with_group_prefix(kafka: KafkaSpec, options: OptionValues) -> KafkaSpec:
     """Spark's groupIdPrefix: the group id of the range consumers (properties.group.id, when set, is theirs
     instead). They never join the group nor commit to it: librdkafka requires an id, brokers may log it and ACLs
     (DESCRIBE on the group, not needed) may name it."""
-    prefix = options.get("groupIdPrefix")
+    prefix = options.text(GROUP_ID_PREFIX)
     if prefix is None:
         return kafka
     if "properties.group.id" in options:
@@ -159,20 +177,20 @@ def parse_read_topics(options: Mapping[str, str]) -> TopicSelection:
 def _min_per_trigger(options: OptionValues) -> tuple[int | None, float]:
     """Spark's minOffsetsPerTrigger and maxTriggerDelay (a Spark time string, '15m' by default), which only
     means something with it."""
-    minimum = options.value("minOffsetsPerTrigger")
-    if "maxTriggerDelay" in options and minimum is None:
+    minimum = options.value(MIN_OFFSETS_PER_TRIGGER)
+    if options.given(MAX_TRIGGER_DELAY) and minimum is None:
         raise OptionError(
             "option 'maxTriggerDelay' bounds how long 'minOffsetsPerTrigger' holds a micro-batch back: set "
             "'minOffsetsPerTrigger' too, or leave it out"
         )
-    return minimum, options.value("maxTriggerDelay")
+    return minimum, options.value(MAX_TRIGGER_DELAY)
 
 
 def _drift_millis(options: OptionValues) -> int | None:
     """The alignment drift in whole milliseconds, the unit of record timestamps: a drift that would round
     (below 1 ms, to 0, holds every partition back for good) is refused rather than changed."""
-    name = "scan.watermark.alignment.max-drift"
-    drift = options.value(name)
+    name = SCAN_WATERMARK_ALIGNMENT_MAX_DRIFT.name
+    drift = options.value(SCAN_WATERMARK_ALIGNMENT_MAX_DRIFT)
     if drift is None:
         return None
     millis = drift * 1000

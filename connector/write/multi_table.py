@@ -25,16 +25,37 @@ from pyspark.sql.types import BinaryType, MapType, StringType, StructField, Stru
 
 from ..errors import OptionError, RecordError
 from ..formats import Codec, FormatOptionError, make_codec
+from ..formats.option_kinds import Option, OptionValues
 from ..options.canonical import FORMAT_OPTION, canonical_options, changelog_column_name
+from ..options.catalog import (
+    CHANGELOG_COLUMN,
+    FLINK_COLUMN_TYPES,
+    KEY_FIELDS_PREFIX,
+    KEY_FORMAT,
+    METADATA_COLUMNS,
+    SCHEMA,
+    SINK_ADD_TABLE_ID_TO_HEADER_ENABLED,
+    SINK_CUSTOM_HEADER,
+    SINK_PARALLELISM,
+    SINK_TABLE_ID_COLUMN,
+    SINK_TABLE_ID_FIELDS,
+    SINK_TABLE_ID_KEY_FIELDS,
+    SINK_TABLE_ID_TO_TOPIC_MAPPING,
+    TOPIC_PATTERN,
+    VALUE_FIELDS_INCLUDE,
+    VALUE_FORMAT,
+)
+from ..options.catalog import KEY_FIELDS as KEY_FIELDS_OPTION
+from ..options.catalog import TOPIC as TOPIC_OPTION
 from ..spark_internals import to_arrow_schema
 from .change_kinds import classify
 
-TABLE_COLUMN = "sink.table-id.column"
-KEY_FIELDS = "sink.table-id.key-fields"
-FIELDS = "sink.table-id.fields"
-MAPPING = "sink.tableId-to-topic.mapping"  # the catalog's spellings (canonical_options folds Spark's lower case)
-ADD_HEADERS = "sink.add-tableId-to-header-enabled"
-CUSTOM_HEADER = "sink.custom-header"
+TABLE_COLUMN, KEY_FIELDS, FIELDS = SINK_TABLE_ID_COLUMN, SINK_TABLE_ID_KEY_FIELDS, SINK_TABLE_ID_FIELDS
+MAPPING, ADD_HEADERS, CUSTOM_HEADER = (
+    SINK_TABLE_ID_TO_TOPIC_MAPPING,
+    SINK_ADD_TABLE_ID_TO_HEADER_ENABLED,
+    SINK_CUSTOM_HEADER,
+)
 OPTIONS = (TABLE_COLUMN, KEY_FIELDS, FIELDS, MAPPING, ADD_HEADERS, CUSTOM_HEADER)
 KEY_FORMATS, VALUE_FORMATS = ("json", "csv"), ("debezium-json", "canal-json")
 # Flink CDC's header names (PipelineKafkaRecordSerializationSchema).
@@ -88,53 +109,54 @@ class RoutedWrite:
 def route_tables(raw: Mapping[str, str], schema: StructType) -> RoutedWrite | None:
     """The multi-table write the options ask for (option `sink.table-id.column`), or None."""
     options = canonical_options(raw)
-    if TABLE_COLUMN not in options:
-        given = [o for o in OPTIONS if o in options]
+    if not options.given(TABLE_COLUMN):
+        given = [o.name for o in OPTIONS if options.given(o)]
         if given:
             raise OptionError(
-                f"option '{given[0]}' belongs to the multi-table write: set option '{TABLE_COLUMN}' to the column "
-                f"naming each row's table, with '{KEY_FIELDS}' and '{FIELDS}'"
+                f"option '{given[0]}' belongs to the multi-table write: set option '{TABLE_COLUMN.name}' to the column "
+                f"naming each row's table, with '{KEY_FIELDS.name}' and '{FIELDS.name}'"
             )
         return None
     for refused, why in (
-        ("key.fields", f"each table's primary key is given by option '{KEY_FIELDS}'"),
-        ("key.fields-prefix", f"each table's columns are given by option '{FIELDS}'"),
-        ("value.fields-include", "a change envelope holds the table's whole row, its key included"),
-        ("metadata.columns", "each record's topic and headers come from its table"),
-        ("topic-pattern", f"each table's topic comes from option '{MAPPING}', 'topic' or its table id"),
-        ("sink.parallelism", "df.repartition(N, <the table id column>, *the key columns) before the write does it"),
-        ("flink.column-types", "its JSON formats write a timestamp as Flink does whatever its precision"),
+        (KEY_FIELDS_OPTION, f"each table's primary key is given by option '{KEY_FIELDS.name}'"),
+        (KEY_FIELDS_PREFIX, f"each table's columns are given by option '{FIELDS.name}'"),
+        (VALUE_FIELDS_INCLUDE, "a change envelope holds the table's whole row, its key included"),
+        (METADATA_COLUMNS, "each record's topic and headers come from its table"),
+        (TOPIC_PATTERN, f"each table's topic comes from option '{MAPPING.name}', 'topic' or its table id"),
+        (SINK_PARALLELISM, "df.repartition(N, <the table id column>, *the key columns) before the write does it"),
+        (FLINK_COLUMN_TYPES, "its JSON formats write a timestamp as Flink does whatever its precision"),
     ):
-        if refused in options:
+        if options.given(refused):
             raise OptionError(
-                f"option '{refused}' does not apply to a multi-table write (option '{TABLE_COLUMN}'): {why}"
+                f"option '{refused.name}' does not apply to a multi-table write (option '{TABLE_COLUMN.name}'): {why}"
             )
     names = {f.name.lower(): f.name for f in schema.fields}
-    column = _column(names, options[TABLE_COLUMN].strip(), TABLE_COLUMN)
+    column = _column(names, options.text(TABLE_COLUMN).strip(), TABLE_COLUMN.name)
     if not isinstance(schema[column].dataType, StringType):
-        raise OptionError(f"option '{TABLE_COLUMN}': column '{column}' must be a STRING of table ids (db.table)")
+        raise OptionError(f"option '{TABLE_COLUMN.name}': column '{column}' must be a STRING of table ids (db.table)")
     changelog = names.get(changelog_column_name(options).lower())
     keys = _per_table(options, KEY_FIELDS, names, "shop.orders:order_id;shop.order_lines:order_id,line_no")
     fields = _per_table(options, FIELDS, names, "shop.orders:order_id,amount;shop.order_lines:order_id,line_no,sku")
     if set(keys) != set(fields):
         only = sorted(set(keys) ^ set(fields))
         raise OptionError(
-            f"options '{KEY_FIELDS}' and '{FIELDS}' must list the same tables; '{only[0]}' is in one of them only"
+            f"options '{KEY_FIELDS.name}' and '{FIELDS.name}' must list the same tables; '{only[0]}' is in one of "
+            "them only"
         )
     for table, key in keys.items():
         missing = [k for k in key if k not in fields[table]]
         if missing:
             raise OptionError(
-                f"option '{FIELDS}': table '{table}' lacks its key column '{missing[0]}' (option '{KEY_FIELDS}'); "
-                "the value holds the whole row, key included"
+                f"option '{FIELDS.name}': table '{table}' lacks its key column '{missing[0]}' (option "
+                f"'{KEY_FIELDS.name}'); the value holds the whole row, key included"
             )
         for name in (column, changelog):
             if name is not None and name in fields[table]:
-                raise OptionError(f"option '{FIELDS}': table '{table}' lists column '{name}', which is not data")
+                raise OptionError(f"option '{FIELDS.name}': table '{table}' lists column '{name}', which is not data")
     topics = _topics(options, list(keys))
     key_codec, value_codec = _codecs(options, tuple(sorted(set(topics.values()))))
     add_headers = options.value(ADD_HEADERS)
-    custom = _custom_headers(options.get(CUSTOM_HEADER, ""))
+    custom = _custom_headers(options.text(CUSTOM_HEADER) or "")
     arrow_schema = to_arrow_schema(schema)
     routes = []
     for table in keys:
@@ -149,21 +171,21 @@ def route_tables(raw: Mapping[str, str], schema: StructType) -> RoutedWrite | No
         _check_encoders(route, key_codec, value_codec, arrow_schema)
         routes.append(route)
     spec = MultiTableSpec(column, changelog, tuple(routes), key_codec, value_codec, arrow_schema)
-    dropped = (*OPTIONS, "topic", "changelog.column", "schema")
+    dropped = {o.name for o in (*OPTIONS, TOPIC_OPTION, CHANGELOG_COLUMN, SCHEMA)}
     inner = {k: v for k, v in options.items() if k not in dropped and not _format_option(k)}
     inner |= {
-        "topic": ";".join(sorted(set(topics.values()))),
-        "key.fields": KEY,
-        "key.format": "raw",
-        "value.format": "raw",
-        "value.fields-include": "EXCEPT_KEY",
-        "metadata.columns": f"{TOPIC}=topic,{HEADERS}=headers",
+        TOPIC_OPTION.name: ";".join(sorted(set(topics.values()))),
+        KEY_FIELDS_OPTION.name: KEY,
+        KEY_FORMAT.name: "raw",
+        VALUE_FORMAT.name: "raw",
+        VALUE_FIELDS_INCLUDE.name: "EXCEPT_KEY",
+        METADATA_COLUMNS.name: f"{TOPIC}=topic,{HEADERS}=headers",
     }
     return RoutedWrite(spec, inner, INNER_SCHEMA)
 
 
 def _format_option(name: str) -> bool:
-    return name in ("key.format", "value.format") or FORMAT_OPTION.match(name) is not None
+    return name in (KEY_FORMAT.name, VALUE_FORMAT.name) or FORMAT_OPTION.match(name) is not None
 
 
 def _column(names: Mapping[str, str], given: str, option: str) -> str:
@@ -173,9 +195,10 @@ def _column(names: Mapping[str, str], given: str, option: str) -> str:
     return found
 
 
-def _per_table(options: Mapping[str, str], option: str, names: Mapping[str, str], example: str) -> dict:
+def _per_table(options: OptionValues, declared: Option, names: Mapping[str, str], example: str) -> dict:
     """`table:col,col;table:col` -> {table: (columns)}, columns resolved against the DataFrame's."""
-    raw = options.get(option, "").strip()
+    option = declared.name
+    raw = (options.text(declared) or "").strip()
     if not raw:
         raise OptionError(f"a multi-table write needs option '{option}', e.g. '{example}'")
     out: dict[str, tuple[str, ...]] = {}
@@ -194,16 +217,16 @@ def _per_table(options: Mapping[str, str], option: str, names: Mapping[str, str]
     return out
 
 
-def _topics(options: Mapping[str, str], tables: list[str]) -> dict[str, str]:
+def _topics(options: OptionValues, tables: list[str]) -> dict[str, str]:
     """Each table's topic: option `topic` (every table to it, as Flink CDC), else the first rule of
     `sink.tableId-to-topic.mapping` whose selector matches, else the table id."""
-    unified = options.get("topic", "").strip()
+    unified = (options.text(TOPIC_OPTION) or "").strip()
     rules = []
-    for entry in filter(None, (e.strip() for e in options.get(MAPPING, "").split(";"))):
+    for entry in filter(None, (e.strip() for e in (options.text(MAPPING) or "").split(";"))):
         selectors, colon, topic = entry.rpartition(":")
         if not colon or not selectors.strip() or not topic.strip():
             raise OptionError(
-                f"option '{MAPPING}': '{entry}' is not 'selector:topic' (e.g. "
+                f"option '{MAPPING.name}': '{entry}' is not 'selector:topic' (e.g. "
                 "'shop.orders:orders;shop\\.order_.*:lines')"
             )
         rules.append(([_selector(s.strip()) for s in selectors.split(",") if s.strip()], topic.strip()))
@@ -216,7 +239,7 @@ def _topics(options: Mapping[str, str], tables: list[str]) -> dict[str, str]:
         if not _TOPIC_NAME.fullmatch(topics[table]):
             raise OptionError(
                 f"table '{table}' would be written to '{topics[table]}', which is not a Kafka topic name: map it "
-                f"with option '{MAPPING}' (e.g. '{table}:my-topic')"
+                f"with option '{MAPPING.name}' (e.g. '{table}:my-topic')"
             )
     return topics
 
@@ -228,7 +251,7 @@ def _selector(pattern: str) -> re.Pattern:
     try:
         return re.compile(r"\.".join(p.replace("\\.", ".") for p in parts))
     except re.error as e:
-        raise OptionError(f"option '{MAPPING}': selector '{pattern}' is not a valid pattern: {e}") from None
+        raise OptionError(f"option '{MAPPING.name}': selector '{pattern}' is not a valid pattern: {e}") from None
 
 
 def _id_parts(table: str) -> tuple[str | None, str | None, str]:
@@ -254,7 +277,9 @@ def _custom_headers(raw: str) -> tuple[tuple[str, bytes], ...]:
     for entry in filter(None, (e.strip() for e in re.split(r"[;,]", raw))):
         key, colon, value = entry.partition(":")
         if not colon or not key.strip() or ":" in value:
-            raise OptionError(f"option '{CUSTOM_HEADER}': '{entry}' is not 'key:value' (e.g. 'origin:mysql;env:prod')")
+            raise OptionError(
+                f"option '{CUSTOM_HEADER.name}': '{entry}' is not 'key:value' (e.g. 'origin:mysql;env:prod')"
+            )
         headers.append((key.strip(), value.strip().encode()))
     return tuple(headers)
 
@@ -268,13 +293,15 @@ def _source(value_format: str, table: str, key: tuple[str, ...]) -> bytes:
     return b"," + orjson.dumps({"database": schema, "table": name, "pkNames": list(key)})[1:-1]
 
 
-def _codecs(options: Mapping[str, str], topics: tuple[str, ...]) -> tuple[Codec, Codec]:
+def _codecs(options: OptionValues, topics: tuple[str, ...]) -> tuple[Codec, Codec]:
     from ..formats import CodecContext
 
     codecs = []
-    for role, allowed, default in (("key", KEY_FORMATS, "json"), ("value", VALUE_FORMATS, "debezium-json")):
-        option = f"{role}.format"
-        name = options.get(option, default).strip().lower()
+    roles = (("key", KEY_FORMAT, KEY_FORMATS, "json"), ("value", VALUE_FORMAT, VALUE_FORMATS, "debezium-json"))
+    for role, declared, allowed, default in roles:
+        option = declared.name
+        given = options.text(declared)
+        name = (default if given is None else given).strip().lower()
         if name not in allowed:
             raise OptionError(
                 f"option '{option}' of a multi-table write must be {' or '.join(allowed)} (as Flink CDC's Kafka "
@@ -356,8 +383,8 @@ class _Router:
             table = ids[pc.index(bad, True).as_py()].as_py()
             what = "a null table id" if table is None else f"table '{table}'"
             raise RecordError(
-                f"a row names {what} in column '{self.spec.column}', which options '{KEY_FIELDS}' and '{FIELDS}' do "
-                f"not list (they list {', '.join(self.by_id)})"
+                f"a row names {what} in column '{self.spec.column}', which options '{KEY_FIELDS.name}' and "
+                f"'{FIELDS.name}' do not list (they list {', '.join(self.by_id)})"
             )
 
     def _check_keys(self, route: TableRoute, rows: pa.RecordBatch) -> None:
@@ -366,5 +393,5 @@ class _Router:
             if pc.any(nulls).as_py():
                 raise RecordError(
                     f"key column '{name}' of table '{route.table_id}' is null in a row; a record key must not be "
-                    f"null (option '{KEY_FIELDS}')"
+                    f"null (option '{KEY_FIELDS.name}')"
                 )

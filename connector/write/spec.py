@@ -15,7 +15,16 @@ from pyspark.sql.types import StructType
 from ..errors import OptionError
 from ..formats.option_kinds import OptionValues
 from ..options.canonical import canonical_options
-from ..options.catalog_write import GUARANTEES
+from ..options.catalog import (
+    SCAN_TABLE_MEMORY_BUDGET,
+    SINK_BUFFER_FLUSH_INTERVAL,
+    SINK_BUFFER_FLUSH_MAX_ROWS,
+    SINK_DELIVERY_GUARANTEE,
+    SINK_PARTITIONER,
+    SINK_TRANSACTIONAL_ID_PREFIX,
+    SINK_WRITE_ID,
+)
+from ..options.catalog_write import DeliveryGuarantee
 from ..options.flink_only import SINK_PARALLELISM, sink_parallelism_message
 from ..options.kafka_client import GUARANTEE_PROPERTIES, KafkaSpec, check_reserved, parse_kafka_spec
 from ..options.layout import Layout, parse_layout
@@ -23,7 +32,7 @@ from ..options.topics import TopicSelection, parse_topic_selection
 from .multi_table import MultiTableSpec, route_tables
 from .partitioners import parse_partitioner
 
-NONE, AT_LEAST_ONCE, EXACTLY_ONCE = GUARANTEES  # the choices of option 'sink.delivery-guarantee'
+NONE, AT_LEAST_ONCE, EXACTLY_ONCE = DeliveryGuarantee  # option 'sink.delivery-guarantee'
 
 
 @dataclass(frozen=True)
@@ -43,7 +52,7 @@ class WriteSpec:
     table_memory_budget: int  # bytes: scan.table.memory-budget (save mode overwrite's scan of the live keys)
     partitioner: str | None = None  # 'module:function'; None: the Java client's default (murmur2)
     buffer: BufferSpec | None = None
-    guarantee: str = AT_LEAST_ONCE
+    guarantee: DeliveryGuarantee = AT_LEAST_ONCE
     transactional_id_prefix: str | None = None
     transaction_timeout_ms: int | None = None  # properties.transaction.timeout.ms, when given
     write_id: str | None = None  # sink.write-id: a batch write that a rerun completes exactly once
@@ -67,8 +76,8 @@ def parse_write_spec(raw: Mapping[str, str], schema: StructType) -> WriteSpec:
     _check_one_headers_column(layout)
     if SINK_PARALLELISM in options:
         raise OptionError(sink_parallelism_message(options[SINK_PARALLELISM], layout.key_fields))
-    guarantee = options.value("sink.delivery-guarantee")
-    prefix = options.get("sink.transactional-id-prefix", "").strip() or None
+    guarantee = options.value(SINK_DELIVERY_GUARANTEE)
+    prefix = (options.text(SINK_TRANSACTIONAL_ID_PREFIX) or "").strip() or None
     if guarantee == EXACTLY_ONCE and prefix is None:
         raise OptionError(
             "option 'sink.delivery-guarantee' exactly-once needs option 'sink.transactional-id-prefix', a prefix "
@@ -84,8 +93,8 @@ def parse_write_spec(raw: Mapping[str, str], schema: StructType) -> WriteSpec:
         topics=topics,
         topic_column=_topic_column(layout, names, pattern),
         layout=layout,
-        table_memory_budget=options.value("scan.table.memory-budget"),
-        partitioner=parse_partitioner(options.get("sink.partitioner")),
+        table_memory_budget=options.value(SCAN_TABLE_MEMORY_BUDGET),
+        partitioner=parse_partitioner(options.text(SINK_PARTITIONER)),
         buffer=_parse_buffer(options),
         guarantee=guarantee,
         transactional_id_prefix=prefix,
@@ -118,23 +127,21 @@ def _topic_column(layout: Layout, names: tuple[str, ...], pattern: str | None) -
     return column
 
 
-_MAX_ROWS, _INTERVAL = "sink.buffer-flush.max-rows", "sink.buffer-flush.interval"
-
-
 def _parse_buffer(options: OptionValues) -> BufferSpec | None:
-    rows = options.value(_MAX_ROWS)
-    interval = options.value(_INTERVAL)  # 0 disables, as in Flink
+    rows = options.value(SINK_BUFFER_FLUSH_MAX_ROWS)
+    interval = options.value(SINK_BUFFER_FLUSH_INTERVAL)  # 0 disables, as in Flink
     if rows > 0 and interval > 0:
         return BufferSpec(rows, interval)
     if rows == 0 and interval == 0:
         return None
     raise OptionError(
-        f"'{_MAX_ROWS}' and '{_INTERVAL}' must be set to be greater than zero together to enable sink buffer flushing."
+        f"'{SINK_BUFFER_FLUSH_MAX_ROWS.name}' and '{SINK_BUFFER_FLUSH_INTERVAL.name}' must be set to be greater than "
+        "zero together to enable sink buffer flushing."
     )
 
 
-def _write_id(options: OptionValues, guarantee: str) -> str | None:
-    raw = options.get("sink.write-id")
+def _write_id(options: OptionValues, guarantee: DeliveryGuarantee) -> str | None:
+    raw = options.text(SINK_WRITE_ID)
     if raw is None:
         return None
     if guarantee != EXACTLY_ONCE:
