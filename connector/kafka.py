@@ -26,7 +26,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec
 from .client_pool import CLIENT_POOL, Pooled
 from .errors import OptionError, TopicError
 from .kafka_errors import ClientErrors, is_transient, with_retries
-from .options.catalog import default_of
+from .options.catalog import GROUP_ID_PREFIX, default_of
 from .options.kafka_client import KafkaSpec
 from .token_provider import TokenProvider
 
@@ -77,7 +77,7 @@ def _consumer_config(kafka: KafkaSpec, errors: ClientErrors) -> dict[str, Any]:
 # a task reading many small ranges one after the other still waited ~14 ms per range, most of its time).
 # group.id: librdkafka requires one; a range consumer never joins or commits to it (the reader's groupIdPrefix or
 # properties.group.id replaces it).
-_CONSUMER_DEFAULTS = {"fetch.wait.max.ms": 0, "group.id": default_of("groupIdPrefix")}
+_CONSUMER_DEFAULTS = {"fetch.wait.max.ms": 0, "group.id": default_of(GROUP_ID_PREFIX)}
 
 
 def group_consumer(kafka: KafkaSpec, group_id: str, errors: ClientErrors | None = None) -> Consumer:

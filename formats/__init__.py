@@ -14,6 +14,7 @@ from .codec import (
     Decoder,
     Encoder,
     FormatOptionError,
+    Role,
     spark_type_name,
 )
 from .codec_registry import available_formats, codec_class, make_codec, register_codec
@@ -45,6 +46,7 @@ __all__ = [
     "Decoder",
     "Encoder",
     "FormatOptionError",
+    "Role",
     "available_formats",
     "codec_class",
     "make_codec",

@@ -34,7 +34,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from .codec import STRING_KEYED_TYPES, FormatOptionError
+from .codec import STRING_KEYED_TYPES, FormatOptionError, Role
 from .flink_types import flink_type_name, timestamp_precision
 
 # What the mapping above holds, for both avro formats: every Spark type, with Avro's string map keys.
@@ -74,7 +74,7 @@ def table_avro_schema(
     a key's columns are NOT NULL (a primary key's: `"long"`, no union branch in the bytes; the connector marks
     the key's columns NOT NULL in the value's schema too), other nullable columns unions with null. The writer
     refuses a null key column, so a key always fits."""
-    if role == "key":
+    if role == Role.KEY:  # a codec context's role, or the text "key"
         schema = pa.schema([f.with_nullable(False) for f in schema])
     return avro_schema(schema, name, namespace, legacy_timestamps)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import ClassVar, TypeVar
 
 import pyarrow as pa
@@ -26,13 +27,28 @@ IGNORE_PARSE_ERRORS = Option(
 )
 
 
+class Role(str, Enum):
+    """The part of a Kafka record a codec is for (confluent-kafka's MessageField); a str, so `f"{role}.format"`
+    and a codec's `"key"` comparisons keep working."""
+
+    KEY = "key"
+    VALUE = "value"
+
+    def __str__(self) -> str:  # the value, on every Python (3.12 changed a mixed-in enum's format())
+        return self.value
+
+
 @dataclass(frozen=True)
 class CodecContext:
-    """Where a codec is used: for the record key or value, and of which topics."""
+    """Where a codec is used: for the record key or value (a Role; "key" / "value" are taken too), and of which
+    topics."""
 
-    role: str  # "key" or "value"
+    role: Role
     topics: tuple[str, ...] = ()
     topic_pattern: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "role", Role(self.role))  # a ValueError for anything but key / value
 
 
 # The column types Spark hands a Python data source, by their Spark SQL names, in the README's order.

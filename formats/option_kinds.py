@@ -192,8 +192,16 @@ class OptionValues(Mapping[str, str]):
     """The options given, by their declared names (aliases folded), as text, and their typed values: `value()` is
     the one way to read an option's value (its default when not given)."""
 
-    def __init__(self, declared: Mapping[str, Option], given: Mapping[str, str], typed: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        declared: Mapping[str, Option],
+        given: Mapping[str, str],
+        typed: Mapping[str, Any],
+        *,
+        by_option_only: bool = False,
+    ) -> None:
         self._declared, self._given, self._typed = declared, dict(given), dict(typed)
+        self._by_option_only = by_option_only  # the connector's catalog: read through its constants only
 
     def __getitem__(self, name: str) -> str:
         return self._given[name]
@@ -224,6 +232,8 @@ class OptionValues(Mapping[str, str]):
         return self._given.get(self._name(option))
 
     def _name(self, option: Option | str) -> str:
+        if isinstance(option, str) and self._by_option_only:
+            raise TypeError(f"option '{option}' read by its name: read it through the catalog's constant")
         name = option if isinstance(option, str) else option.name
         declared = self._declared[name]  # a KeyError here is a name no option declares
         if not isinstance(option, str) and declared is not option:
@@ -240,6 +250,7 @@ def parse_values(
     unknown_ok: bool = False,
     owner: str = "",
     spelled: Mapping[str, str] | None = None,
+    by_option_only: bool = False,
 ) -> OptionValues:
     """Every given option of `declared` parsed once by its kind (aliases folded onto the declared name). Unknown
     names are an `error` listing the valid ones of `owner` (with a did-you-mean), unless `unknown_ok` (the
@@ -263,4 +274,4 @@ def parse_values(
     # A kind's error names the option as the user spelled it.
     shown = {**given_as, **(spelled or {})}
     typed = {n: by_name[n].parse(raw, prefix + shown[n], error) for n, raw in folded.items() if n in by_name}
-    return OptionValues(by_name, folded, typed)
+    return OptionValues(by_name, folded, typed, by_option_only=by_option_only)

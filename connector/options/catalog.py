@@ -240,12 +240,12 @@ def option(name: str) -> Option:
     return BY_NAME[name]
 
 
-def default_of(name: str, *, streaming: bool = False) -> str:
-    """The text of option `name`'s default (the streaming one for a streaming read), as the README shows it."""
-    doc = BY_NAME[name]
+def default_of(option: Option | str, *, streaming: bool = False) -> str:
+    """The text of an option's default (the streaming one for a streaming read), as the README shows it."""
+    doc = BY_NAME[option if isinstance(option, str) else option.name]
     text = doc.streaming_default if streaming and doc.streaming_default is not None else doc.default
     if text is None:
-        raise KeyError(f"option '{name}' has no default")
+        raise KeyError(f"option '{doc.name}' has no default")
     return text
 
 

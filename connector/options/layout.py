@@ -18,10 +18,11 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from ..errors import OptionError, SchemaError
 from ..formats import ChangelogCodec, Codec, CodecContext, FormatOptionError, codec_class, make_codec, spark_type_name
+from ..formats.codec import Role
 from ..formats.flink_types import primary_key_not_null, with_precision
 from ..spark_internals import from_arrow_type, to_arrow_schema
 from .canonical import FORMAT_OPTION, canonical_options, parse_options
-from .catalog import FLINK_COLUMN_TYPES, READ_MODE, SCHEMA
+from .catalog import FLINK_COLUMN_TYPES, KEY_FORMAT, READ_MODE, SCHEMA, VALUE_FORMAT
 from .catalog_read import ReadMode
 from .columns import (
     ColumnOptions,
@@ -81,8 +82,8 @@ def parse_layout(options: Mapping[str, str], schema: StructType, topics: tuple[s
     columns = parse_column_options(options)
     roles = resolve_columns(schema, columns)
     try:
-        key_codec = _codec(options, "key", topics)
-        value_codec = _codec(options, "value", topics)
+        key_codec = _codec(options, Role.KEY, topics)
+        value_codec = _codec(options, Role.VALUE, topics)
     except FormatOptionError as e:
         raise OptionError(str(e)) from None
     layout = Layout(
@@ -148,8 +149,8 @@ def _with_flink_types(f: pa.Field, path: ColumnPath, types: Mapping[ColumnPath, 
 def _check_format_types(layout: Layout, columns: ColumnOptions) -> None:
     """Every key and value column against the column types its format declares (formats.ColumnTypes)."""
     for role, codec, names in (
-        ("key", layout.key_codec, layout.key_fields),
-        ("value", layout.value_codec, layout.value_fields),
+        (Role.KEY, layout.key_codec, layout.key_fields),
+        (Role.VALUE, layout.value_codec, layout.value_fields),
     ):
         types = codec.column_types
         if types is None:  # a codec that declares none: its encoder or decoder decides (check_codecs)
@@ -175,9 +176,9 @@ def _check_format_types(layout: Layout, columns: ColumnOptions) -> None:
             )
 
 
-def _column_count_hint(role: str, layout: Layout, columns: ColumnOptions) -> str:
+def _column_count_hint(role: Role, layout: Layout, columns: ColumnOptions) -> str:
     several = "or choose a format that holds several columns (json, csv, avro)"
-    if role == "key":
+    if role is Role.KEY:
         return f"list one column in option 'key.fields', {several}"
     rest = [n for n in layout.value_fields if n not in layout.key_fields]
     if not columns.except_key and len(rest) == 1:
@@ -213,9 +214,10 @@ def format_metadata(layout: Layout) -> tuple[str, ...]:
     return tuple(c.value_key for c in layout.metadata if c.value_key is not None)
 
 
-def _codec(options: Mapping[str, str], role: str, topics: tuple[str, ...]) -> Codec:
-    option = f"{role}.format"
-    name = parse_options(options).value(option).strip()
+def _codec(options: Mapping[str, str], role: Role, topics: tuple[str, ...]) -> Codec:
+    declared = KEY_FORMAT if role is Role.KEY else VALUE_FORMAT
+    option = declared.name
+    name = parse_options(options).value(declared).strip()
     prefix = f"{role}.{codec_class(name, option).name.lower()}."  # a `module:Class` codec: its own name
     format_options = {k[len(prefix) :]: v for k, v in options.items() if k.startswith(prefix)}
     stray = [k for k in options if k.startswith(f"{role}.") and FORMAT_OPTION.match(k) and not k.startswith(prefix)]
@@ -232,8 +234,8 @@ def _inferred_schema(options: Mapping[str, str], columns: ColumnOptions) -> Stru
     (with the key.fields-prefix) that the value lacks, then the value's; None when the value format has none."""
     topics = parse_topic_selection(options).names  # a pattern: no topic names, so no default subject
     try:
-        key = _codec(options, "key", topics).inferred_schema()
-        value = _codec(options, "value", topics).inferred_schema()
+        key = _codec(options, Role.KEY, topics).inferred_schema()
+        value = _codec(options, Role.VALUE, topics).inferred_schema()
     except FormatOptionError as e:
         raise OptionError(str(e)) from None
     if value is None:

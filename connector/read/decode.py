@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..formats import ChangeKind, Codec, Decoder
+from ..formats.codec import Role
 from .fetch import CHUNK_RECORDS, Records
 from .latest_per_key import IDENT, KEY, OFFSET, LatestPerKey, key_identity, records_table, table_records
 from .offsets import PartitionRange
@@ -62,7 +63,7 @@ class RecordRangeDecoder(RangeDecoder):
         for batch in table.to_batches(max_chunksize=CHUNK_RECORDS):
             offsets = batch.column(OFFSET).to_pylist()
             payloads = batch.column(KEY).to_pylist()
-            key_batch, bad = self._decode("key", self.key_decoder, self.layout.key_codec, payloads, offsets)
+            key_batch, bad = self._decode(Role.KEY, self.key_decoder, self.layout.key_codec, payloads, offsets)
             if bad:
                 batch = batch.filter(pa.array([i not in bad for i in range(batch.num_rows)]))
             columns = [*batch.columns, *key_batch.columns, key_identity(key_batch)]
@@ -80,7 +81,7 @@ class RecordRangeDecoder(RangeDecoder):
         return records.take(kept)
 
     def _decode_keys(self, records: Records) -> tuple[pa.RecordBatch, Records]:
-        key_batch, bad = self._decode("key", self.key_decoder, self.layout.key_codec, records.keys, records.offsets)
+        key_batch, bad = self._decode(Role.KEY, self.key_decoder, self.layout.key_codec, records.keys, records.offsets)
         if bad:
             records = records.take([i for i in range(len(records)) if i not in bad])
         # The key format names columns without key.fields-prefix; the table names them with it.
@@ -92,7 +93,9 @@ class RecordRangeDecoder(RangeDecoder):
         with_value = [i for i, p in enumerate(present) if p]
         payloads = [records.values[i] for i in with_value]
         value_offsets = [records.offsets[i] for i in with_value]
-        value_batch, bad = self._decode("value", self.value_decoder, self.layout.value_codec, payloads, value_offsets)
+        value_batch, bad = self._decode(
+            Role.VALUE, self.value_decoder, self.layout.value_codec, payloads, value_offsets
+        )
         if bad:
             # Drop the records whose value failed (ignore-parse-errors) from the key side too.
             dropped = {with_value[j] for j in bad}
@@ -102,13 +105,13 @@ class RecordRangeDecoder(RangeDecoder):
         return self._assemble(key_batch, value_batch, present, records)
 
     def _decode(
-        self, role: str, decoder: Decoder, codec: Codec, payloads: Sequence[bytes], offsets: Sequence[int]
+        self, role: Role, decoder: Decoder, codec: Codec, payloads: Sequence[bytes], offsets: Sequence[int]
     ) -> tuple[pa.RecordBatch, set[int]]:
         decoded = decoder.decode(payloads)
         # A row's key columns come from its key: the value may leave them out (it is NOT NULL there for the schema
         # Flink derives, not for reading).
         schema = self.layout.key_schema
-        if role == "value":
+        if role is Role.VALUE:
             schema = pa.schema([f for f in self.layout.value_schema if f.name not in self.layout.key_fields])
         batch, failures = _without_nulls_in_not_null(decoded.batch, schema, decoded.failures, len(payloads))
         return batch, self._failed(role, codec, failures, payloads, offsets)

@@ -25,6 +25,7 @@ from pyspark.sql.types import BinaryType, MapType, StringType, StructField, Stru
 
 from ..errors import OptionError, RecordError
 from ..formats import Codec, FormatOptionError, make_codec
+from ..formats.codec import Role
 from ..formats.option_kinds import Option, OptionValues
 from ..options.canonical import FORMAT_OPTION, canonical_options, changelog_column_name
 from ..options.catalog import (
@@ -297,7 +298,7 @@ def _codecs(options: OptionValues, topics: tuple[str, ...]) -> tuple[Codec, Code
     from ..formats import CodecContext
 
     codecs = []
-    roles = (("key", KEY_FORMAT, KEY_FORMATS, "json"), ("value", VALUE_FORMAT, VALUE_FORMATS, "debezium-json"))
+    roles = ((Role.KEY, KEY_FORMAT, KEY_FORMATS, "json"), (Role.VALUE, VALUE_FORMAT, VALUE_FORMATS, "debezium-json"))
     for role, declared, allowed, default in roles:
         option = declared.name
         given = options.text(declared)

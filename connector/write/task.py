@@ -20,6 +20,7 @@ from pyspark.sql.datasource import WriterCommitMessage
 
 from ..errors import RecordError, WriteTaskError
 from ..formats import ChangelogEncoder, Encoder
+from ..formats.codec import Role
 from ..spark_internals import MicroBatch, task_input_complete
 from .buffer import FlushTimer, Pending, ReducingBuffer
 from .change_kinds import classify
@@ -164,7 +165,7 @@ class RecordWriter:
         self._check_keys(rows)
         topics = self._row_topics(rows)
         key_columns = rows.select(list(self.layout.key_fields)).rename_columns(list(self.layout.key_record_names))
-        keys = self._encode(self.key_encoder, key_columns, rows, "key")
+        keys = self._encode(self.key_encoder, key_columns, rows, Role.KEY)
         if self.txn_id is not None:
             self.fingerprint.add(keys, pc.sum(deletes).as_py() or 0)
         if self.plan.collect_keys:
@@ -214,7 +215,7 @@ class RecordWriter:
         encoder: Encoder,
         part: pa.RecordBatch,
         rows: pa.RecordBatch,
-        role: str,
+        role: Role,
         deletes: pa.BooleanArray | None = None,
     ) -> list[bytes]:
         """Encode `part` (the key or value columns of `rows`); with `deletes`, as change envelopes."""
@@ -236,8 +237,8 @@ class RecordWriter:
                     ) from None
             raise RecordError(f"cannot encode a {role} for {self.spec.topics.describe()}: {batch_error}") from None
 
-    def _format(self, role: str) -> str:
-        return (self.layout.key_codec if role == "key" else self.layout.value_codec).name
+    def _format(self, role: Role) -> str:
+        return (self.layout.key_codec if role is Role.KEY else self.layout.value_codec).name
 
     def _key_text(self, batch: pa.RecordBatch, row: int) -> str:
         return str({name: batch.column(name)[row].as_py() for name in self.layout.key_fields})
@@ -287,11 +288,11 @@ class RecordWriter:
         rows, deletes = pending.rows, pending.deletes
         columns = list(self.layout.value_fields)
         if isinstance(self.value_encoder, ChangelogEncoder):  # a delete is an envelope too, not a tombstone
-            return self._encode(self.value_encoder, rows.select(columns), rows, "value", deletes)  # type: ignore[return-value]
+            return self._encode(self.value_encoder, rows.select(columns), rows, Role.VALUE, deletes)  # type: ignore[return-value]
         if not pc.any(deletes).as_py():
-            return self._encode(self.value_encoder, rows.select(columns), rows, "value")
+            return self._encode(self.value_encoder, rows.select(columns), rows, Role.VALUE)
         upserts = rows.filter(pc.invert(deletes))
-        encoded = iter(self._encode(self.value_encoder, upserts.select(columns), upserts, "value"))
+        encoded = iter(self._encode(self.value_encoder, upserts.select(columns), upserts, Role.VALUE))
         return [None if d else next(encoded) for d in deletes.to_pylist()]
 
     def _headers(self, rows: pa.RecordBatch) -> list[list[tuple[str, bytes | None]] | None] | None:

@@ -9,12 +9,14 @@ from pathlib import Path
 
 import pytest
 from pyspark_upsert_kafka.formats.option_kinds import Option, Text, parse_values
-from pyspark_upsert_kafka.options.catalog import BY_NAME, READ_MODE
 from pyspark_upsert_kafka.options.canonical import canonical_options
+from pyspark_upsert_kafka.options.catalog import BY_NAME, READ_MODE
 
 CONNECTOR = Path(__file__).parents[2] / "connector"
-# A look-up: .value("x"), .get("x"), .text("x"), .given("x"), ["x"], "x" in ...
-LOOK_UP = re.compile(r"""(?:\.(?:value|get|text|given)\(|\[|(?<![\w.])in\s+)\s*"([^"]+)"|"([^"]+)"\s+(?:not\s+)?in\s""")
+# A look-up: .value("x"), .get("x"), .text("x"), .given("x"), default_of("x"), ["x"], "x" in ...
+LOOK_UP = re.compile(
+    r"""(?:\.(?:value|get|text|given)\(|default_of\(|\[|(?<![\w.])in\s+)\s*"([^"]+)"|"([^"]+)"\s+(?:not\s+)?in\s"""
+)
 
 
 def test_no_option_is_read_by_its_name_outside_the_catalog():
