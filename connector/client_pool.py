@@ -17,6 +17,10 @@ borrows its clients from its worker's pool:
 A child process forked from one that pooled clients starts with an empty pool and leaves the parent's alone
 (librdkafka's threads do not survive a fork). Nothing here knows Kafka: kafka.py makes the clients, their
 keys and their resets.
+
+The pool also keeps what else the connector holds per process (`shared`): token providers, and in a stream's
+driver-side worker, where Spark plans every micro-batch's write, what the brokers said about the write's topics and
+which queries were fenced. It is the one module with state of its own.
 """
 
 from __future__ import annotations
@@ -26,13 +30,14 @@ import os
 import threading
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 log = logging.getLogger("upsert_kafka")
 
 C = TypeVar("C")
+T = TypeVar("T")
 
 # Idle clients one worker keeps at most (an exactly-once writer pools one producer per transactional id).
 MAX_IDLE = 8
@@ -63,6 +68,40 @@ class ClientPool:
         # Clients made and lent again, by kind (a key's first item): what a worker's tasks cost in clients.
         self.made: Counter[str] = Counter()
         self.lent_again: Counter[str] = Counter()
+        self._shared: dict[Hashable, tuple[float, float | None, Any]] = {}  # key -> (made at, ttl, value)
+        self._shared_lock = threading.Lock()  # guards the dict only: making a value may ask the brokers
+        self._making: dict[Hashable, threading.Lock] = {}  # a key's value is made by one thread at a time
+
+    def shared(self, key: Hashable, make: Callable[[], T], ttl_s: float | None = None) -> T:
+        """This process's one value for `key`, made by `make` on first use (with `ttl_s`: made again once that
+        old). A key's value is made by one thread at a time, under no lock another key needs: making a write
+        target asks the brokers through a client whose token provider is itself a shared value."""
+        with self._shared_lock:
+            found = self._fresh(key)
+            if found is not None:
+                return found[2]
+            making = self._making.setdefault(key, threading.Lock())
+        with making:
+            with self._shared_lock:
+                found = self._fresh(key)  # made meanwhile by the thread this one waited for
+            if found is not None:
+                return found[2]
+            value = make()
+            with self._shared_lock:
+                now = time.monotonic()
+                self._shared = {k: v for k, v in self._shared.items() if v[1] is None or now - v[0] <= v[1]}
+                self._shared[key] = (now, ttl_s, value)
+            return value
+
+    def _fresh(self, key: Hashable) -> tuple[float, float | None, Any] | None:
+        found = self._shared.get(key)
+        return found if found is not None and (found[1] is None or time.monotonic() - found[0] <= found[1]) else None
+
+    def shared_if_made(self, key: Hashable) -> Any:
+        """The value `shared` keeps for `key`, or None when none was made (or it is too old)."""
+        with self._shared_lock:
+            found = self._fresh(key)
+            return None if found is None else found[2]
 
     def borrow(self, key: tuple, create: Callable[[], Pooled[C]], fresh: bool = False) -> Pooled[C]:
         """An idle client made with `key` (none when `fresh`), else a new one from `create`."""
@@ -116,6 +155,8 @@ class ClientPool:
         self._idle = OrderedDict()
         self._timer, self._timer_due = None, 0.0
         self.made, self.lent_again = Counter(), Counter()
+        # A provider's threads stayed in the parent; a lock held there at the fork stays held here.
+        self._shared, self._shared_lock, self._making = {}, threading.Lock(), {}
 
     def _take_expired(self, now: float) -> list[Pooled]:
         gone = [k for k, p in self._idle.items() if p.expires <= now]

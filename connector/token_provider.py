@@ -18,12 +18,12 @@ Before a process's first client is made, the function is called once here: confl
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, MutableMapping
 from datetime import datetime, timezone
 from typing import Any
 
+from .client_pool import CLIENT_POOL
 from .errors import KafkaAuthenticationError, OptionError
 from .references import load_reference
 
@@ -170,23 +170,20 @@ def _utc(epoch_s: float) -> str:
         return f"{epoch_s:g} s"
 
 
-_LOADED: dict[str, TokenProvider] = {}
-_LOCK = threading.Lock()
-
-
 def token_provider(reference: str) -> TokenProvider:
-    """This process's provider for `reference`, imported on first use."""
-    with _LOCK:
-        provider = _LOADED.get(reference)
-        if provider is None:
-            provider = _LOADED[reference] = TokenProvider(reference, load_reference(reference, OPTION))
-        return provider
+    """This process's provider for `reference`, imported on first use (kept with the process's clients)."""
+    make = lambda: TokenProvider(reference, load_reference(reference, OPTION))  # noqa: E731
+    return CLIENT_POOL.shared(_key(reference), make)
+
+
+def _key(reference: str) -> tuple[str, str]:
+    return ("token-provider", reference)
 
 
 def authentication_hint(reference: str | None) -> str | None:
     """What to check when the brokers refuse a client that signs in with this provider (None: no provider)."""
     if reference is None:
         return None
-    provider = _LOADED.get(reference)
+    provider = CLIENT_POOL.shared_if_made(_key(reference))
     last = f"; its last call {provider.failure}" if provider is not None and provider.failure else ""
     return f"Check the token provider '{reference}' (option '{OPTION}') and the identity it signs in as{last}"

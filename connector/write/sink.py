@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import itertools
 import logging
-import time
 import uuid
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Iterator
 from functools import partial
-from typing import Any
 
 import pyarrow as pa
 from pyspark import TaskContext
@@ -19,6 +17,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import Row, StructType
 
 from .. import spark_internals
+from ..client_pool import CLIENT_POOL
 from ..errors import OptionError
 from ..formats import ChangelogCodec
 from ..options.canonical import canonical_options
@@ -62,40 +61,23 @@ def plan_write(
     # 0: no transactions; None: exactly-once with the default transaction timeout.
     timeout = spec.transaction_timeout_ms if spec.guarantee == EXACTLY_ONCE else 0
     describe = partial(describe_write_target, spec.kafka, spec.topics.names, spec.topics.pattern, timeout)
-    target = _TARGETS.get((spec.kafka, spec.topics, timeout), describe) if streaming else describe()
+    # A stream's write target (topics, limits) is asked again after a minute.
+    target = (
+        CLIENT_POOL.shared(("write-target", spec.kafka, spec.topics, timeout), describe, 60.0)
+        if streaming
+        else describe()
+    )
     plan = WritePlan(spec, target, uuid.uuid4().hex, collect_keys=overwrite, streaming=streaming)
     if spec.guarantee == EXACTLY_ONCE and (spec.write_id is not None or query_id is not None):
         # A rerun of a named write or a restarted query: abort at once what a crashed run left open.
         batch = spark_internals.MicroBatch(query_id, "0") if query_id is not None else None
         scope = identify(spec, batch, plan.fresh_id).scope
-        if not streaming or (spec.transactional_id_prefix, scope) not in _FENCED:
-            fence_scope(spec, target, scope)
-            if streaming:
-                _FENCED.add((spec.transactional_id_prefix, scope))
+        fence_open = partial(fence_scope, spec, target, scope)
+        if streaming:  # once per query and process: later micro-batches find it done
+            CLIENT_POOL.shared(("fenced", spec.transactional_id_prefix, scope), lambda: fence_open() or True)
+        else:
+            fence_open()
     return plan
-
-
-class _Recent:
-    """Answers kept for `ttl_s` (this process only)."""
-
-    def __init__(self, ttl_s: float) -> None:
-        self.ttl_s = ttl_s
-        self._kept: dict[Hashable, tuple[float, Any]] = {}
-
-    def get(self, key: Hashable, make: Callable[[], Any]) -> Any:
-        now = time.monotonic()
-        found = self._kept.get(key)
-        if found is None or now - found[0] > self.ttl_s:
-            found = (now, make())
-            self._kept = {k: v for k, v in self._kept.items() if now - v[0] <= self.ttl_s}
-            self._kept[key] = found
-        return found[1]
-
-
-# A stream write's target (topics, limits) is asked again after a minute; `_FENCED`: the (prefix, scope) of
-# streaming queries this process has fenced.
-_TARGETS = _Recent(60.0)
-_FENCED: set[tuple[str | None, str]] = set()
 
 
 def _write_task(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> WriteResult:

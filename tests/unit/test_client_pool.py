@@ -6,8 +6,10 @@ broker and Spark are in tests/read/test_read_client_pool.py and tests/write/test
 from __future__ import annotations
 
 import os
+import threading
 import time
 
+import pytest
 from pyspark_upsert_kafka.client_pool import ClientPool, Pooled
 from pyspark_upsert_kafka.kafka_errors import ClientErrors
 
@@ -125,15 +127,59 @@ def test_a_forked_child_starts_with_an_empty_pool():
     made: list[FakeClient] = []
     key = ("test-fork", "a")
     module.CLIENT_POOL.give_back(module.CLIENT_POOL.borrow(key, maker(key, made)), clean=True, idle_timeout_s=60)
+    module.CLIENT_POOL.shared(key, lambda: "a token provider")
     try:
         read, write = os.pipe()
         pid = os.fork()
         if pid == 0:
-            os.write(write, str(module.CLIENT_POOL.idle()).encode())
+            shared = module.CLIENT_POOL.shared_if_made(key)
+            os.write(write, f"{module.CLIENT_POOL.idle()} {shared}".encode())
             os._exit(0)
         os.close(write)
-        answer = os.read(read, 16)
+        answer = os.read(read, 64)
         os.waitpid(pid, 0)
-        assert answer == b"0", "the child's pool is empty"
+        assert answer == b"0 None", "the child's pool is empty, its shared values too"
+        assert module.CLIENT_POOL.shared_if_made(key) == "a token provider"  # the parent's are kept
     finally:
         module.CLIENT_POOL.clear()
+
+
+def test_a_shared_value_is_made_once_per_process_and_again_when_too_old():
+    pool, made = ClientPool(), []
+
+    def make() -> int:
+        made.append(len(made))
+        return len(made)
+
+    assert [pool.shared("fenced", make) for _ in range(3)] == [1, 1, 1]
+    assert pool.shared_if_made("fenced") == 1 and pool.shared_if_made("never") is None
+    assert pool.shared("target", make, ttl_s=0.05) == 2
+    time.sleep(0.06)  # a clock step past the ttl, not a wait for a condition
+    assert pool.shared_if_made("target") is None and pool.shared("target", make, ttl_s=0.05) == 3
+    assert pool.shared("fenced", make) == 1  # kept: no ttl
+
+
+def test_a_shared_value_that_failed_to_be_made_is_made_again():
+    pool, calls = ClientPool(), []
+
+    def failing() -> int:
+        calls.append(1)
+        raise RuntimeError("brokers away")
+
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="brokers away"):
+            pool.shared("fenced", failing)
+    assert len(calls) == 2 and pool.shared_if_made("fenced") is None
+
+
+def test_making_a_shared_value_may_take_another_shared_value():
+    """A stream's write target is asked of the brokers through a client whose token provider is shared too."""
+    pool, done = ClientPool(), []
+
+    def target() -> str:
+        return "target with " + pool.shared("token-provider", lambda: "provider")
+
+    worker = threading.Thread(target=lambda: done.append(pool.shared("write-target", target, ttl_s=60)), daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    assert done == ["target with provider"], "making one shared value while making another deadlocked"
