@@ -4,6 +4,8 @@ here. The option parser (options.canonical) turns each into one error naming the
 
 from __future__ import annotations
 
+from .catalog import SINK_PARALLELISM
+
 # Java Kafka client properties (`properties.<name>`) with no librdkafka meaning, and what to use instead.
 _TOKEN_PROVIDER = (
     "option 'properties.sasl.oauthbearer.token-provider' = 'package.module:function', a Python function making the "
@@ -41,8 +43,6 @@ NOT_IN_SPARK_PREFIXES: dict[str, str] = {
     "'properties.sasl.username' and 'properties.sasl.password'",
 }
 
-SINK_PARALLELISM = "sink.parallelism"
-
 
 def not_in_spark(name: str) -> str | None:
     """The error for a lower-cased option name that cannot apply to Spark, or None."""
@@ -70,7 +70,7 @@ def readme_section() -> str:
     lines += [f"| `{name}` | {reason} |" for name, reason in NOT_IN_SPARK.items()]
     lines += [f"| `{prefix}*` | {reason} |" for prefix, reason in NOT_IN_SPARK_PREFIXES.items()]
     lines.append(
-        f"| `{SINK_PARALLELISM}` | refused on writes: `df.repartition(N, *key columns)` before the write does the "
+        f"| `{SINK_PARALLELISM.name}` | refused on writes: `df.repartition(N, *key columns)` before the write does the "
         "same (every key stays in one task) |"
     )
     lines += [f"| `properties.{name}` | {reason} |" for name, reason in JAVA_ONLY_PROPERTIES.items()]

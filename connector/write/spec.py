@@ -20,12 +20,13 @@ from ..options.catalog import (
     SINK_BUFFER_FLUSH_INTERVAL,
     SINK_BUFFER_FLUSH_MAX_ROWS,
     SINK_DELIVERY_GUARANTEE,
+    SINK_PARALLELISM,
     SINK_PARTITIONER,
     SINK_TRANSACTIONAL_ID_PREFIX,
     SINK_WRITE_ID,
 )
 from ..options.catalog_write import DeliveryGuarantee
-from ..options.flink_only import SINK_PARALLELISM, sink_parallelism_message
+from ..options.flink_only import sink_parallelism_message
 from ..options.kafka_client import GUARANTEE_PROPERTIES, KafkaSpec, check_reserved, parse_kafka_spec
 from ..options.layout import Layout, parse_layout
 from ..options.topics import TopicSelection, parse_topic_selection
@@ -74,8 +75,8 @@ def parse_write_spec(raw: Mapping[str, str], schema: StructType) -> WriteSpec:
     names, pattern = topics.names, topics.pattern
     layout = parse_layout(options, schema, names)
     _check_one_headers_column(layout)
-    if SINK_PARALLELISM in options:
-        raise OptionError(sink_parallelism_message(options[SINK_PARALLELISM], layout.key_fields))
+    if options.given(SINK_PARALLELISM):
+        raise OptionError(sink_parallelism_message(options.text(SINK_PARALLELISM), layout.key_fields))
     guarantee = options.value(SINK_DELIVERY_GUARANTEE)
     prefix = (options.text(SINK_TRANSACTIONAL_ID_PREFIX) or "").strip() or None
     if guarantee == EXACTLY_ONCE and prefix is None:
