@@ -17,7 +17,8 @@ from .overwrite import UpsertKafkaOverwriter
 from .read.source import UpsertKafkaBatchReader, UpsertKafkaLookupReader, UpsertKafkaStreamReader
 from .read.spec import parse_read_spec
 from .spark_internals import pushdown_enabled
-from .write.sink import UpsertKafkaStreamWriter, UpsertKafkaWriter, plan_write
+from .write.plan import plan_write
+from .write.sink import UpsertKafkaStreamWriter, UpsertKafkaWriter
 
 
 class UpsertKafkaDataSource(DataSource):

@@ -4,7 +4,7 @@ Spark's Python sinks take the Append and Complete output modes only; an aggregat
 micro-batch holds the groups that changed) reaches Kafka through `foreachBatch`. `upsert_writer` gives the
 function to pass there: each micro-batch is written as a batch write, every row an upsert of its key (or a
 tombstone, by its change type). With `sink.delivery-guarantee=exactly-once` the micro-batch is the unit of
-exactly-once: its write id is the query id and the batch id (write.transactions), so a micro-batch
+exactly-once: its write id is the query id and the batch id (write.exactly_once), so a micro-batch
 that Spark replays after a restart is not written twice.
 """
 

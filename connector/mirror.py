@@ -22,7 +22,7 @@ from pyspark.sql.streaming import StreamingQuery
 from .errors import OptionError, RecordError
 from .secrets import strip_url_credentials
 from .spark_internals import session_query_id
-from .write.change_kinds import classify
+from .write.upsert_actions import classify
 
 log = logging.getLogger("upsert_kafka")
 

@@ -31,9 +31,10 @@ from .options.kafka_client import KafkaSpec
 from .read.fetch import CHUNK_RECORDS, Records, fetch_range
 from .read.latest_per_key import KEY, OFFSET, VALUE, LatestPerKey
 from .read.offsets import PartitionRange, ranges_between
+from .write.plan import WritePlan
 from .write.producer import Sender
 from .write.sink import UpsertKafkaWriter
-from .write.task import WritePlan, WriteResult
+from .write.task import WriteResult
 
 log = logging.getLogger("upsert_kafka")
 

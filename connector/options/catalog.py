@@ -1,8 +1,8 @@
 """Every option the connector knows, declared once (formats/option_kinds.Option): its Flink spelling, Spark
 aliases, kind of value, default, scope and meaning.
 
-This table drives parsing (canonical.parse_options: every given option typed once by its kind), validation (unknown
-options, did-you-mean, alias conflicts), the README's option table and the bad-input suite
+This table drives parsing (canonical.canonical_options: every given option typed once by its kind), validation
+(unknown options, did-you-mean, alias conflicts), the README's option table and the bad-input suite
 (tests/api/test_bad_options.py), so none of them can drift apart.
 """
 

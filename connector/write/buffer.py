@@ -4,16 +4,21 @@ As Flink's upsert-kafka sink: distinct keys count against max-rows, and a flush 
 once, with its final state (or its tombstone). Rows stay Arrow batches and keys stay their encoded bytes;
 the last row per key is found with C-speed dict updates (`dict(zip(keys, positions))`: last one wins),
 and values are encoded only for the rows that survive.
+
+As Flink's ReducingUpsertSink wraps its writer, `ReducingOutput` wraps the task's output (write.task): the
+same `send` / `close` / `stop`, with the buffer and its flush timer in between.
 """
 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from typing import Protocol
 
 import pyarrow as pa
+
+from ..clock import SYSTEM_CLOCK, Clock
 
 
 @dataclass
@@ -118,9 +123,11 @@ class FlushTimer:
     buffered row never waits much longer than the interval. The first error is kept for the task's own thread
     to raise (`check`)."""
 
-    def __init__(self, interval_s: float, lock: threading.RLock, flush: Callable[[], None]) -> None:
-        self.interval_s, self.lock, self.flush = interval_s, lock, flush
-        self.last_flush = time.monotonic()
+    def __init__(
+        self, interval_s: float, lock: threading.RLock, flush: Callable[[], None], clock: Clock = SYSTEM_CLOCK
+    ) -> None:
+        self.interval_s, self.lock, self.flush, self.clock = interval_s, lock, flush, clock
+        self.last_flush = clock.monotonic()
         self.error: BaseException | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="upsert-kafka-buffer-flush", daemon=True)
@@ -129,22 +136,28 @@ class FlushTimer:
         self._thread.start()
 
     def due(self) -> bool:
-        return time.monotonic() - self.last_flush >= self.interval_s
+        return self.clock.monotonic() - self.last_flush >= self.interval_s
 
     def flushed(self) -> None:
-        self.last_flush = time.monotonic()
+        self.last_flush = self.clock.monotonic()
 
     def _run(self) -> None:
-        while not self._stop.wait(max(0.0, self.interval_s - (time.monotonic() - self.last_flush))):
-            with self.lock:
-                if self._stop.is_set() or self.error is not None:
-                    return
-                if self.due():
-                    try:
-                        self.flush()
-                    except BaseException as e:
-                        self.error = e
-                        return
+        while not self.clock.wait(self._stop, max(0.0, self.interval_s - (self.clock.monotonic() - self.last_flush))):
+            if not self.tick():
+                return
+
+    def tick(self) -> bool:
+        """One wake-up of the thread: flush when due. False once stopped or failed (the thread then ends)."""
+        with self.lock:
+            if self._stop.is_set() or self.error is not None:
+                return False
+            if self.due():
+                try:
+                    self.flush()
+                except BaseException as e:
+                    self.error = e
+                    return False
+        return True
 
     def check(self) -> None:
         if self.error is not None:
@@ -155,3 +168,60 @@ class FlushTimer:
         with self.lock:  # a flush in progress finishes first
             pass
         self._thread.join(timeout=5)
+
+
+class Output(Protocol):
+    """Where a task's pending rows go (write.task's KafkaOutput, or the buffer in front of it)."""
+
+    def send(self, pending: Pending) -> None: ...
+
+    def flush(self) -> None:
+        """Send what is held back and wait until Kafka has everything sent."""
+        ...
+
+    def stop(self) -> None:
+        """No more rows come (the task's input ended or the task failed): stop what runs on its own."""
+        ...
+
+
+class ReducingOutput:
+    """The buffer in front of `inner`: each key's last row only, sent when max-rows distinct keys are held, every
+    interval (from the timer's thread, under `lock`) and at the task's end."""
+
+    def __init__(self, inner: Output, max_rows: int, interval_s: float, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.inner = inner
+        self.buffer = ReducingBuffer(max_rows)
+        self.lock = threading.RLock()
+        self.reduced = 0  # rows replaced by a later row of their key
+        self.timer = FlushTimer(interval_s, self.lock, self._flush, clock)
+        self.timer.start()
+
+    def send(self, pending: Pending) -> None:
+        with self.lock:
+            self.timer.check()
+            before = self.buffer.rows
+            for full in self.buffer.add(pending):
+                self.reduced += before + len(pending) - self.buffer.rows - len(full)
+                before = self.buffer.rows + len(pending)  # what remains counts from here
+                self.inner.send(full)
+                self.inner.flush()
+                self.timer.flushed()
+
+    def flush(self) -> None:
+        self.timer.check()  # a failed interval flush fails the task
+        self._flush()
+
+    def stop(self) -> None:
+        self.timer.stop()
+        self.inner.stop()
+
+    def _flush(self) -> None:
+        """Send the last row of every buffered key and wait until Kafka has them all."""
+        with self.lock:
+            buffered = self.buffer.rows
+            reduced = self.buffer.drain()
+            if reduced is not None:
+                self.reduced += buffered - len(reduced)
+                self.inner.send(reduced)
+                self.inner.flush()
+            self.timer.flushed()

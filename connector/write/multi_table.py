@@ -5,10 +5,10 @@ write whose rows belong to several tables, each row's table named by a column. E
 debezium-json or canal-json) that names the table as Flink CDC's serializers do; record headers `namespace`,
 `schemaName`, `tableName` (`sink.add-tableId-to-header-enabled`) and `sink.custom-header`.
 
-How it plugs in: the driver turns the options into a MultiTableSpec and the options of an ordinary write of encoded
-records (key and value as raw bytes, each row's topic and headers as metadata columns), which the usual writer
-performs: partitioning by the key bytes (murmur2), delivery guarantees, exactly-once. Each task first turns its
-Arrow batches of table rows into such records (route).
+How it plugs in: the driver turns the options into a MultiTableSpec, the tables' topics and the layout of an
+ordinary write of encoded records (key and value as raw bytes, each row's topic and headers as metadata columns),
+which the usual writer performs with the write's other options: partitioning by the key bytes (murmur2), delivery
+guarantees, exactly-once. Each task first turns its Arrow batches of table rows into such records (route).
 """
 
 from __future__ import annotations
@@ -29,12 +29,11 @@ from ..formats.codec import Role
 from ..formats.option_kinds import Option, OptionValues
 from ..options.canonical import FORMAT_OPTION, canonical_options, changelog_column_name
 from ..options.catalog import (
-    CHANGELOG_COLUMN,
+    ASSIGN,
     FLINK_COLUMN_TYPES,
     KEY_FIELDS_PREFIX,
     KEY_FORMAT,
     METADATA_COLUMNS,
-    SCHEMA,
     SINK_ADD_TABLE_ID_TO_HEADER_ENABLED,
     SINK_CUSTOM_HEADER,
     SINK_PARALLELISM,
@@ -48,8 +47,10 @@ from ..options.catalog import (
 )
 from ..options.catalog import KEY_FIELDS as KEY_FIELDS_OPTION
 from ..options.catalog import TOPIC as TOPIC_OPTION
+from ..options.layout import Layout, parse_layout
+from ..options.topics import TopicSelection
 from ..spark_internals import to_arrow_schema
-from .change_kinds import classify
+from .upsert_actions import classify
 
 TABLE_COLUMN, KEY_FIELDS, FIELDS = SINK_TABLE_ID_COLUMN, SINK_TABLE_ID_KEY_FIELDS, SINK_TABLE_ID_FIELDS
 MAPPING, ADD_HEADERS, CUSTOM_HEADER = (
@@ -102,14 +103,27 @@ class MultiTableSpec:
 
 @dataclass(frozen=True)
 class RoutedWrite:
+    """A multi-table write, and the ordinary write of encoded records its rows become."""
+
     spec: MultiTableSpec
-    options: dict[str, str]  # the ordinary write of encoded records
-    schema: StructType
+    topics: TopicSelection  # the tables' topics
+    layout: Layout  # of the encoded records (INNER_SCHEMA)
 
 
-def route_tables(raw: Mapping[str, str], schema: StructType) -> RoutedWrite | None:
+def _records_layout(topics: tuple[str, ...]) -> Layout:
+    """Raw key and value bytes, each record's topic and headers from their columns."""
+    declared = {
+        KEY_FIELDS_OPTION.name: KEY,
+        KEY_FORMAT.name: "raw",
+        VALUE_FORMAT.name: "raw",
+        VALUE_FIELDS_INCLUDE.name: "EXCEPT_KEY",
+        METADATA_COLUMNS.name: f"{TOPIC}=topic,{HEADERS}=headers",
+    }
+    return parse_layout(canonical_options(declared), INNER_SCHEMA, topics)
+
+
+def route_tables(options: OptionValues, schema: StructType) -> RoutedWrite | None:
     """The multi-table write the options ask for (option `sink.table-id.column`), or None."""
-    options = canonical_options(raw)
     if not options.given(TABLE_COLUMN):
         given = [o.name for o in OPTIONS if options.given(o)]
         if given:
@@ -124,6 +138,7 @@ def route_tables(raw: Mapping[str, str], schema: StructType) -> RoutedWrite | No
         (VALUE_FIELDS_INCLUDE, "a change envelope holds the table's whole row, its key included"),
         (METADATA_COLUMNS, "each record's topic and headers come from its table"),
         (TOPIC_PATTERN, f"each table's topic comes from option '{MAPPING.name}', 'topic' or its table id"),
+        (ASSIGN, f"each table's topic comes from option '{MAPPING.name}', 'topic' or its table id"),
         (SINK_PARALLELISM, "df.repartition(N, <the table id column>, *the key columns) before the write does it"),
         (FLINK_COLUMN_TYPES, "its JSON formats write a timestamp as Flink does whatever its precision"),
     ):
@@ -172,21 +187,8 @@ def route_tables(raw: Mapping[str, str], schema: StructType) -> RoutedWrite | No
         _check_encoders(route, key_codec, value_codec, arrow_schema)
         routes.append(route)
     spec = MultiTableSpec(column, changelog, tuple(routes), key_codec, value_codec, arrow_schema)
-    dropped = {o.name for o in (*OPTIONS, TOPIC_OPTION, CHANGELOG_COLUMN, SCHEMA)}
-    inner = {k: v for k, v in options.items() if k not in dropped and not _format_option(k)}
-    inner |= {
-        TOPIC_OPTION.name: ";".join(sorted(set(topics.values()))),
-        KEY_FIELDS_OPTION.name: KEY,
-        KEY_FORMAT.name: "raw",
-        VALUE_FORMAT.name: "raw",
-        VALUE_FIELDS_INCLUDE.name: "EXCEPT_KEY",
-        METADATA_COLUMNS.name: f"{TOPIC}=topic,{HEADERS}=headers",
-    }
-    return RoutedWrite(spec, inner, INNER_SCHEMA)
-
-
-def _format_option(name: str) -> bool:
-    return name in (KEY_FORMAT.name, VALUE_FORMAT.name) or FORMAT_OPTION.match(name) is not None
+    names = tuple(sorted(set(topics.values())))
+    return RoutedWrite(spec, TopicSelection(names), _records_layout(names))
 
 
 def _column(names: Mapping[str, str], given: str, option: str) -> str:

@@ -2,29 +2,28 @@
 producer is borrowed from the Python worker's pool (client_pool.py) and goes back to it only after a clean task.
 
 `none`: acks=1, no idempotence. `at-least-once` (default): idempotent, acks=all; the task succeeds only
-after every record is acknowledged. `exactly-once`: the same inside one transaction per task
-(write.transactions). In every mode a record that fails fails the task, naming its topic and key.
+after every record is acknowledged. `exactly-once`: the same inside one transaction per task, which the task's
+ExactlyOnceTask opens (write.exactly_once). In every mode a record that fails fails the task, naming its topic and key.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-import re
 import time
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
-from ..errors import KafkaUnavailableError, RecordError, TopicError, UpsertKafkaError, escaped_prefix
-from ..kafka import Brokers, borrow_producer, give_back, producer
-from ..kafka_errors import ACCESS_CODES, ClientErrors, kafka_error, with_retries
+from ..errors import KafkaUnavailableError, RecordError, TopicError, escaped_prefix
+from ..kafka import borrow_producer, give_back
+from ..kafka_errors import ACCESS_CODES, kafka_error, with_retries
+from .exactly_once import ExactlyOnceTask
 from .partitioners import load_partitioner
 from .spec import NONE, WriteSpec
-from .target import DEFAULT_TRANSACTION_TIMEOUT_MS, WriteTarget
-from .transactions import Fingerprint, StaleProducer, TaskTransaction, transactional_id
+from .target import WriteTarget
+from .transactions import StaleProducer
 
 log = logging.getLogger("upsert_kafka")
 
@@ -38,38 +37,28 @@ _POLL_EVERY = 10_000
 _SERVE_S = 0.1
 
 
-def producer_settings(
-    spec: WriteSpec, target: WriteTarget, txn_id: str | None = None
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(defaults the user's properties may change, settings the delivery guarantee owns)."""
+def producer_settings(spec: WriteSpec, target: WriteTarget) -> dict[str, Any]:
+    """Defaults the user's properties may change (a transaction's own settings: ExactlyOnceTask.settings)."""
     defaults: dict[str, Any] = {}
-    owned: dict[str, Any] = {}
     if spec.guarantee == NONE:
         defaults |= {"acks": 1, "enable.idempotence": False}
     if target.max_message_bytes:
         # A batch above the topic's limit is refused whole; keep batches under it so only an oversized
         # record itself fails (librdkafka's batch.size includes the framing).
         defaults["batch.size"] = max(1, min(1_000_000, target.max_message_bytes))
-    if txn_id is not None:
-        timeout = target.transaction_timeout_ms or DEFAULT_TRANSACTION_TIMEOUT_MS
-        owned |= {
-            "transactional.id": txn_id,
-            "transaction.timeout.ms": timeout,
-            "message.timeout.ms": min(120_000, timeout),  # librdkafka requires it within the transaction's
-        }
-    return defaults, owned
+    return defaults
 
 
 class Sender:
     """Produces one task's records; raises the first delivery failure, naming the record's topic and key. Its
     producer is borrowed from the worker's pool and given back by `release`."""
 
-    def __init__(self, spec: WriteSpec, target: WriteTarget, txn_id: str | None = None, write_id: str = "") -> None:
-        self.spec, self.target = spec, target
-        self.txn_id, self.write_id = txn_id, write_id
+    def __init__(self, spec: WriteSpec, target: WriteTarget, exactly_once: ExactlyOnceTask | None = None) -> None:
+        self.spec, self.target, self.exactly_once = spec, target, exactly_once
         self.failure: tuple[Any, str, bytes | None] | None = None  # (error, topic, key) of the first failure
         self.failures = 0
-        self.defaults, self.owned = producer_settings(spec, target, txn_id)
+        self.defaults = producer_settings(spec, target)
+        self.owned = exactly_once.settings() if exactly_once is not None else {}
         self._borrow()
         self.partitioner = load_partitioner(spec.partitioner) if spec.partitioner else None
         self.partition_counts: dict[str, int] = {}
@@ -81,11 +70,7 @@ class Sender:
         self.client = self.lent.client
         # Authentication, TLS and fatal errors reach only the error callback; without it they are timeouts.
         self.errors = self.lent.errors
-        self.transaction = (
-            TaskTransaction(self.lent, self.spec, self.txn_id, self.write_id, self.owned["transaction.timeout.ms"])
-            if self.txn_id is not None
-            else None
-        )
+        self.transaction = self.exactly_once.transaction(self.lent) if self.exactly_once is not None else None
 
     # -- lifecycle ----------------------------------------------------------------------------------
 
@@ -102,11 +87,11 @@ class Sender:
             self._borrow(fresh=True)
             return self.transaction.begin()
 
-    def finish(self, fingerprint: Fingerprint | None = None) -> None:
+    def finish(self) -> None:
         """Everything acknowledged (and, with exactly-once, committed with the rows' fingerprint) or an error."""
         self.flush()
         if self.transaction is not None:
-            self.transaction.commit(self.first_topic, fingerprint)
+            self.transaction.commit(self.first_topic, str(self.exactly_once.fingerprint))  # type: ignore[union-attr]
 
     def fail(self) -> None:
         """The task failed: send nothing more (Spark runs it again whole)."""
@@ -277,39 +262,3 @@ def _hint(name: str, max_message_bytes: int | None) -> str:
     if name == "_MSG_TIMED_OUT":
         return " — not acknowledged in time: check that the brokers are up and reachable"
     return ""
-
-
-def fence(spec: WriteSpec, target: WriteTarget, scope: str, partition_ids: list[int]) -> None:
-    """Driver side, after a failed write: abort what its tasks may have left open. An open transaction holds
-    back read_committed readers of its partitions until it times out; initializing a producer with the same
-    transactional id aborts it at once."""
-    for partition_id in partition_ids:
-        tid = transactional_id(spec, scope, partition_id)
-        defaults, owned = producer_settings(spec, target, tid)
-        errors = ClientErrors()
-        client = producer(spec.kafka, _ignore, defaults, errors, **owned)
-        try:
-            with_retries(spec.kafka, f"fence transactional id '{tid}'", client.init_transactions, errors=errors)
-        except UpsertKafkaError as e:
-            log.warning("upsert-kafka: could not abort open transactions of %s: %s", tid, e)
-
-
-def fence_scope(spec: WriteSpec, target: WriteTarget, scope: str) -> None:
-    """Driver side, before a rerun of a write or a restarted query: fence every transactional id of `scope`
-    that ever committed (their marker groups exist), whatever the task count now. An id that never committed
-    is ended by the transaction timeout if no task of this run takes it over first."""
-    pattern = re.compile(re.escape(f"{spec.transactional_id_prefix}-{scope}-") + r"(\d+)")
-    try:
-        groups = Brokers(spec.kafka).consumer_groups()
-    except UpsertKafkaError as e:
-        log.warning("upsert-kafka: could not list the exactly-once marker groups: %s", e)
-        return
-    ids = sorted(int(m.group(1)) for g in groups if (m := pattern.fullmatch(g)))
-    if ids:
-        log.info("upsert-kafka: fencing %d transactional id(s) of %s", len(ids), transactional_id(spec, scope, 0))
-        with ThreadPoolExecutor(max_workers=min(8, len(ids))) as pool:
-            list(pool.map(lambda i: fence(spec, target, scope, [i]), ids))
-
-
-def _ignore(error: Any, message: Any) -> None:
-    """No records are sent by a fencing producer."""

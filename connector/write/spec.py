@@ -8,7 +8,7 @@ the brokers say (topics, limits) is asked once on the driver, in target.describe
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from pyspark.sql.types import StructType
 
@@ -61,22 +61,23 @@ class WriteSpec:
 
 
 def parse_write_spec(raw: Mapping[str, str], schema: StructType) -> WriteSpec:
-    routed = route_tables(raw, schema)
-    if routed is not None:  # the ordinary write of the records the tables' rows become
-        return replace(parse_write_spec(routed.options, routed.schema), tables=routed.spec)
     options = canonical_options(raw)
+    routed = route_tables(options, schema)
     kafka = parse_kafka_spec(options)
-    topics = parse_topic_selection(options)
-    if topics.assigned is not None:
-        raise OptionError(
-            "option 'assign' picks partitions to read; a write partitions each row by its key: name the topic with "
-            "option 'topic' instead"
-        )
+    if routed is None:
+        topics = parse_topic_selection(options)
+        if topics.assigned is not None:
+            raise OptionError(
+                "option 'assign' picks partitions to read; a write partitions each row by its key: name the topic "
+                "with option 'topic' instead"
+            )
+        layout = parse_layout(options, schema, topics.names)
+        _check_one_headers_column(layout)
+        if options.given(SINK_PARALLELISM):
+            raise OptionError(sink_parallelism_message(options.text(SINK_PARALLELISM), layout.key_fields))
+    else:  # the ordinary write of the records the tables' rows become
+        topics, layout = routed.topics, routed.layout
     names, pattern = topics.names, topics.pattern
-    layout = parse_layout(options, schema, names)
-    _check_one_headers_column(layout)
-    if options.given(SINK_PARALLELISM):
-        raise OptionError(sink_parallelism_message(options.text(SINK_PARALLELISM), layout.key_fields))
     guarantee = options.value(SINK_DELIVERY_GUARANTEE)
     prefix = (options.text(SINK_TRANSACTIONAL_ID_PREFIX) or "").strip() or None
     if guarantee == EXACTLY_ONCE and prefix is None:
@@ -101,6 +102,7 @@ def parse_write_spec(raw: Mapping[str, str], schema: StructType) -> WriteSpec:
         transactional_id_prefix=prefix,
         transaction_timeout_ms=_transaction_timeout(options),
         write_id=_write_id(options, guarantee),
+        tables=routed.spec if routed is not None else None,
     )
 
 

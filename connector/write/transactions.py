@@ -1,110 +1,21 @@
-"""Exactly-once: one Kafka transaction per Spark task, and a marker that keeps a replay from writing twice.
-
-Identity. A task's transactional id is `<sink.transactional-id-prefix>-<scope>-<Spark partition id>`. The
-scope names what a replay shares: the streaming query (its id survives restarts), a batch write's
-`sink.write-id`, or else the one job. So every attempt and every micro-batch of a query reuse the same ids —
-`init_transactions` fences an earlier attempt and aborts whatever it left open — while two queries or jobs
-given the same prefix never fence each other or read each other's markers.
-
-Markers. Kafka's transactions make a task's records visible all at once or never, but Spark may run a task
-again after it committed (a retried stage, a micro-batch replayed after a restart). So each transaction also
-commits a marker — the write id and a fingerprint of the task's rows, as the metadata of a consumer-group
-offset in the group named like the transactional id — through `send_offsets_to_transaction`, atomically with
-the records. An attempt that finds its write id there (read after `init_transactions`, so nothing is in
-flight) was written already: it reads its rows only to check they are the ones committed, and writes nothing.
-
-Why the fingerprint. Skipping is right only if the replayed task holds the rows that were committed under its
-id. If the rows of a replayed write reach other tasks than the first time (partitioning options changed
-before a restart, a non-deterministic shuffle), skipping would lose some rows and writing would duplicate
-others: the attempt fails instead, with an error that says so. The fingerprint is a multiset digest of the
-rows' encoded keys and change kinds, independent of row order (a shuffle may deliver rows in another order).
-
-Write ids: a micro-batch's is its query id and batch id (Spark sets both as local properties of its tasks,
-also for batch writes inside foreachBatch: spark_internals.task_micro_batch); a batch write's is its
-`sink.write-id`, else a fresh id made on the driver. The target topics are part of it, so two writes of one
-micro-batch to different topics do not mistake each other's markers.
-"""
+"""The Kafka side of exactly-once (write.exactly_once): one task's transaction on its pooled producer, and the
+marker committed with it (the write id and the fingerprint of the task's rows, as the metadata of a
+consumer-group offset in the group named like the transactional id)."""
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
-import zlib
-from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from ..client_pool import Pooled
-from ..errors import WriteTaskError
 from ..kafka import borrow_group_consumer, give_back
 from ..kafka_errors import ClientErrors, is_transient, with_retries, within
-from ..spark_internals import MicroBatch
-from .spec import EXACTLY_ONCE, WriteSpec
+from .spec import WriteSpec
 
 log = logging.getLogger("upsert_kafka")
-
-_MASK = (1 << 64) - 1
-
-
-def _digest(text: str, length: int) -> str:
-    return hashlib.sha1(text.encode()).hexdigest()[:length]
-
-
-@dataclass(frozen=True)
-class WriteIdentity:
-    """What the attempts and replays of one write share."""
-
-    scope: str  # in every transactional id of the write
-    write_id: str  # in the marker of every task that committed
-
-
-def identify(spec: WriteSpec, batch: MicroBatch | None, fresh_id: str, streaming: bool = False) -> WriteIdentity:
-    """The write's identity: a named batch write's, else the micro-batch's when there is one, else the job's.
-
-    A stream write with exactly-once fails closed without its micro-batch (spark_internals.task_micro_batch):
-    a job's fresh id would make a replayed micro-batch look new, and it would be written a second time."""
-    target = _digest(spec.topics.describe(), 12)
-    if spec.write_id is not None:
-        return WriteIdentity(f"w{_digest(spec.write_id, 10)}", f"write {spec.write_id} to {target}")
-    if batch is not None:
-        return WriteIdentity(
-            f"q{_digest(batch.query_id, 10)}", f"query {batch.query_id} batch {batch.batch_id} to {target}"
-        )
-    if streaming and spec.guarantee == EXACTLY_ONCE:
-        raise WriteTaskError(
-            f"exactly-once stream write to {spec.topics.describe()}: this pyspark does not tell the task which "
-            "streaming query and micro-batch it runs for (local properties 'sql.streaming.queryId' and "
-            "'streaming.sql.batchId'), without which a replayed micro-batch would be written twice; nothing is "
-            "written. Use a supported pyspark (4.0 to 4.3) or sink.delivery-guarantee 'at-least-once'"
-        )
-    return WriteIdentity(f"j{fresh_id[:10]}", f"write {fresh_id} to {target}")
-
-
-def transactional_id(spec: WriteSpec, scope: str, partition_id: int) -> str:
-    return f"{spec.transactional_id_prefix}-{scope}-{partition_id}"
-
-
-class Fingerprint:
-    """An order-independent digest of a task's rows: their count, deletes and two sums of per-key checksums.
-    `zlib` over the encoded keys runs in C, one call per key (no Python code per row)."""
-
-    def __init__(self) -> None:
-        self.rows = self.deletes = self.crc = self.adler = 0
-
-    def add(self, keys: list[bytes], deletes: int) -> None:
-        self.rows += len(keys)
-        self.deletes += deletes
-        self.crc = (self.crc + sum(map(zlib.crc32, keys))) & _MASK
-        self.adler = (self.adler + sum(map(zlib.adler32, keys))) & _MASK
-
-    def __str__(self) -> str:
-        return f"{self.rows}:{self.deletes}:{self.crc:x}:{self.adler:x}"
-
-
-def rows_of(fingerprint: str) -> str:
-    return fingerprint.split(":", 1)[0]
 
 
 class StaleProducer(Exception):
@@ -187,7 +98,7 @@ class TaskTransaction:
             log.info("upsert-kafka: the pooled producer of %s is not reused: %s", self.id, e.args[0].str())
             raise StaleProducer(self.id) from None
 
-    def commit(self, marker_topic: str | None, fingerprint: Fingerprint) -> None:
+    def commit(self, marker_topic: str | None, fingerprint: str) -> None:
         """Commit the records and, with them, the marker (on partition 0 of a topic the task wrote)."""
         if marker_topic is not None:
             marker = TopicPartition(marker_topic, 0, 0, metadata=f"{self.write_id}|{fingerprint}")

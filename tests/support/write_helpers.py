@@ -52,7 +52,7 @@ def task_markers(
     bootstrap: str, prefix: str, topic: str, timeout: float = 30, task: int | None = None
 ) -> dict[str, str | None]:
     """The exactly-once marker groups of transactional-id prefix `prefix` (each named like its task's transactional
-    id, `<prefix>-<scope>-<task>`: pyspark_upsert_kafka.write.transactions), only task `task`'s when given, and
+    id, `<prefix>-<scope>-<task>`: pyspark_upsert_kafka.write.exactly_once), only task `task`'s when given, and
     the metadata each committed on partition 0 of `topic`. Another task's group is never asked: a read_committed
     look-up waits while that task's transaction is open (a pooled producer re-sends its marker at begin)."""
     admin = AdminClient({"bootstrap.servers": bootstrap})

@@ -17,11 +17,12 @@ from confluent_kafka import Producer
 from pyspark.sql.types import DoubleType, IntegerType, StringType, StructField, StructType
 from pyspark_upsert_kafka.client_pool import CLIENT_POOL
 from pyspark_upsert_kafka.errors import RecordError
+from pyspark_upsert_kafka.write.exactly_once import ExactlyOnce, ExactlyOnceTask, WriteIdentity
+from pyspark_upsert_kafka.write.plan import WritePlan
 from pyspark_upsert_kafka.write.producer import Sender
 from pyspark_upsert_kafka.write.spec import parse_write_spec
 from pyspark_upsert_kafka.write.target import WriteTarget
-from pyspark_upsert_kafka.write.task import RecordWriter, WritePlan
-from pyspark_upsert_kafka.write.transactions import Fingerprint
+from pyspark_upsert_kafka.write.task import RecordWriter
 
 from tests.support.kafka_io import consume_all
 from tests.support.read_helpers import rec, send, stream, wait_for
@@ -35,7 +36,7 @@ SCHEMA = StructType(
 def plan(options: dict, topic: str, max_message_bytes: int | None = None) -> WritePlan:
     # A client.id of its own: this test's producers are not shared with other tests of the session.
     opts = {"properties.client.id": f"pool-test-{uuid.uuid4().hex[:8]}", **options}
-    return WritePlan(parse_write_spec(opts, SCHEMA), WriteTarget((topic,), max_message_bytes, None), "fresh")
+    return WritePlan(parse_write_spec(opts, SCHEMA), WriteTarget((topic,), max_message_bytes, None))
 
 
 def rows(ids: range, name: str = "n") -> pa.RecordBatch:
@@ -89,15 +90,15 @@ def test_a_producer_whose_task_failed_is_closed_not_lent_again(new_topic, option
 
 def transactional_task(write_plan: WritePlan, txn_id: str, write_id: str, ids: range, topic: str) -> Sender:
     """What RecordWriter does for one exactly-once task (which it only does inside a Spark worker)."""
-    sender = Sender(write_plan.spec, write_plan.target, txn_id, write_id)
+    exactly_once = task_of(write_plan, txn_id, write_id)
+    sender = Sender(write_plan.spec, write_plan.target, exactly_once)
     clean = False
     try:
         assert sender.begin() is None, "not written before"
         keys = [orjson.dumps({"id": i}) for i in ids]
         sender.produce(topic, keys, [orjson.dumps({"id": i, "name": "n", "price": 1.0}) for i in ids])
-        fingerprint = Fingerprint()
-        fingerprint.add(keys, 0)
-        sender.finish(fingerprint)
+        exactly_once.count(keys, 0)
+        sender.finish()
         clean = True
     except BaseException:
         sender.fail()
@@ -107,10 +108,16 @@ def transactional_task(write_plan: WritePlan, txn_id: str, write_id: str, ids: r
     return sender
 
 
+def task_of(write_plan: WritePlan, txn_id: str, write_id: str) -> ExactlyOnceTask:
+    """An exactly-once task with the given transactional id and write id."""
+    return ExactlyOnceTask(write_plan.exactly_once, txn_id, WriteIdentity("q", write_id), 0)
+
+
 def exactly_once_plan(options, topic: str, prefix: str) -> WritePlan:
     opts = options(topic, {"sink.delivery-guarantee": "exactly-once", "sink.transactional-id-prefix": prefix})
     opts["properties.client.id"] = f"pool-test-{uuid.uuid4().hex[:8]}"
-    return WritePlan(parse_write_spec(opts, SCHEMA), WriteTarget((topic,), None, 60_000), "fresh")
+    spec, target = parse_write_spec(opts, SCHEMA), WriteTarget((topic,), None, 60_000)
+    return WritePlan(spec, target, ExactlyOnce(spec, target, "fresh"))
 
 
 def test_a_transactional_producer_is_reused_only_for_its_own_transactional_id(new_topic, options, bootstrap):
@@ -162,7 +169,7 @@ def test_a_transactional_producer_that_found_its_write_committed_is_reused(new_t
     write_plan = exactly_once_plan(options, topic, prefix)
     first = transactional_task(write_plan, txn_id, "batch 1", range(0, 5), topic)
 
-    replay = Sender(write_plan.spec, write_plan.target, txn_id, "batch 1")
+    replay = Sender(write_plan.spec, write_plan.target, task_of(write_plan, txn_id, "batch 1"))
     assert replay.begin() is not None, "the replay finds its write committed and opens no transaction"
     replay.release(clean=True)
     assert replay.client is first.client

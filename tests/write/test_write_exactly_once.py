@@ -313,13 +313,13 @@ def test_a_rerun_fences_what_a_crashed_run_left_open(spark, new_topic, options, 
     # A run's task 5 died with its transaction open: every read_committed reader of the partition is held back
     # until the timeout. The rerun fences every id of the write that ever committed before it writes.
     from confluent_kafka import Producer
+    from pyspark_upsert_kafka.write.exactly_once import ExactlyOnce
     from pyspark_upsert_kafka.write.spec import parse_write_spec
-    from pyspark_upsert_kafka.write.transactions import identify
 
     topic = new_topic()
     opts = options(topic, exactly_once(topic) | {"sink.write-id": "job"})
     spec = parse_write_spec(opts, spark.createDataFrame([], SCHEMA).schema)
-    task_5 = f"{topic}-{identify(spec, {}, '').scope}-5"
+    task_5 = f"{topic}-{ExactlyOnce(spec, None, '').identity(None).scope}-5"
     crashed = Producer({"bootstrap.servers": bootstrap, "transactional.id": task_5})
     crashed.init_transactions(10)
     group = Consumer({"bootstrap.servers": bootstrap, "group.id": task_5})
@@ -368,7 +368,7 @@ def test_an_exactly_once_task_whose_input_cannot_be_checked_commits_nothing(spar
     # to warn and commit, and under exactly-once its marker then made the retry skip the rest of its rows).
     import pyarrow as pa
     from pyspark_upsert_kafka.errors import WriteTaskError
-    from pyspark_upsert_kafka.write.sink import plan_write
+    from pyspark_upsert_kafka.write.plan import plan_write
     from pyspark_upsert_kafka.write.task import RecordWriter
 
     topic = new_topic()
@@ -389,7 +389,7 @@ def test_an_exactly_once_stream_task_that_cannot_tell_its_micro_batch_writes_not
     # used to fall back to the job's fresh id).
     import pyarrow as pa
     from pyspark_upsert_kafka.errors import WriteTaskError
-    from pyspark_upsert_kafka.write.sink import plan_write
+    from pyspark_upsert_kafka.write.plan import plan_write
     from pyspark_upsert_kafka.write.task import RecordWriter
 
     topic = new_topic()

@@ -1,0 +1,27 @@
+"""A clock that moves only when a test moves it (connector.clock.Clock), for timer paths without sleeps."""
+
+from __future__ import annotations
+
+import threading
+
+
+class ManualClock:
+    def __init__(self, now: float = 1000.0) -> None:
+        self._now = now
+        self._moved = threading.Condition()
+
+    def monotonic(self) -> float:
+        return self._now
+
+    def advance(self, seconds: float) -> None:
+        with self._moved:
+            self._now += seconds
+            self._moved.notify_all()
+
+    def wait(self, stop: threading.Event, timeout: float) -> bool:
+        deadline = self._now + timeout
+        with self._moved:
+            # `stop` is an Event of its own, not this condition: it is looked at between short real waits.
+            while not stop.is_set() and self._now < deadline:
+                self._moved.wait(0.01)
+        return stop.is_set()
