@@ -15,7 +15,7 @@ borrows its clients from its worker's pool:
   recently used beyond MAX_IDLE.
 
 A child process forked from one that pooled clients starts with an empty pool and leaves the parent's alone
-(librdkafka's threads do not survive a fork). Nothing here knows Kafka: kafka.py makes the clients, their
+(librdkafka's threads do not survive a fork). Nothing here knows Kafka: kafka_clients.py makes the clients, their
 keys and their resets.
 
 The pool also keeps what else the connector holds per process (`shared`): token providers, and in a stream's
@@ -52,7 +52,7 @@ class Pooled(Generic[C]):
     errors: Any  # its error callback (kafka_errors.ClientErrors)
     reset: Callable[[C], bool]  # readies it for the next borrower; False: not reusable
     close: Callable[[C], Any]  # ends it (a producer is dropped after a purge: its handle ends when collected)
-    relay: Any = None  # a producer's delivery-report relay (kafka.DeliveryRelay)
+    relay: Any = None  # a producer's delivery-report relay (kafka_clients.DeliveryRelay)
     reused: bool = False  # lent before
     memo: dict = field(default_factory=dict)  # what borrowers learned about this client, for the next one
     expires: float = 0.0

@@ -18,11 +18,11 @@ from confluent_kafka.admin import OffsetSpec
 from pyspark.sql import DataFrame, SparkSession
 
 from . import spark_internals
+from .brokers import Brokers
 from .errors import OptionError
-from .kafka import Brokers
 from .options.canonical import canonical_options
 from .options.kafka_client import parse_kafka_spec
-from .read import offsets
+from .read.offsets import Offsets, StreamOffset
 from .read.planner import Partitions, lookup_partitions
 from .read.spec import parse_read_topics
 
@@ -65,14 +65,14 @@ def lag(
     return spark.createDataFrame(rows, LAG_SCHEMA)
 
 
-def _fill(position: dict[str, dict[int, int]], parts: Partitions) -> dict[str, dict[int, int]]:
+def _fill(position: Offsets, parts: Partitions) -> dict[str, dict[int, int]]:
     """A partition the query has not seen yet starts at offset 0 when it does (read.source)."""
     return {t: {p: position.get(t, {}).get(p, 0) for p in ps} for t, ps in parts.items()}
 
 
-def checkpoint_sources(location: str) -> list[dict[str, dict[int, int]]]:
-    """The next offset to read per partition of each upsert-kafka source, from the latest offsets file of a
-    streaming query's checkpoint (local: a path or a file: URI), as this connector's stream reader wrote them."""
+def checkpoint_sources(location: str) -> list[StreamOffset]:
+    """The offset of each upsert-kafka source (the next offset to read per partition), from the latest offsets file
+    of a streaming query's checkpoint (local: a path or a file: URI), as this connector's stream reader wrote them."""
     path = spark_internals.local_checkpoint(location)
     if path is None:
         raise OptionError(
@@ -106,11 +106,11 @@ def checkpoint_sources(location: str) -> list[dict[str, dict[int, int]]]:
     return ours
 
 
-def _source_of(location: str, sources: list[dict[str, dict[int, int]]], parts: Partitions) -> dict[str, dict[int, int]]:
-    """The one source of the checkpoint's query that reads the options' topics."""
-    read = [o for o in sources if set(o) & set(parts)]
+def _source_of(location: str, sources: list[StreamOffset], parts: Partitions) -> Offsets:
+    """The one source of the checkpoint's query that reads the options' topics: its offsets."""
+    read = [o.offsets for o in sources if set(o.offsets) & set(parts)]
     if not read:
-        seen = ", ".join(sorted({t for o in sources for t in o})) or "no topics"
+        seen = ", ".join(sorted({t for o in sources for t in o.offsets})) or "no topics"
         raise OptionError(
             f"lag(): the query of checkpoint '{location}' reads {seen}, none of the topics these options read "
             f"({', '.join(parts)}): give the options of that query"
@@ -123,14 +123,10 @@ def _source_of(location: str, sources: list[dict[str, dict[int, int]]], parts: P
     return read[0]
 
 
-def _source_offset(line: str) -> dict[str, dict[int, int]] | None:
-    """A source's line of Spark's offsets file, when this connector's reader wrote it: its topics' offsets."""
+def _source_offset(line: str) -> StreamOffset | None:
+    """A source's line of Spark's offsets file, when this connector's reader wrote it."""
     try:
         value = json.loads(line)
     except ValueError:
         return None  # "-": a source without an offset; another source's own form
-    if not isinstance(value, dict) or not (
-        offsets.FORMAT_KEY in value or offsets.PLAN in value or offsets.is_initial(value)
-    ):
-        return None  # Spark's JVM Kafka source writes the same topic form, without the reader's plan
-    return offsets.from_json(value)[0]
+    return StreamOffset.from_json(value) if StreamOffset.is_ours(value) else None

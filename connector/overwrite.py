@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from confluent_kafka.admin import OffsetSpec
 from pyspark.sql.datasource import WriterCommitMessage
 
-from .kafka import Brokers
+from .brokers import Brokers
 from .options.kafka_client import KafkaSpec
 from .read.fetch import CHUNK_RECORDS, Records, fetch_range
 from .read.latest_per_key import KEY, OFFSET, VALUE, LatestPerKey

@@ -7,7 +7,7 @@ disabled: a `source` block, one event in three an update with its before image),
 Maxwell messages. Two steps are timed, in chunks of 10 000 records as the read side calls them:
   format    the codec alone: json's decode() against the changelog decoder's decode_changes() (its fast path,
             Arrow's JSON reader over the batch), and that decoder's per-envelope path (orjson) for comparison;
-  read      the executor's whole decode step (connector/read/decode.py and read/changes.py): records -> rows
+  read      the executor's whole decode step (connector/read/record_decoder.py and read/changes.py): records -> rows
             in the table's schema with the change-type column, as a changelog read yields them to Spark.
 Each step runs back to back with json's same step, repeatedly: records/s are medians, the ratio (json's time
 over ours, so below 1 is slower than json) is the median over those pairs, so that a noisy moment weighs on
@@ -24,10 +24,10 @@ import orjson
 from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType
 from pyspark_upsert_kafka.formats import make_codec
 from pyspark_upsert_kafka.formats.json_values import json_bytes
-from pyspark_upsert_kafka.read.decoders import range_decoder
 from pyspark_upsert_kafka.read.fetch import Records
 from pyspark_upsert_kafka.read.offsets import PartitionRange
 from pyspark_upsert_kafka.read.spec import parse_read_spec
+from pyspark_upsert_kafka.read.task import range_decoder
 
 from integration.bench_formats import CHUNK, CONTEXT, SCHEMA, chunks, timed
 from integration.bench_kafka import row

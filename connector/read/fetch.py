@@ -21,7 +21,7 @@ from confluent_kafka import KafkaError, TopicPartition
 
 from ..client_pool import Pooled
 from ..errors import KafkaUnavailableError
-from ..kafka import UNUSED_GROUP_ERRORS, borrow_consumer, give_back
+from ..kafka_clients import UNUSED_GROUP_ERRORS, borrow_consumer, give_back
 from ..kafka_errors import ClientErrors, is_transient, kafka_error, with_retries
 from ..options.kafka_client import KafkaSpec
 from .offsets import PartitionRange, lost
@@ -56,7 +56,7 @@ def _headers(m: Any) -> list:
 
 
 # How each per-record metadata kind is read off a confluent_kafka Message. Both header kinds take the list;
-# they differ in their column type (decode.py).
+# they differ in their column type (range_decoder.py).
 _META_READERS = {
     "timestamp": lambda m: m.timestamp()[1],
     "timestamp-type": lambda m: _TIMESTAMP_TYPES.get(m.timestamp()[0], "NoTimestampType"),

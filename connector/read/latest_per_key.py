@@ -16,7 +16,7 @@ compacted changelog must come out in offset order: its survivors are sorted by o
 Allocations go to jemalloc (else the system allocator) where pyarrow takes a pool: pyarrow's default, mimalloc,
 was measured to keep tens of MB of freed buffers resident in a worker.
 
-Identity: `identify(table)` (decode.py: decode the keys, Arrow-encode the decoded columns canonically with
+Identity: `identify(table)` (record_decoder.py: decode the keys, Arrow-encode the decoded columns canonically with
 `key_identity`) adds the column `ident`, so that two encodings of one logical key (JSON with other spacing) are
 one key, in memory and across runs alike. Without it the key bytes are the identity (overwrite, which
 compares keys as bytes as Kafka's compaction does).

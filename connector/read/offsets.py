@@ -1,7 +1,7 @@
-"""Offsets as Spark carries them, and the ranges a task reads.
+"""Offsets as Spark carries them (StreamOffset, with the batch's BatchPlan), and the ranges a task reads.
 
 Spark stores the streaming offset as `json.dumps` of what we return and compares offsets AS STRINGS,
-so the dict is always built in one canonical order: our own keys first, sorted ("@plan", "@watermarks";
+so StreamOffset.to_json builds its dict in one canonical order: our own keys first, sorted ("@plan", "@watermarks";
 '@' cannot occur in a topic name), then topics sorted, partitions in numeric order. The topics' form is
 Spark's own Kafka source's, `{"topic": {"0": 42, "1": 7}}`, each the next offset to read. When watermarks
 are tracked, their per-partition map rides along under "@watermarks", so it survives restarts in the
@@ -17,17 +17,20 @@ records with failOnDataLoss=false, new partitions from offset 0): a batch's rang
 stored offsets. Records deleted after planning are skipped by clipping the planned slices (clip_starts).
 
 Every offset carries the form's version under "@format" (FORMAT). A checkpoint's offset without one was written
-before versions were recorded, in form 1; one of a later form than this code reads is refused (from_json), never
-guessed at: a newer package may have changed what a key means.
+before versions were recorded, in form 1; one of a later form than this code reads is refused
+(StreamOffset.from_json), never guessed at: a newer package may have changed what a key means.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
+from types import MappingProxyType
 
 from pyspark.sql.datasource import InputPartition
 
@@ -67,6 +70,10 @@ class BatchPlan:
     # running stream's consecutive packing (coalesce_ranges), as every plan recorded before this field existed.
     min_tasks: int | None = None
 
+    def __post_init__(self) -> None:
+        if self.start is not None:
+            object.__setattr__(self, "start", _frozen(self.start))
+
     def to_json(self) -> dict:
         split = {
             "max-records": self.max_records,
@@ -105,45 +112,81 @@ class BatchPlan:
         return group_ranges(split, self.coalesce, self.min_tasks)
 
 
-def to_json(
-    offsets: Offsets, watermarks: Offsets | None = None, plan: BatchPlan | None = None, initial: bool = False
-) -> dict:
-    """The canonical JSON-ready form: equal offsets always give equal `json.dumps` text."""
-    out: dict = {FORMAT_KEY: FORMAT}
-    if initial:
-        out[INITIAL] = True
-    if plan is not None:
-        out[PLAN] = plan.to_json()
-    if watermarks:
-        out[WATERMARKS] = canonical(watermarks)
-    return out | canonical(offsets)
-
-
-def is_initial(value: Mapping) -> bool:
-    """Whether an offset is what initialOffset() returned (Spark never stores that one)."""
-    return value.get(INITIAL) is True
-
-
 def _parse(part: Mapping) -> dict[str, dict[int, int]]:
     return {t: {int(p): int(o) for p, o in parts.items()} for t, parts in part.items()}
 
 
-def from_json(value: Mapping) -> tuple[dict[str, dict[int, int]], dict[str, dict[int, int]]]:
-    """(offsets, watermarks) from what to_json made (or this connector's earlier, unversioned form)."""
-    form = value.get(FORMAT_KEY, 1)
-    if not isinstance(form, int) or form > FORMAT:
-        raise OptionError(
-            f"the streaming query's checkpoint holds upsert-kafka offsets of form {form!r}, written by a newer "
-            f"pyspark-upsert-kafka than this one (which reads form {FORMAT} and earlier): run the query with the "
-            "package version that wrote the checkpoint or a newer one, or start it from a new checkpoint location"
-        )
-    topics = {t: v for t, v in value.items() if not t.startswith("@")}
-    return _parse(topics), _parse(value.get(WATERMARKS, {}))
+def _frozen(values: Offsets) -> Offsets:
+    """A read-only copy, partitions as ints (JSON's keys are text)."""
+    return MappingProxyType({t: MappingProxyType(ps) for t, ps in _parse(values).items()})
 
 
-def recorded_plan(value: Mapping) -> BatchPlan | None:
-    """The plan an end offset recorded; None for an end offset written before plans were recorded."""
-    return BatchPlan.from_json(value[PLAN]) if PLAN in value else None
+@dataclass(frozen=True, eq=False)
+class StreamOffset:
+    """A stream's offset: the next offset to read per topic-partition, the per-partition watermarks (empty when
+    not tracked), the plan an end offset recorded, and whether it is what initialOffset() returned (Spark never
+    stores that one). Spark stores `json.dumps(to_json())` and compares offsets as that text, so two offsets are
+    equal, and hash alike, when their text is."""
+
+    offsets: Offsets
+    watermarks: Offsets = field(default_factory=dict)
+    plan: BatchPlan | None = None
+    initial: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "offsets", _frozen(self.offsets))
+        object.__setattr__(self, "watermarks", _frozen(self.watermarks))
+
+    def to_json(self) -> dict:
+        """The canonical JSON-ready form: equal offsets always give equal `json.dumps` text."""
+        out: dict = {FORMAT_KEY: FORMAT}
+        if self.initial:
+            out[INITIAL] = True
+        if self.plan is not None:
+            out[PLAN] = self.plan.to_json()
+        if self.watermarks:
+            out[WATERMARKS] = canonical(self.watermarks)
+        return out | canonical(self.offsets)
+
+    @classmethod
+    def from_json(cls, value: Mapping | str) -> StreamOffset:
+        """What to_json made (or Spark's text of it), or this connector's earlier, unversioned form; one of a later
+        form is refused: a newer package may have changed what a key means."""
+        if isinstance(value, str):
+            value = json.loads(value)
+        form = value.get(FORMAT_KEY, 1)
+        if not isinstance(form, int) or form > FORMAT:
+            raise OptionError(
+                f"the streaming query's checkpoint holds upsert-kafka offsets of form {form!r}, written by a newer "
+                f"pyspark-upsert-kafka than this one (which reads form {FORMAT} and earlier): run the query with the "
+                "package version that wrote the checkpoint or a newer one, or start it from a new checkpoint location"
+            )
+        topics = {t: v for t, v in value.items() if not t.startswith("@")}
+        plan = BatchPlan.from_json(value[PLAN]) if PLAN in value else None  # none before plans were recorded
+        return cls(topics, value.get(WATERMARKS, {}), plan, value.get(INITIAL) is True)
+
+    @staticmethod
+    def is_ours(value: object) -> bool:
+        """Whether a source's offset (as Spark's offset log holds it, parsed) is this connector's: Spark's JVM Kafka
+        source writes the same topic form, without our marks."""
+        return isinstance(value, Mapping) and (FORMAT_KEY in value or PLAN in value or value.get(INITIAL) is True)
+
+    @cached_property
+    def text(self) -> str:
+        """The text Spark stores and compares."""
+        return json.dumps(self.to_json())
+
+    def __eq__(self, other: object) -> bool:
+        return self.text == other.text if isinstance(other, StreamOffset) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    def __repr__(self) -> str:
+        return f"StreamOffset({self.text})"
+
+    def __reduce__(self) -> tuple:  # the read-only maps do not pickle; the JSON form does
+        return StreamOffset.from_json, (self.to_json(),)
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 from confluent_kafka.admin import OffsetSpec
 
+from ..brokers import Brokers
 from ..errors import DataLossError, KafkaAuthorizationError, OptionError, TopicError
-from ..kafka import Brokers
 from ..options.kafka_client import KafkaSpec
 from ..options.topics import TopicSelection
 from .bounds import EARLIEST, LATEST, Bound

@@ -2,8 +2,8 @@
 schema, as a changelog or as a table) and the steps they share: the read modes, skipped records counted and
 logged, decode failures reported, record metadata as columns.
 
-Two kinds implement it, chosen by `read.decoders.range_decoder`: records keyed by their record key
-(`read.decode`) and change envelopes of a changelog value format (`read.changes`).
+Two kinds implement it, chosen by `read.task.range_decoder`: records keyed by their record key
+(`read.record_decoder`) and change envelopes of a changelog value format (`read.changes`).
 """
 
 from __future__ import annotations

@@ -1,13 +1,12 @@
 """The Spark-facing readers: plan partition ranges on the driver, read them on executors.
 
-Driver side (planning) asks the brokers for partitions and offsets; executor side (`read`) gets
+Driver side (planning) asks the brokers for partitions and offsets; executor side (`read`, read.task) gets
 everything it needs inside its PartitionRange (or a RangeGroup of small ones, read one after the other),
 borrows a consumer from its Python worker's pool and yields Arrow batches.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
 import time
 from collections.abc import Iterable, Iterator
@@ -17,14 +16,13 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
 
 from ..errors import UpsertKafkaError
+from ..options.catalog_read import ReadMode
 from ..spark_internals import ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows, SupportsTriggerAvailableNow
-from . import offsets
-from .decoders import range_decoder
-from .fetch import fetch_range
-from .offsets import BatchPlan, PartitionRange, RangeGroup, clip_starts, ranges_between
+from .offsets import BatchPlan, StreamOffset, canonical, clip_starts, ranges_between
 from .planner import Planner, limit_by_backlog, with_new_partitions, within_log_end
 from .pushdown import Narrowing, narrow_plan, narrowing
 from .spec import ReadSpec
+from .task import read_range
 from .watermarks import WatermarkTracker
 
 log = logging.getLogger("upsert_kafka")
@@ -44,17 +42,6 @@ def plan_of(spec: ReadSpec, bounded: bool) -> BatchPlan:
     if spec.split_max_records or spec.min_partitions or not spec.coalesce_max_records:
         return BatchPlan(spec.split_max_records, spec.min_partitions)
     return BatchPlan(coalesce=spec.coalesce_max_records, min_tasks=MIN_TASKS if bounded else None)
-
-
-def read_range(spec: ReadSpec, rng: InputPartition) -> Iterator[pa.RecordBatch]:
-    if isinstance(rng, RangeGroup):
-        return itertools.chain.from_iterable(read_range(spec, r) for r in rng.ranges)
-    if not isinstance(rng, PartitionRange):
-        return iter(())  # Spark's stand-in InputPartition(None) for a plan with no ranges
-    decoder = range_decoder(spec, rng)
-    kinds = tuple(c.kind for c in spec.layout.metadata)
-    chunks = fetch_range(spec.kafka, rng, kinds, spec.fail_on_data_loss)
-    return decoder.changelog(chunks) if spec.changelog else decoder.table(chunks)
 
 
 def _log_batch(end: dict, latest: dict, merged_watermark: int | None) -> None:
@@ -82,7 +69,7 @@ def warn_if_late_start(spec: ReadSpec) -> None:
     log.warning(
         "upsert-kafka: this %s read starts at %s%s, not at the earliest offset: keys whose last change came "
         "before that point are missing from it, so it is not the whole table",
-        "table" if not spec.changelog else "changelog",
+        ReadMode.CHANGELOG if spec.changelog else ReadMode.TABLE,
         what,
         given,
     )
@@ -125,33 +112,73 @@ class UpsertKafkaLookupReader(UpsertKafkaBatchReader):
 
 
 class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """A changelog stream; the offset is Spark's Kafka form `{"topic": {"0": next, ...}}` (plus the
-    per-partition watermarks under "@watermarks" when they are tracked)."""
+    """A changelog stream. Its offset is a StreamOffset (read.offsets); Spark's API carries it as the dict of its
+    JSON form, which the methods Spark calls with offsets (initialOffset, latestOffset, partitions, commit) convert,
+    and nothing else sees."""
 
     def __init__(self, spec: ReadSpec) -> None:
         self.spec = spec
         self.planner = Planner(spec)
         self.tracker = WatermarkTracker(self.planner)
         self.available_now: dict | None = None  # Trigger.AvailableNow's fixed target
-        self.initial: dict | None = None
+        self.initial: StreamOffset | None = None
         self.latest: dict | None = None  # the log ends latestOffset last looked up, for reportLatestOffset
         self.last_trigger: float | None = None  # when minOffsetsPerTrigger last let a batch go (monotonic s)
-        self.planned_end: dict | None = None  # the end of the last batch Spark planned (the next one's start)
+        # The end of the last batch Spark planned (the next one's start), as Spark handed it: see latestOffset.
+        self.planned_end: dict | None = None
         self.warned_capped = False
+
+    # -- Spark's side: offsets as the dicts of their JSON form -----------------------------------
 
     def initialOffset(self) -> dict:
         """The start of batch 0, marked as such. Spark asks again when it runs batch 0 (and when it replays it
         after a restart): the answer is kept for this process, and batch 0's end offset records it."""
+        return self._initial().to_json()
+
+    def latestOffset(self, start: dict | None = None, limit: ReadLimit | None = None) -> dict:
+        """The end of the next micro-batch. pyspark 4.2+ hands over the batch's start and Spark's read limit;
+        4.0/4.1 call latestOffset() with neither (spark_internals.ADMISSION_CONTROL): the start is then the end of
+        the last batch Spark planned (`partitions`; after a restart Spark shows the reader the checkpoint's
+        latest offset that way before anything else) or, before any, the initial offset, and the limit is the
+        options' own, so maxOffsetsPerTrigger and minOffsetsPerTrigger hold on every version."""
+        legacy = start is None
+        if legacy:
+            start = self.planned_end if self.planned_end is not None else self.initialOffset()
+            limit = self.getDefaultReadLimit()
+        end = self._next_end(StreamOffset.from_json(start), limit, legacy)
+        # No batch now: the start goes back as it came (an unversioned one too), as Spark compares offsets as
+        # text and a start written anew would make it run an empty micro-batch.
+        return start if end is None else end.to_json()
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        """The batch's ranges, from the start and split and watermarked as its end offset's plan says (a replay
+        after a restart gets the same tasks and rows even if the options changed or batch 0's initial offset
+        moved); by the current options for an end offset from a checkpoint older than recorded plans."""
+        self.planned_end = end
+        return self._tasks(StreamOffset.from_json(start), StreamOffset.from_json(end))
+
+    def commit(self, end: dict) -> None:
+        """Best effort: record progress in the consumer group, for monitoring tools. Spark's checkpoint,
+        not the group, is what a restarted query resumes from."""
+        if not self.spec.group_id:
+            return
+        stop = StreamOffset.from_json(end).offsets  # outside the try: an offset of a newer form fails the query
+        try:
+            self.planner.brokers.commit_offsets(self.spec.group_id, stop)
+        except UpsertKafkaError as e:  # best effort by contract: log, never fail the query
+            log.warning("upsert-kafka: could not commit offsets to group '%s': %s", self.spec.group_id, e)
+
+    # -- the reader's side: StreamOffset ---------------------------------------------------------
+
+    def _initial(self) -> StreamOffset:
         if self.initial is None:
             warn_if_late_start(self.spec)
             parts = self.planner.partitions(refresh=True)
             start = self.planner.resolve(self.spec.start, parts, "earliest")
             start = self.planner.check_start(start, self.planner.earliest(parts))
-            self.initial = offsets.to_json(start, self._initial_watermarks(start), initial=True)
+            watermarks = {t: {} for t in start} if self.spec.tracks_watermarks else {}
+            self.initial = StreamOffset(start, watermarks, initial=True)
         return self.initial
-
-    def _initial_watermarks(self, start: dict) -> dict | None:
-        return {t: {} for t in start} if self.spec.tracks_watermarks else None
 
     def getDefaultReadLimit(self) -> ReadLimit:
         """PySpark has no composite limit: with both maxOffsetsPerTrigger and minOffsetsPerTrigger, Spark is
@@ -183,18 +210,10 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
     def prepareForTriggerAvailableNow(self) -> None:
         self.available_now = self.planner.latest(self.planner.partitions(refresh=True))
 
-    def latestOffset(self, start: dict | None = None, limit: ReadLimit | None = None) -> dict:
-        """The end of the next micro-batch. pyspark 4.2+ hands over the batch's start and Spark's read limit;
-        4.0/4.1 call latestOffset() with neither (spark_internals.ADMISSION_CONTROL): the start is then the end of
-        the last batch Spark planned (`partitions`; after a restart Spark shows the reader the checkpoint's
-        latest offset that way before anything else) or, before any, the initial offset, and the limit is the
-        options' own, so maxOffsetsPerTrigger and minOffsetsPerTrigger hold on every version."""
-        legacy = start is None
-        if legacy:
-            start = self.planned_end if self.planned_end is not None else self.initialOffset()
-            limit = self.getDefaultReadLimit()
-        checkpointed, watermarks = offsets.from_json(start)
-        initial = offsets.is_initial(start)
+    def _next_end(self, start: StreamOffset, limit: ReadLimit, legacy: bool) -> StreamOffset | None:
+        """The end of the next micro-batch from `start`; None when no batch is due (nothing new, or fewer records
+        than minOffsetsPerTrigger)."""
+        checkpointed, watermarks = start.offsets, start.watermarks
         parts = self.planner.partitions()
         latest = self.available_now if self.available_now is not None else self.planner.latest(parts)
         self.latest = latest
@@ -203,7 +222,7 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         begin = self.planner.batch_start(checkpointed, latest)
         end = self.planner.batch_end(begin, latest, parts)
         if self._held_back(begin, end, limit):
-            return start
+            return None
         if self.spec.alignment_max_drift_ms is not None:
             end = self.tracker.align(begin, end, watermarks)
         if isinstance(limit, ReadMaxRows):
@@ -217,11 +236,11 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
                     "drop maxOffsetsPerTrigger for AvailableNow runs",
                     limit.max_rows,
                 )
-        if not initial and offsets.to_json(end) == offsets.to_json(checkpointed):
-            # Nothing to read: the start as it came, so that neither other options nor the wall clock (both
-            # recorded in the plan) make Spark, which compares offsets as text, run an empty micro-batch.
-            # (Batch 0 runs whatever its offsets: its end offset always records its start.)
-            return start
+        if not start.initial and StreamOffset(end) == StreamOffset(checkpointed):
+            # Nothing to read: no new offset, so that neither other options nor the wall clock (both recorded in
+            # the plan) make Spark run an empty micro-batch. (Batch 0 runs whatever its offsets: its end offset
+            # always records its start.)
+            return None
         idle: frozenset = frozenset()
         merged = None
         if self.spec.tracks_watermarks:
@@ -229,25 +248,14 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             idle = self.tracker.idle(watermarks)  # after advance: a partition with records in this batch is active
             merged = self.tracker.merged(watermarks, idle)
         _log_batch(end, latest, merged)
-        planned_from = begin if initial or offsets.to_json(begin) != offsets.to_json(checkpointed) else None
+        planned_from = begin if start.initial or StreamOffset(begin) != StreamOffset(checkpointed) else None
         plan = replace(plan_of(self.spec, bounded=self.available_now is not None), idle=idle, start=planned_from)
-        return offsets.to_json(end, watermarks if self.spec.tracks_watermarks else None, plan)
+        return StreamOffset(end, watermarks if self.spec.tracks_watermarks else {}, plan)
 
-    def reportLatestOffset(self) -> dict | None:
-        """The log ends the last latestOffset() looked up (Spark asks right after it): StreamingQueryProgress's
-        `sources[].latestOffset`, next to `endOffset`, for the records the query is behind. No broker call."""
-        return None if self.latest is None else offsets.canonical(self.latest)  # Spark's Kafka form: not stored
-
-    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
-        """The batch's ranges, from the start and split and watermarked as its end offset's plan says (a replay
-        after a restart gets the same tasks and rows even if the options changed or batch 0's initial offset
-        moved); by the current options for an end offset from a checkpoint older than recorded plans."""
-        self.planned_end = end
-        begin, watermarks = offsets.from_json(start)
-        stop, _ = offsets.from_json(end)
-        plan = offsets.recorded_plan(end)
+    def _tasks(self, start: StreamOffset, end: StreamOffset) -> list[InputPartition]:
+        begin, watermarks, stop, plan = start.offsets, start.watermarks, end.offsets, end.plan
         if plan is not None and plan.start is not None:
-            begin = {t: dict(ps) for t, ps in plan.start.items()}
+            begin = plan.start
         begin, _ = with_new_partitions(begin, stop)
         begin = {t: {p: min(o, stop[t][p]) for p, o in ps.items() if p in stop.get(t, {})} for t, ps in begin.items()}
         first = self.planner.still_in_kafka(begin, stop)
@@ -261,6 +269,11 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         # deletion between the first run and a replay must not move the records that survive it to other tasks.
         return clip_starts(plan.tasks(ranges), first)
 
+    def reportLatestOffset(self) -> dict | None:
+        """The log ends the last latestOffset() looked up (Spark asks right after it): StreamingQueryProgress's
+        `sources[].latestOffset`, next to `endOffset`, for the records the query is behind. No broker call."""
+        return None if self.latest is None else canonical(self.latest)  # Spark's Kafka form: not stored
+
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_range(self.spec, partition)
 
@@ -269,14 +282,3 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         driver's Python process of a stopped query without calling this; whoever calls it gets the clients closed.)"""
         self.tracker.close()
         self.planner.close()
-
-    def commit(self, end: dict) -> None:
-        """Best effort: record progress in the consumer group, for monitoring tools. Spark's checkpoint,
-        not the group, is what a restarted query resumes from."""
-        if not self.spec.group_id:
-            return
-        stop, _ = offsets.from_json(end)
-        try:
-            self.planner.brokers.commit_offsets(self.spec.group_id, stop)
-        except UpsertKafkaError as e:  # best effort by contract: log, never fail the query
-            log.warning("upsert-kafka: could not commit offsets to group '%s': %s", self.spec.group_id, e)

@@ -20,7 +20,7 @@ from dataclasses import replace
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
-from ..kafka import consumer
+from ..kafka_clients import consumer
 from .offsets import Offsets
 from .planner import Planner
 

@@ -38,9 +38,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..brokers import Brokers
 from ..client_pool import CLIENT_POOL, Pooled
 from ..errors import UpsertKafkaError, WriteTaskError
-from ..kafka import Brokers, producer
+from ..kafka_clients import producer
 from ..kafka_errors import ClientErrors, with_retries
 from ..spark_internals import MicroBatch
 from .spec import WriteSpec

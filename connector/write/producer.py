@@ -17,7 +17,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 
 from ..errors import KafkaUnavailableError, RecordError, TopicError, escaped_prefix
-from ..kafka import borrow_producer, give_back
+from ..kafka_clients import borrow_producer, give_back
 from ..kafka_errors import ACCESS_CODES, kafka_error, with_retries
 from .exactly_once import ExactlyOnceTask
 from .partitioners import load_partitioner

@@ -10,8 +10,8 @@ from typing import Any
 
 from confluent_kafka.admin import ConfigResource, ResourceType
 
+from ..brokers import Brokers
 from ..errors import KafkaAuthorizationError, OptionError, TopicError
-from ..kafka import Brokers
 from ..options.kafka_client import KafkaSpec
 
 log = logging.getLogger("upsert_kafka")

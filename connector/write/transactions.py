@@ -11,7 +11,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from ..client_pool import Pooled
-from ..kafka import borrow_group_consumer, give_back
+from ..kafka_clients import borrow_group_consumer, give_back
 from ..kafka_errors import ClientErrors, is_transient, with_retries, within
 from .spec import WriteSpec
 

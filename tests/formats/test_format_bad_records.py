@@ -12,9 +12,9 @@ import pyarrow as pa
 import pytest
 from pyspark_upsert_kafka.formats import CodecContext, make_codec
 from pyspark_upsert_kafka.formats.flink_types import primary_key_not_null
-from pyspark_upsert_kafka.read.decode import RecordRangeDecoder
 from pyspark_upsert_kafka.read.fetch import Records
 from pyspark_upsert_kafka.read.offsets import PartitionRange
+from pyspark_upsert_kafka.read.record_decoder import RecordRangeDecoder
 
 from tests.support.kafka_io import produce
 from tests.support.read_helpers import read_spec

@@ -14,10 +14,10 @@ from pathlib import Path
 import orjson
 import pytest
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
-from pyspark_upsert_kafka.read.decoders import range_decoder
 from pyspark_upsert_kafka.read.fetch import Records
 from pyspark_upsert_kafka.read.offsets import PartitionRange
 from pyspark_upsert_kafka.read.spec import parse_read_spec
+from pyspark_upsert_kafka.read.task import range_decoder
 
 from tests.support.kafka_io import consume_all
 from tests.support.read_helpers import rows_of, run_available_now, send, stream

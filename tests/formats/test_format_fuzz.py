@@ -4,7 +4,7 @@ error naming topic, partition, offset, key or value and the format (RecordError)
 a counted skip. Never another exception, never a hang; and a record's outcome is a function of its own bytes
 (decoded alone or among any others, it decodes to the same row or fails).
 
-Decoding runs through the read side's decode step (connector/read/decode.py) without Spark or Kafka; one test
+Decoding runs through the read side's decode step (connector/read/record_decoder.py) without Spark or Kafka; one test
 reads mutated records end to end from the real broker. Each test prints how many cases it tried."""
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from pyspark.sql.types import StructField, StructType
 from pyspark_upsert_kafka.errors import RecordError
 from pyspark_upsert_kafka.formats.codec import batch_from_records
 from pyspark_upsert_kafka.options.ddl import parse_ddl
-from pyspark_upsert_kafka.read.decode import RecordRangeDecoder
 from pyspark_upsert_kafka.read.fetch import Records
 from pyspark_upsert_kafka.read.offsets import PartitionRange
+from pyspark_upsert_kafka.read.record_decoder import RecordRangeDecoder
 from pyspark_upsert_kafka.read.spec import ReadSpec, parse_read_spec
 
 from tests.support.kafka_io import produce

@@ -12,7 +12,7 @@ import uuid
 import pytest
 from pyspark_upsert_kafka.client_pool import CLIENT_POOL
 from pyspark_upsert_kafka.errors import DataLossError
-from pyspark_upsert_kafka.kafka import borrow_producer, give_back
+from pyspark_upsert_kafka.kafka_clients import borrow_producer, give_back
 from pyspark_upsert_kafka.options.kafka_client import KafkaSpec
 from pyspark_upsert_kafka.read.fetch import fetch_range
 from pyspark_upsert_kafka.read.offsets import PartitionRange

@@ -212,10 +212,10 @@ def test_batch_0_reads_from_the_start_it_was_planned_with_when_run_and_when_repl
     opts = options(topic, start_at | {"properties.group.id": group})
     first = stream_reader(opts)
     start = as_checkpointed(first.initialOffset())
-    assert offsets.from_json(start)[0] == {topic: {0: 5}}
+    assert offsets.StreamOffset.from_json(start).offsets == {topic: {0: 5}}
     send(bootstrap, topic, [rec(i) for i in range(5, 10)])  # after the query started, before batch 0 was planned
     end = as_checkpointed(first.latestOffset(start, ReadAllAvailable()))
-    assert offsets.from_json(end)[0] == {topic: {0: 10}}
+    assert offsets.StreamOffset.from_json(end).offsets == {topic: {0: 10}}
 
     planned = [PartitionRange(topic, 0, 5, 10)]
     _move_on(kind, bootstrap, topic, group)

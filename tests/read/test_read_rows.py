@@ -9,9 +9,9 @@ import logging
 import orjson
 import pytest
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
-from pyspark_upsert_kafka.read.decode import RecordRangeDecoder
 from pyspark_upsert_kafka.read.fetch import Records
 from pyspark_upsert_kafka.read.offsets import PartitionRange
+from pyspark_upsert_kafka.read.record_decoder import RecordRangeDecoder
 from pyspark_upsert_kafka.read.spec import parse_read_spec
 
 from tests.support.read_helpers import rec, recent_minute, rows_of, run_available_now, send, stream

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterator
 import orjson
 import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
+from pyspark_upsert_kafka.brokers import Brokers
 from pyspark_upsert_kafka.errors import KafkaAuthenticationError, OptionError
-from pyspark_upsert_kafka.kafka import Brokers
 from pyspark_upsert_kafka.kafka_errors import kafka_error
 from pyspark_upsert_kafka.options.canonical import canonical_options
 from pyspark_upsert_kafka.options.kafka_client import parse_kafka_spec

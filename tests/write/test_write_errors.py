@@ -7,8 +7,8 @@ import uuid
 
 import pytest
 from confluent_kafka.admin import AdminClient
+from pyspark_upsert_kafka.brokers import Brokers
 from pyspark_upsert_kafka.errors import TopicError
-from pyspark_upsert_kafka.kafka import Brokers
 from pyspark_upsert_kafka.options.kafka_client import KafkaSpec
 from pyspark_upsert_kafka.write.target import check_missing_topics, describe_write_target
 
