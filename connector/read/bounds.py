@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import Enum
 
 from ..errors import OptionError
 from ..formats.option_kinds import Option, OptionValues
@@ -27,28 +28,70 @@ from ..options.catalog_read import STARTUP_MODES
 from ..options.kinds import EARLIEST, FLINK_OFFSETS_EXAMPLE, LATEST
 from ..options.topics import TopicSelection
 
-__all__ = ["EARLIEST", "FROM_EARLIEST", "LATEST", "UNBOUNDED", "Bound", "check_named_topics", "parse_bound"]
+__all__ = [
+    "EARLIEST",
+    "FROM_EARLIEST",
+    "LATEST",
+    "UNBOUNDED",
+    "Bound",
+    "BoundKind",
+    "Fallback",
+    "check_named_topics",
+    "parse_bound",
+]
+
+
+class BoundKind(str, Enum):
+    """Where a read starts or stops: Flink's scan.startup.mode / scan.bounded.mode, and Spark's spellings."""
+
+    EARLIEST = "earliest"
+    LATEST = "latest"
+    GROUP = "group"  # the consumer group's committed offsets
+    TIMESTAMP = "timestamp"  # one timestamp for every partition
+    TIMESTAMPS = "timestamps"  # a timestamp per partition (Spark's ...OffsetsByTimestamp)
+    SPECIFIC = "specific"  # an offset per partition
+    NONE = "none"  # an unbounded stream's end
+
+    def __str__(self) -> str:  # the value, on every Python (3.12 changed a mixed-in enum's format())
+        return self.value
+
+
+class Fallback(str, Enum):
+    """Where a partition starts or stops when its bound gives it no offset (no record at a timestamp, no committed
+    offset, not listed): its earliest or latest offset, or an error."""
+
+    EARLIEST = "earliest"
+    LATEST = "latest"
+    ERROR = "error"
+
+    def __str__(self) -> str:
+        return self.value
 
 
 @dataclass(frozen=True)
 class Bound:
     """Where a read starts or stops.
 
-    kind: earliest | latest | group | timestamp | specific | timestamps (| none: an unbounded stream's end).
     specific: topic (or None: every topic) -> partition -> offset, where -2/-1 mean earliest/latest (kind
-    specific), or -> timestamp in epoch ms (kind timestamps: Spark's ...OffsetsByTimestamp).
+    SPECIFIC), or -> timestamp in epoch ms (kind TIMESTAMPS: Spark's ...OffsetsByTimestamp).
     """
 
-    kind: str
+    kind: BoundKind
     timestamp_ms: int | None = None
     specific: tuple[tuple[str | None, tuple[tuple[int, int], ...]], ...] = ()
     option: str = ""  # the option that gave the specific offsets or timestamps, for errors
     # A timestamp with no record at or after it: the partition's latest offset, or (Spark's
     # startingOffsetsByTimestampStrategy=error, its default for its own spellings of a start) an error.
-    no_match: str = "latest"
+    no_match: Fallback = Fallback.LATEST
     # Where partitions the specific offsets leave out start or stop, when not the caller's default: Flink's
     # scan.bounded.specific-offsets reads nothing of them (an end at the log start).
-    unlisted: str | None = None
+    unlisted: Fallback | None = None
+
+    def __post_init__(self) -> None:  # the kinds' text (an option's value) is taken too
+        object.__setattr__(self, "kind", BoundKind(self.kind))
+        object.__setattr__(self, "no_match", Fallback(self.no_match))
+        if self.unlisted is not None:
+            object.__setattr__(self, "unlisted", Fallback(self.unlisted))
 
     def offset_for(self, topic: str, partition: int) -> int | None:
         for t, parts in self.specific:
@@ -73,7 +116,13 @@ def check_named_topics(bound: Bound, topics: TopicSelection, option: str) -> Non
 
 
 # Flink's modes as Bound kinds.
-_FLINK_MODES = dict(zip(STARTUP_MODES, ("earliest", "latest", "group", "timestamp", "specific"), strict=True))
+_FLINK_MODES = dict(
+    zip(
+        STARTUP_MODES,
+        (BoundKind.EARLIEST, BoundKind.LATEST, BoundKind.GROUP, BoundKind.TIMESTAMP, BoundKind.SPECIFIC),
+        strict=True,
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -113,7 +162,8 @@ def parse_bound(options: OptionValues, which: str, streaming: bool) -> Bound:
     the values the catalog's kinds parsed."""
     side = _SIDES[which]
     bound = _bound(options, which, side)
-    for option, kind, mode in ((side.timestamp, "timestamp", "timestamp"), (side.offsets, "specific", "")):
+    companions = ((side.timestamp, BoundKind.TIMESTAMP, "timestamp"), (side.offsets, BoundKind.SPECIFIC, ""))
+    for option, kind, mode in companions:
         if options.given(option) and not (options.given(side.mode) and bound.kind == kind):
             suffix = option.name.rsplit(".", 1)[1]
             raise OptionError(
@@ -134,27 +184,27 @@ def _bound(options: OptionValues, which: str, side: _Side) -> Bound:
     strategy = _timestamp_strategy(options, which, given)
     if options.given(side.spark_timestamp):
         at = options.value(side.spark_timestamp)
-        return Bound("timestamp", timestamp_ms=at, option=side.spark_timestamp.name, no_match=strategy)
+        return Bound(BoundKind.TIMESTAMP, timestamp_ms=at, option=side.spark_timestamp.name, no_match=strategy)
     if options.given(side.spark_by_timestamp):
         at = options.value(side.spark_by_timestamp)
-        return Bound("timestamps", specific=at, option=side.spark_by_timestamp.name, no_match=strategy)
+        return Bound(BoundKind.TIMESTAMPS, specific=at, option=side.spark_by_timestamp.name, no_match=strategy)
     if options.given(side.spark_offsets):
         offsets = options.value(side.spark_offsets)  # 'earliest', 'latest' or offsets per topic
         if isinstance(offsets, str):
-            return Bound(offsets)
-        return Bound("specific", specific=offsets, option=side.spark_offsets.name)
+            return Bound(BoundKind(offsets))
+        return Bound(BoundKind.SPECIFIC, specific=offsets, option=side.spark_offsets.name)
     if not options.given(side.mode):
-        return Bound("none")
+        return UNBOUNDED
     kind = _FLINK_MODES[options.value(side.mode)]  # the catalog's choices are these modes' names
-    if kind == "timestamp":
+    if kind is BoundKind.TIMESTAMP:
         name = side.timestamp.name
         if not options.given(side.timestamp):
             raise OptionError(
                 f"option '{name}' is required by the timestamp mode, e.g. '1700000000000' (epoch ms), since option "
                 f"'{mode}' is timestamp"
             )
-        return Bound("timestamp", timestamp_ms=options.value(side.timestamp), option=name)
-    if kind == "specific":
+        return Bound(BoundKind.TIMESTAMP, timestamp_ms=options.value(side.timestamp), option=name)
+    if kind is BoundKind.SPECIFIC:
         name = side.offsets.name
         offsets = options.value(side.offsets)
         if not offsets:
@@ -163,24 +213,24 @@ def _bound(options: OptionValues, which: str, side: _Side) -> Bound:
                 f"option '{mode}' is specific-offsets"
             )
         # Flink: "If an offset for a partition is not provided it will not consume from that partition."
-        unlisted = "earliest" if which == "bounded" else None
-        return Bound("specific", specific=((None, offsets),), option=name, unlisted=unlisted)
+        unlisted = Fallback.EARLIEST if which == "bounded" else None
+        return Bound(BoundKind.SPECIFIC, specific=((None, offsets),), option=name, unlisted=unlisted)
     return Bound(kind)
 
 
-def _timestamp_strategy(options: OptionValues, which: str, given: list[Option]) -> str:
+def _timestamp_strategy(options: OptionValues, which: str, given: list[Option]) -> Fallback:
     """Spark's startingOffsetsByTimestampStrategy (error | latest; error by default) for its timestamp starts;
     an end, and Flink's timestamp mode, take the latest offset where no record is at or after the timestamp."""
     strategy = STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY
     spark_start = which == "startup" and any(g in (STARTING_TIMESTAMP, STARTING_OFFSETS_BY_TIMESTAMP) for g in given)
     if not options.given(strategy):
-        return options.value(strategy) if spark_start else "latest"
+        return Fallback(options.value(strategy)) if spark_start else Fallback.LATEST
     if which == "startup" and not spark_start:
         raise OptionError(
             f"option '{strategy.name}' applies to a start given by 'startingTimestamp' or "
             "'startingOffsetsByTimestamp': set one of them, or leave it out"
         )
-    return options.value(strategy) if which == "startup" else "latest"
+    return Fallback(options.value(strategy)) if which == "startup" else Fallback.LATEST
 
 
 def _verb(which: str) -> str:
@@ -188,5 +238,5 @@ def _verb(which: str) -> str:
 
 
 # The defaults of a ReadSpec: from the earliest offset, and no end (a batch read ends at the latest offset).
-FROM_EARLIEST = Bound("earliest")
-UNBOUNDED = Bound("none")
+FROM_EARLIEST = Bound(BoundKind.EARLIEST)
+UNBOUNDED = Bound(BoundKind.NONE)

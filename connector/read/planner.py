@@ -19,7 +19,7 @@ from ..brokers import Brokers
 from ..errors import DataLossError, KafkaAuthorizationError, OptionError, TopicError
 from ..options.kafka_client import KafkaSpec
 from ..options.topics import TopicSelection
-from .bounds import EARLIEST, LATEST, Bound
+from .bounds import EARLIEST, LATEST, Bound, BoundKind, Fallback
 from .offsets import Offsets, data_loss, lost
 from .spec import ReadSpec
 
@@ -74,20 +74,21 @@ class Planner:
         """The last stable offsets: what a read_committed reader can read up to."""
         return self.list_offsets(partitions, OffsetSpec.latest)
 
-    def resolve(self, bound: Bound, partitions: Partitions, default: str) -> dict:
+    def resolve(self, bound: Bound, partitions: Partitions, default: Fallback) -> dict:
         """Offsets for a start or end bound; `default` (earliest/latest) for partitions it leaves open, unless the
         bound says otherwise (Flink's bounded specific-offsets: none of an unlisted partition is read)."""
         default = bound.unlisted or default
-        if bound.kind in ("earliest", "latest"):
-            return self.earliest(partitions) if bound.kind == "earliest" else self.latest(partitions)
-        if bound.kind == "timestamp":
+        if bound.kind in (BoundKind.EARLIEST, BoundKind.LATEST):
+            return self.earliest(partitions) if bound.kind is BoundKind.EARLIEST else self.latest(partitions)
+        if bound.kind is BoundKind.TIMESTAMP:
             return self._at_timestamps(bound, {(t, p): bound.timestamp_ms for t, ps in partitions.items() for p in ps})
-        if bound.kind == "timestamps":
+        if bound.kind is BoundKind.TIMESTAMPS:
             self._check_listed(bound, partitions)
             listed = {(t, p): ts for t, pairs in bound.specific for p, ts in pairs if p in partitions.get(t, [])}
             return self._fill(partitions, self._at_timestamps(bound, listed), default)
-        known = self._group_offsets(partitions) if bound.kind == "group" else self._specific(bound, partitions)
-        return self._fill(partitions, known, default if bound.kind == "specific" else self._group_fallback())
+        if bound.kind is BoundKind.GROUP:
+            return self._fill(partitions, self._group_offsets(partitions), self.spec.group_fallback or Fallback.ERROR)
+        return self._fill(partitions, self._specific(bound, partitions), default)
 
     def _at_timestamps(self, bound: Bound, wanted: dict[tuple[str, int], int]) -> dict:
         """The first offset at or after each partition's timestamp (one look-up per distinct timestamp); where no
@@ -101,7 +102,7 @@ class Planner:
             found = self.list_offsets(group, lambda ts=ts: OffsetSpec.for_timestamp(ts))
             missing = {t: [p for p, o in ps.items() if o < 0] for t, ps in found.items()}
             missing = {t: ps for t, ps in missing.items() if ps}
-            if missing and bound.no_match == "error":
+            if missing and bound.no_match is Fallback.ERROR:
                 where = "; ".join(f"topic '{t}' partition(s) {ps}" for t, ps in missing.items())
                 raise OptionError(
                     f"option '{bound.option}': no record at or after timestamp {ts} in {where}; set option "
@@ -149,20 +150,17 @@ class Planner:
     def _group_offsets(self, partitions: Partitions) -> dict:
         return self.brokers.committed_offsets(self.spec.group_id, partitions)
 
-    def _group_fallback(self) -> str:
-        return self.spec.group_fallback or "error"
-
-    def _fill(self, partitions: Partitions, known: dict, default: str) -> dict:
+    def _fill(self, partitions: Partitions, known: dict, default: Fallback) -> dict:
         """Complete `known` offsets with the default for every partition it does not cover."""
         open_ = {t: [p for p in ps if p not in known.get(t, {})] for t, ps in partitions.items()}
         open_ = {t: ps for t, ps in open_.items() if ps}
-        if open_ and default not in ("earliest", "latest"):
+        if open_ and default is Fallback.ERROR:
             listed = "; ".join(f"topic '{t}' partition(s) {ps}" for t, ps in open_.items())
             raise DataLossError(
                 f"consumer group '{self.spec.group_id}' has no committed offset for {listed}; set option "
                 "'properties.auto.offset.reset' to earliest or latest to start those from there"
             )
-        filled = (self.earliest if default == "earliest" else self.latest)(open_) if open_ else {}
+        filled = (self.earliest if default is Fallback.EARLIEST else self.latest)(open_) if open_ else {}
         return {t: {**filled.get(t, {}), **known.get(t, {})} for t in partitions}
 
     # -- a micro-batch's range -------------------------------------------------------------------
@@ -179,10 +177,10 @@ class Planner:
         start), or a bounded stream's bound (resolved once, when first needed; a start already past it reads
         nothing, which is not data loss)."""
         not_before(begin, latest, self.spec.fail_on_data_loss)
-        if self.spec.end.kind == "none":
+        if self.spec.end.kind is BoundKind.NONE:
             return dict(latest)
         if self._bound is None:
-            self._bound = self.resolve(self.spec.end, partitions, "latest")
+            self._bound = self.resolve(self.spec.end, partitions, Fallback.LATEST)
         bound = self._bound
         return {
             t: {p: min(o, max(begin[t][p], bound.get(t, {}).get(p, o))) for p, o in ps.items()}

@@ -18,6 +18,7 @@ from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, Inp
 from ..errors import UpsertKafkaError
 from ..options.catalog_read import ReadMode
 from ..spark_internals import ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows, SupportsTriggerAvailableNow
+from .bounds import BoundKind, Fallback
 from .offsets import BatchPlan, StreamOffset, canonical, clip_starts, ranges_between
 from .planner import Planner, limit_by_backlog, with_new_partitions, within_log_end
 from .pushdown import Narrowing, narrow_plan, narrowing
@@ -52,10 +53,10 @@ def _log_batch(end: dict, latest: dict, merged_watermark: int | None) -> None:
 
 
 _LATE_STARTS = {
-    "latest": "the latest offset",
-    "timestamp": "a timestamp",
-    "timestamps": "timestamps",
-    "specific": "specific offsets",
+    BoundKind.LATEST: "the latest offset",
+    BoundKind.TIMESTAMP: "a timestamp",
+    BoundKind.TIMESTAMPS: "timestamps",
+    BoundKind.SPECIFIC: "specific offsets",
 }
 
 
@@ -86,9 +87,10 @@ class UpsertKafkaBatchReader(DataSourceReader):
         warn_if_late_start(self.spec)
         planner = Planner(self.spec)
         parts = planner.partitions()
-        start = planner.check_start(planner.resolve(self.spec.start, parts, "earliest"), planner.earliest(parts))
-        end = planner.resolve(self.spec.end, parts, "latest")
-        if self.spec.end.kind != "latest":
+        start = planner.resolve(self.spec.start, parts, Fallback.EARLIEST)
+        start = planner.check_start(start, planner.earliest(parts))
+        end = planner.resolve(self.spec.end, parts, Fallback.LATEST)
+        if self.spec.end.kind is not BoundKind.LATEST:
             end = within_log_end(end, planner.latest(parts))
         watermark = None
         if self.spec.tracks_watermarks:
@@ -174,7 +176,7 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         if self.initial is None:
             warn_if_late_start(self.spec)
             parts = self.planner.partitions(refresh=True)
-            start = self.planner.resolve(self.spec.start, parts, "earliest")
+            start = self.planner.resolve(self.spec.start, parts, Fallback.EARLIEST)
             start = self.planner.check_start(start, self.planner.earliest(parts))
             watermarks = {t: {} for t in start} if self.spec.tracks_watermarks else {}
             self.initial = StreamOffset(start, watermarks, initial=True)

@@ -37,7 +37,7 @@ from ..options.catalog_read import ReadMode
 from ..options.kafka_client import KafkaSpec, parse_kafka_spec
 from ..options.layout import Layout, check_codecs, parse_layout
 from ..options.topics import TopicSelection, parse_topic_selection
-from .bounds import FROM_EARLIEST, UNBOUNDED, Bound, check_named_topics, parse_bound
+from .bounds import FROM_EARLIEST, UNBOUNDED, Bound, BoundKind, Fallback, check_named_topics, parse_bound
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class ReadSpec:
     fail_on_data_loss: bool = True
     discovery_interval_s: float = 300.0
     group_id: str | None = None
-    group_fallback: str | None = None  # properties.auto.offset.reset for group-offsets
+    group_fallback: Fallback | None = None  # properties.auto.offset.reset for group-offsets
     watermark_idle_timeout_s: float | None = None
     alignment_max_drift_ms: int | None = None
     tracks_watermarks: bool = False
@@ -89,13 +89,14 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
     end = parse_bound(options, "bounded", streaming)
     for bound in (start, end):
         check_named_topics(bound, topics, bound.option)
-    if start.kind == "none":
-        start = Bound("earliest")
-    if end.kind == "none" and not streaming:
-        end = Bound("latest")  # a batch read ends where the topic ends when the query is planned
+    if start.kind is BoundKind.NONE:
+        start = FROM_EARLIEST
+    if end.kind is BoundKind.NONE and not streaming:
+        end = Bound(BoundKind.LATEST)  # a batch read ends where the topic ends when the query is planned
     group_id = options.get("properties.group.id")
-    if "group" in (start.kind, end.kind) and not group_id:
-        given = " and ".join(f"'scan.{w}.mode'" for w, b in (("startup", start), ("bounded", end)) if b.kind == "group")
+    by_group = [w for w, b in (("startup", start), ("bounded", end)) if b.kind is BoundKind.GROUP]
+    if by_group and not group_id:
+        given = " and ".join(f"'scan.{w}.mode'" for w in by_group)
         raise OptionError(
             f"group-offsets needs option 'properties.group.id' naming the consumer group (option {given})"
         )
@@ -145,7 +146,7 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
         group_id=group_id,
         group_fallback=None
         if fallback is None
-        else {"smallest": "earliest", "largest": "latest"}.get(fallback.lower(), fallback.lower()),
+        else Fallback({"smallest": "earliest", "largest": "latest"}.get(fallback.lower(), fallback.lower())),
         watermark_idle_timeout_s=idle,
         alignment_max_drift_ms=drift_ms,
         tracks_watermarks=bool(idle or drift_ms or watermark_column),
