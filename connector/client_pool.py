@@ -28,11 +28,12 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
+
+from .clock import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger("upsert_kafka")
 
@@ -59,8 +60,8 @@ class Pooled(Generic[C]):
 
 
 class ClientPool:
-    def __init__(self, max_idle: int = MAX_IDLE) -> None:
-        self.max_idle = max_idle
+    def __init__(self, max_idle: int = MAX_IDLE, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.max_idle, self.clock = max_idle, clock
         self._lock = threading.Lock()
         self._idle: OrderedDict[int, Pooled] = OrderedDict()  # least recently given back first
         self._timer: threading.Timer | None = None
@@ -88,14 +89,15 @@ class ClientPool:
                 return found[2]
             value = make()
             with self._shared_lock:
-                now = time.monotonic()
+                now = self.clock.monotonic()
                 self._shared = {k: v for k, v in self._shared.items() if v[1] is None or now - v[0] <= v[1]}
                 self._shared[key] = (now, ttl_s, value)
             return value
 
     def _fresh(self, key: Hashable) -> tuple[float, float | None, Any] | None:
         found = self._shared.get(key)
-        return found if found is not None and (found[1] is None or time.monotonic() - found[0] <= found[1]) else None
+        fresh = found is not None and (found[1] is None or self.clock.monotonic() - found[0] <= found[1])
+        return found if fresh else None
 
     def shared_if_made(self, key: Hashable) -> Any:
         """The value `shared` keeps for `key`, or None when none was made (or it is too old)."""
@@ -106,7 +108,7 @@ class ClientPool:
     def borrow(self, key: tuple, create: Callable[[], Pooled[C]], fresh: bool = False) -> Pooled[C]:
         """An idle client made with `key` (none when `fresh`), else a new one from `create`."""
         with self._lock:
-            expired = self._take_expired(time.monotonic())
+            expired = self._take_expired(self.clock.monotonic())
             found = None if fresh else next((i for i, p in reversed(self._idle.items()) if p.key == key), None)
             pooled = self._idle.pop(found) if found is not None else None
         _close_all(expired)
@@ -127,7 +129,7 @@ class ClientPool:
         if not keep:
             _close(pooled)
             return
-        now = time.monotonic()
+        now = self.clock.monotonic()
         pooled.expires = now + idle_timeout_s
         with self._lock:
             self._idle[id(pooled)] = pooled
@@ -169,14 +171,14 @@ class ClientPool:
         if self._timer is not None:
             self._timer.cancel()
         self._timer_due = due
-        self._timer = threading.Timer(max(0.0, due - time.monotonic()) + 0.01, self._sweep)
+        self._timer = threading.Timer(max(0.0, due - self.clock.monotonic()) + 0.01, self._sweep)
         self._timer.daemon = True
         self._timer.start()
 
     def _sweep(self) -> None:
         with self._lock:
             self._timer = None
-            expired = self._take_expired(time.monotonic())
+            expired = self._take_expired(self.clock.monotonic())
             if self._idle:
                 self._arm(min(p.expires for p in self._idle.values()))
         _close_all(expired)

@@ -20,6 +20,7 @@ from dataclasses import replace
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
+from ..clock import SYSTEM_CLOCK, Clock
 from ..kafka_clients import consumer
 from .offsets import Offsets
 from .planner import Planner
@@ -30,13 +31,13 @@ TP = tuple[str, int]
 
 
 class WatermarkTracker:
-    def __init__(self, planner: Planner) -> None:
-        self.planner, self.spec = planner, planner.spec
+    def __init__(self, planner: Planner, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.planner, self.spec, self.clock = planner, planner.spec, clock
         self._consumer = None
-        self._last_advance: dict[TP, float] = {}
+        self._last_advance: dict[TP, float] = {}  # when each partition last had new records, on `clock`
 
     def __getstate__(self) -> dict:
-        return {"planner": self.planner, "spec": self.spec, "_consumer": None, "_last_advance": {}}
+        return {"planner": self.planner, "spec": self.spec, "clock": self.clock, "_consumer": None, "_last_advance": {}}
 
     def close(self) -> None:
         """Close the look-up consumer (a later look-up opens another)."""
@@ -49,7 +50,7 @@ class WatermarkTracker:
     def advance(self, start: Offsets, end: Offsets, watermarks: Offsets) -> dict[str, dict[int, int]]:
         """Watermarks after reading [start, end): each partition's previous one, raised to the largest
         timestamp among the last records admitted."""
-        now = time.monotonic()
+        now = self.clock.monotonic()
         moved = [(t, p) for t, ps in end.items() for p, e in ps.items() if e > start.get(t, {}).get(p, e)]
         for tp in moved:
             self._last_advance[tp] = now
@@ -65,7 +66,7 @@ class WatermarkTracker:
         timeout = self.spec.watermark_idle_timeout_s
         if timeout is None:
             return frozenset()
-        now = time.monotonic()
+        now = self.clock.monotonic()
         known = [(t, p) for t, ps in watermarks.items() for p in ps]
         for tp in known:
             self._last_advance.setdefault(tp, now)
@@ -140,7 +141,7 @@ class WatermarkTracker:
         client.assign([TopicPartition(t, p, o) for (t, p), o in positions.items()])
         found: dict[TP, int] = {}
         pending = {tp for tp in positions if positions[tp] < ends[tp]}
-        deadline = time.monotonic() + self.spec.kafka.timeout_s
+        deadline = time.monotonic() + self.spec.kafka.timeout_s  # a network wait: real time
         try:
             while pending and time.monotonic() < deadline:
                 # A short wait per call: consume() returns only when the batch is full or the wait is over.

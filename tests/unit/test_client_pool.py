@@ -13,6 +13,8 @@ import pytest
 from pyspark_upsert_kafka.client_pool import ClientPool, Pooled
 from pyspark_upsert_kafka.kafka_errors import ClientErrors
 
+from tests.support.clock import ManualClock
+
 
 class FakeClient:
     def __init__(self, name: str) -> None:
@@ -145,7 +147,8 @@ def test_a_forked_child_starts_with_an_empty_pool():
 
 
 def test_a_shared_value_is_made_once_per_process_and_again_when_too_old():
-    pool, made = ClientPool(), []
+    clock = ManualClock()
+    pool, made = ClientPool(clock=clock), []
 
     def make() -> int:
         made.append(len(made))
@@ -154,7 +157,7 @@ def test_a_shared_value_is_made_once_per_process_and_again_when_too_old():
     assert [pool.shared("fenced", make) for _ in range(3)] == [1, 1, 1]
     assert pool.shared_if_made("fenced") == 1 and pool.shared_if_made("never") is None
     assert pool.shared("target", make, ttl_s=0.05) == 2
-    time.sleep(0.06)  # a clock step past the ttl, not a wait for a condition
+    clock.advance(0.06)
     assert pool.shared_if_made("target") is None and pool.shared("target", make, ttl_s=0.05) == 3
     assert pool.shared("fenced", make) == 1  # kept: no ttl
 
