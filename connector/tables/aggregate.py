@@ -5,26 +5,29 @@ delete takes the row out, and a group that empties is deleted.
 One stateful operator does every function, in one pass: Spark's own streaming aggregation (update mode) could count
 and sum signed rows, but it cannot delete a group that empties (it shows a group of count 0 for ever), and MIN / MAX
 need the group's values. Per group the state holds the count, each function's running sum and non-null count, and,
-for MIN / MAX, how many rows hold each value (tables/extremes.py), so a retracted minimum is replaced by the next
-one. A micro-batch's changes of a group give one result: `insert` for a new group, `update_preimage` and
-`update_postimage` when a result changed (nothing when none did), `delete` (the last result) when the group empties.
-The output is a changelog the upsert-kafka writer takes as it is (append mode).
+for MIN / MAX, how many rows hold each value, so a retracted minimum is replaced by the next one. A micro-batch's
+changes of a group give one result: `insert` for a new group, `update_preimage` and `update_postimage` when a result
+changed (nothing when none did), `delete` (the last result) when the group empties. The output is a changelog the
+upsert-kafka writer takes as it is (append mode).
 
-Values cross Python in forms it holds exactly (a struct's fields: None stays apart from NaN; decimals as text,
-timestamps as microseconds, dates as days), and the results go back as JSON text that Spark's from_json reads.
+The operator is grouped by a hash bucket of the group (as normalized_changelog by a bucket of the key): a bucket's
+groups are one state value, read and written once per micro-batch, and its rows are folded as columns
+(tables/group_accumulators.py). Grouped by the group, each group cost a call from Spark and state round trips (1 M
+groups: about 0.5 ms each); a bucket costs that once for all its groups. Values cross into Python in forms it holds
+exactly (integers, dates and timestamps as BIGINT with a null mask; floating point as DOUBLE with a null mask, so NaN
+stays apart from null; decimals and strings as text), and the results go back as JSON text that Spark's from_json
+reads.
 """
 
 from __future__ import annotations
 
-import decimal
-import json
-import math
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle, TimerValues
@@ -47,17 +50,16 @@ from pyspark.sql.types import (
 
 from ..errors import RecordError, SchemaError
 from ..formats.change_kind import ChangeKind, kind_spellings
-from .extremes import Extremes
+from . import group_accumulators as core
+from .normalize import BUCKETS
 from .rows import as_text, from_text, require_columns, require_rocksdb
 
 HELPER = "aggregate_changelog"
 _FUNCTIONS = ("count", "sum", "avg", "min", "max")
 _CALL = re.compile(r"^\s*(\w+)\s*\(\s*(\*|`[^`]+`|[^\s()`]+)\s*\)\s*$")
-_GROUP, _SIGN, _VALUES, _RESULT, _KIND = "uk_group", "uk_sign", "uk_values", "uk_result", "uk_kind"
-_MAX_LONG = 2**63 - 1
+_GROUP, _SIGN, _RESULT, _KIND, _BUCKET = "uk_group", "uk_sign", "uk_result", "uk_kind", "uk_bucket"
 _COMING_IN = list(kind_spellings(ChangeKind.INSERT, ChangeKind.UPDATE_AFTER))
 _GOING_OUT = list(kind_spellings(ChangeKind.DELETE, ChangeKind.UPDATE_BEFORE))
-_DECIMALS = decimal.Context(prec=80)
 _EPOCH_NTZ = "1970-01-01 00:00:00"
 
 
@@ -89,20 +91,17 @@ def aggregate_changelog(changelog: DataFrame, group_by: str | Sequence[str], **a
         raise SchemaError(f"{HELPER}: each aggregate needs its own name, apart from the group columns")
     require_rocksdb(changelog.sparkSession, HELPER)
 
-    inputs = [s for s in specs if s.column is not None]
     prepared = changelog.select(
-        *[F.col(g).alias(f"uk_key{i}") for i, g in enumerate(groups)],
+        F.pmod(F.xxhash64(*groups), F.lit(BUCKETS)).alias(_BUCKET),
         as_text(groups).alias(_GROUP),
         _sign(F.col(change)).alias(_SIGN),
-        F.struct(*[_exact(F.col(s.column), s.given).alias(f"v{i}") for i, s in enumerate(inputs)] or [F.lit(0)]).alias(
-            _VALUES
-        ),
+        *[c for i, s in enumerate(specs) if s.column is not None for c in _crossing(F.col(s.column), s.given, i)],
     )
     out = StructType(
         [StructField(_GROUP, StringType()), StructField(_RESULT, StringType()), StructField(_KIND, StringType())]
     )
-    aggregated = prepared.groupBy(*[f"uk_key{i}" for i in range(len(groups))]).transformWithStateInPandas(
-        statefulProcessor=_GroupAggregates(specs),
+    aggregated = prepared.groupBy(_BUCKET).transformWithStateInPandas(
+        statefulProcessor=_GroupAggregates([_core_spec(s) for s in specs]),
         outputStructType=out,
         outputMode="Append",
         timeMode="None",
@@ -167,15 +166,49 @@ def _sign(kind: Column) -> Column:
     )  # fmt: skip
 
 
-# How a value crosses into Python exactly and back: decimals as text, timestamps as microseconds, dates as days.
-def _exact(column: Column, given: DataType) -> Column:
-    if isinstance(given, DecimalType):
-        return column.cast(StringType())
-    if isinstance(given, (TimestampType, TimestampNTZType)):
-        return F.unix_micros(column) if isinstance(given, TimestampType) else _NTZ_MICROS(column)
-    if isinstance(given, DateType):
-        return F.unix_date(column)
-    return column
+# How a value crosses into Python exactly and back: integers, dates and timestamps as BIGINT (microseconds, days),
+# floating point as DOUBLE, each with a null mask (pandas would make a null NaN, or an integer column float64);
+# decimals and strings as text.
+def _carried_as(given: DataType | None) -> str | None:
+    if given is None:
+        return None
+    if isinstance(given, (IntegralType, DateType, TimestampType, TimestampNTZType)):
+        return "int"
+    if isinstance(given, BooleanType):
+        return "bool"
+    if isinstance(given, (FloatType, DoubleType)):
+        return "float"
+    return "decimal" if isinstance(given, DecimalType) else "string"
+
+
+def _crossing(column: Column, given: DataType, i: int) -> list[Column]:
+    carried = _carried_as(given)
+    if carried in ("decimal", "string"):
+        value = column.cast(StringType())
+    elif carried == "float":
+        value = F.coalesce(column.cast(DoubleType()), F.lit(0.0))
+    elif isinstance(given, TimestampType):
+        value = F.coalesce(F.unix_micros(column), F.lit(0))
+    elif isinstance(given, TimestampNTZType):
+        value = F.coalesce(_NTZ_MICROS(column), F.lit(0))
+    elif isinstance(given, DateType):
+        value = F.coalesce(F.unix_date(column), F.lit(0)).cast(LongType())
+    else:
+        value = F.coalesce(column.cast(LongType()), F.lit(0))
+    return [value.alias(f"uk_v{i}"), column.isNull().alias(f"uk_n{i}")]
+
+
+def _core_spec(s: _Aggregate) -> core.Spec:
+    decimal_result = isinstance(s.result, DecimalType)
+    return core.Spec(
+        s.name,
+        s.function,
+        _carried_as(s.given),
+        scale=s.result.scale if decimal_result else 0,
+        precision=s.result.precision if decimal_result else 0,
+        long_result=s.function == "sum" and isinstance(s.result, LongType),
+        given_scale=s.given.scale if isinstance(s.given, DecimalType) else 0,
+    )
 
 
 def _NTZ_MICROS(column: Column) -> Column:
@@ -209,124 +242,53 @@ def _typed(column: Column, result: DataType) -> Column:
 
 
 class _GroupAggregates(StatefulProcessor):
-    """Each group's accumulators; a micro-batch's changes of the group in, one result change out."""
+    """A bucket's groups' accumulators; a micro-batch's changes of each group in, one result change out."""
 
-    def __init__(self, specs: list[_Aggregate]) -> None:
+    def __init__(self, specs: list[core.Spec]) -> None:
         self._specs = specs
-        inputs = [s for s in specs if s.column is not None]
-        self._slot = {s.name: f"v{i}" for i, s in enumerate(inputs)}
-        self._decimal = {s.name: isinstance(s.given, DecimalType) for s in specs}
-        self._order = {s.name: _decimal_order if self._decimal[s.name] else _order for s in specs}
-        self._extreme_orders = {
-            s.name: (s.function, self._order[s.name]) for s in specs if s.function in ("min", "max")
-        }
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        self._acc = handle.getValueState("accumulators", "acc STRING")
-        self._extremes = Extremes(handle, self._extreme_orders)
+        # the name the per-group layout used: Spark refuses its checkpoint (another key or value schema)
+        self._bucket = handle.getValueState("accumulators", "groups BINARY")
 
     def handleInputRows(
         self, key: tuple, rows: Iterator[pd.DataFrame], timerValues: TimerValues
     ) -> Iterator[pd.DataFrame]:
-        group = None
-        stored = self._acc.get()
-        acc = json.loads(stored[0]) if stored is not None else None
-        if acc is not None and "log" not in acc:
+        frames = list(rows)
+        frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+        stored = self._bucket.get()
+        try:
+            groups = core.decode(None if stored is None else stored[0])
+        except core.LayoutError:
             raise RecordError(
-                f"{HELPER}: the checkpoint holds an older aggregate_changelog's state (MIN / MAX values kept in "
-                "another form), which this version cannot go on from: start the query from a new checkpoint"
-            )
-        before = self._results(acc)
-        acc = acc or {"rows": 0, "of": {s.name: self._empty(s) for s in self._specs}, "log": Extremes.empty_log()}
-        # MIN / MAX: the micro-batch's net change of each value's count, applied to the state once per value
-        deltas: dict[str, dict[str, int]] = {name: {} for name in self._extreme_orders}
-        for frame in rows:
-            group = group or frame[_GROUP].iloc[0]
-            for sign, values in zip(frame[_SIGN].tolist(), frame[_VALUES].tolist()):
-                acc["rows"] += sign
-                for s in self._specs:
-                    self._apply(s, acc, sign, None if s.column is None else values[self._slot[s.name]], deltas)
-        self._extremes.apply(acc["of"], acc["log"], deltas)
-        if acc["rows"] < 0:
-            raise RecordError(
-                f"{HELPER}: group {group} has more rows taken out than put in: is the input a full changelog?"
-            )
-        after = self._results(acc) if acc["rows"] > 0 else None
-        if after is None:
-            self._acc.clear()
-            self._extremes.clear()
+                f"{HELPER}: the checkpoint holds an older aggregate_changelog's state (each group's accumulators kept "
+                "in another form), which this version cannot go on from: start the query from a new checkpoint"
+            ) from None
+        present = [s.carried is not None for s in self._specs]
+        batch = core.Rows(
+            pa.array(frame[_GROUP].to_numpy(object), pa.string()),
+            frame[_SIGN].to_numpy(np.int64),
+            [frame[f"uk_v{i}"].to_numpy() if p else None for i, p in enumerate(present)],
+            [frame[f"uk_n{i}"].to_numpy(bool) if p else None for i, p in enumerate(present)],
+        )
+        try:
+            changes = core.apply(groups, batch, self._specs)
+        except core.GroupError as e:
+            raise RecordError(f"{HELPER}: {e}") from None
+        if groups:
+            self._bucket.update((core.encode(groups),))
         else:
-            self._acc.update((json.dumps(acc),))
+            self._bucket.clear()
         out = []
-        if before is None and after is not None:
-            out = [(group, after, ChangeKind.INSERT.value)]
-        elif before is not None and after is None:
-            out = [(group, before, ChangeKind.DELETE.value)]
-        elif before is not None and before != after:
-            out = [(group, before, ChangeKind.UPDATE_BEFORE.value), (group, after, ChangeKind.UPDATE_AFTER.value)]
+        for group, before, after in changes:
+            if before is None and after is not None:
+                out.append((group, after, ChangeKind.INSERT.value))
+            elif before is not None and after is None:
+                out.append((group, before, ChangeKind.DELETE.value))
+            elif before is not None and before != after:
+                out += [(group, before, ChangeKind.UPDATE_BEFORE.value), (group, after, ChangeKind.UPDATE_AFTER.value)]
         if out:
             yield pd.DataFrame(out, columns=[_GROUP, _RESULT, _KIND])
 
-    def _empty(self, s: _Aggregate) -> dict:
-        if s.function in ("min", "max"):
-            return Extremes.empty()  # its non-null count is its held values' (none: no best)
-        return {"count": 0} if s.function == "count" else {"sum": "0" if self._decimal[s.name] else 0, "count": 0}
-
-    def _apply(self, s: _Aggregate, acc: dict, sign: int, value: Any, deltas: dict[str, dict[str, int]]) -> None:
-        state = acc["of"][s.name]
-        if s.column is not None and value is None:
-            return  # a null takes no part (COUNT(c), SUM, AVG, MIN, MAX)
-        if s.function in ("min", "max"):
-            text = json.dumps(value)
-            deltas[s.name][text] = deltas[s.name].get(text, 0) + sign
-            return
-        state["count"] += sign
-        if s.function in ("sum", "avg") and state["count"] == 0:
-            state["sum"] = self._empty(s)["sum"]  # the group's last value went: no rounding residue stays behind
-        elif s.function in ("sum", "avg"):
-            if self._decimal[s.name]:
-                total = _DECIMALS.add(decimal.Decimal(state["sum"]), sign * decimal.Decimal(value))
-                state["sum"] = str(total)
-            else:
-                state["sum"] = state["sum"] + sign * value
-
-    def _results(self, acc: dict | None) -> str | None:
-        """The group's results as the JSON text from_json reads (None: no group)."""
-        if acc is None or acc["rows"] <= 0:
-            return None
-        return json.dumps({s.name: self._result(s, acc) for s in self._specs}, allow_nan=True)
-
-    def _result(self, s: _Aggregate, acc: dict) -> Any:
-        state = acc["of"][s.name]
-        if s.column is None:
-            return acc["rows"]
-        if s.function == "count":
-            return state["count"]
-        if s.function in ("min", "max"):
-            return state["best"]  # None: no non-null value
-        if state["count"] == 0:
-            return None  # no non-null value: SUM, AVG are null
-        if self._decimal[s.name]:
-            total = decimal.Decimal(state["sum"])
-            value = total if s.function == "sum" else _DECIMALS.divide(total, state["count"])
-            quantum = decimal.Decimal(1).scaleb(-s.result.scale)
-            fitted = value.quantize(quantum, rounding=decimal.ROUND_HALF_UP, context=_DECIMALS)
-            if len(fitted.as_tuple().digits) > s.result.precision:
-                raise RecordError(f"{HELPER}: {s.name} = {fitted} does not fit {s.result.simpleString()}")
-            return str(fitted)
-        if s.function == "avg":
-            return state["sum"] / state["count"]
-        if isinstance(s.result, LongType) and not -_MAX_LONG - 1 <= state["sum"] <= _MAX_LONG:
-            raise RecordError(f"{HELPER}: {s.name} = {state['sum']} is beyond BIGINT (Spark's SUM of integers)")
-        return state["sum"]
-
-
-def _order(value: Any) -> tuple:
-    """Spark's order of values: NaN above every number; otherwise the value's own order."""
-    if isinstance(value, float):
-        return (math.isnan(value), 0.0 if math.isnan(value) else value)
-    return (False, value)
-
-
-def _decimal_order(value: str) -> tuple:
-    return (False, decimal.Decimal(value))
+    def close(self) -> None:
+        pass

@@ -4,8 +4,10 @@ without a time, with the table's latest row (a lookup of the current state; Flin
 table: "Processing-time temporal join is not supported yet.").
 
 Spark's Python stateful operator takes one input on pyspark 4.0, so both sides go in as one union, tagged by side and
-grouped by the join key. Per key the state holds the table's versions (a map: version time -> row, a delete being a
-version without a row) and the stream rows waiting for the watermark. Flink's rules, event time:
+grouped by a hash bucket of the join key (as normalized_changelog's state): a bucket's table versions (a delete being
+a version without a row) and stream rows waiting for the watermark are one state value, read and written once per
+micro-batch, and joined as columns (tables/as_of_versions.py); one event-time timer per bucket, at the earliest time
+a row waits for. Flink's rules, event time:
 - a stream row waits until the watermark (Spark's: the least of both inputs' watermarks) reaches its time, then it is
   joined with the version of the greatest time not after its own; a deleted version, or none, is no match (LEFT: the
   row with nulls; inner: nothing);
@@ -19,11 +21,12 @@ Rows cross Python as Spark's own JSON text (tables/rows.py).
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Iterator, Sequence
-from operator import itemgetter
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.stateful_processor import (
@@ -34,13 +37,16 @@ from pyspark.sql.streaming.stateful_processor import (
 )
 from pyspark.sql.types import IntegralType, LongType, StringType, StructField, StructType, TimestampType
 
-from ..errors import SchemaError
+from ..errors import RecordError, SchemaError
 from ..formats.change_kind import ChangeKind, UpsertAction, spellings
+from . import as_of_versions as versions
+from .normalize import BUCKETS
 from .rows import as_text, from_text, require_columns, require_rocksdb, require_text_safe
 
 HELPER = "temporal_join"
 # Spark's Python stateful operator renames columns whose name starts with "__": these names are plain.
 _SIDE, _TIME, _ROW, _ACTION, _LEFT, _RIGHT = "uk_side", "uk_time", "uk_row", "uk_action", "uk_left", "uk_right"
+_KEY, _BUCKET = "uk_key", "uk_bucket"
 _STREAM, _TABLE = 0, 1
 _VERSION, _DELETE, _SKIP = 0, 1, 2  # what a table change does to the key's versions
 _JOINS = ("left", "inner")
@@ -103,17 +109,22 @@ def temporal_join(
     require_text_safe(stream, stream.columns, HELPER)
     require_text_safe(table, carried, HELPER)
 
-    key_columns = [f"uk_key{i}" for i in range(len(keys))]
+    def keyed(df: DataFrame, names: list[str]) -> list[Column]:
+        """The bucket, and the key as text (null where a key column is null: such a key matches nothing)."""
+        any_null = F.greatest(*[F.col(k).isNull() for k in names]) if len(names) > 1 else F.col(names[0]).isNull()
+        text = F.when(any_null, F.lit(None).cast(StringType())).otherwise(as_text(names))
+        return [F.pmod(F.xxhash64(*names), F.lit(BUCKETS)).alias(_BUCKET), text.alias(_KEY)]
+
     left = stream.select(
-        *[F.col(k).alias(n) for k, n in zip(keys, key_columns)],
+        *keyed(stream, keys),
         F.lit(_STREAM).alias(_SIDE),
         _micros(times[0]).alias(_TIME),
         as_text(stream.columns).alias(_ROW),
         F.lit(_VERSION).alias(_ACTION),
-        *[F.lit(None).cast(LongType()).alias(f"uk_order{i}") for i in range(len(order))],
+        *[F.lit(0).cast(LongType()).alias(f"uk_order{i}") for i in range(len(order))],
     )
     right = table.select(
-        *[F.col(k).alias(n) for k, n in zip(table_keys, key_columns)],
+        *keyed(table, table_keys),
         F.lit(_TABLE).alias(_SIDE),
         _micros(times[1]).alias(_TIME),
         as_text(carried).alias(_ROW),
@@ -123,7 +134,7 @@ def temporal_join(
     out = StructType([StructField(_LEFT, StringType()), StructField(_RIGHT, StringType())])
     joined = (
         left.unionByName(right)
-        .groupBy(*key_columns)
+        .groupBy(_BUCKET)
         .transformWithStateInPandas(
             statefulProcessor=_AsOfJoin(len(order), how == "left", event_time),
             outputStructType=out,
@@ -163,7 +174,7 @@ def _watermarked(df: DataFrame) -> bool:
 
 def _micros(column: str | None) -> Column:
     if column is None:
-        return F.lit(None).cast(LongType())
+        return F.lit(0).cast(LongType())  # the latest-value join: one version per key
     return F.when(F.col(column).isNotNull(), F.unix_micros(F.col(column))).otherwise(
         F.raise_error(F.lit(f"{HELPER}: a row without a time in column '{column}' (a delete read from an upsert "
                             "topic carries only its key: take the time from the record's timestamp, or put "
@@ -184,8 +195,8 @@ def _action(kind: Column, name: str) -> Column:
 
 
 class _AsOfJoin(StatefulProcessor):
-    """Per join key: the table's versions and the stream rows waiting for the watermark (event time), or the latest
-    row (stream_time None)."""
+    """Per bucket: the table's versions and the stream rows waiting for the watermark (event time), or each key's
+    latest row (stream_time None)."""
 
     def __init__(self, orders: int, outer: bool, event_time: bool) -> None:
         self._orders = [f"uk_order{i}" for i in range(orders)]
@@ -194,86 +205,85 @@ class _AsOfJoin(StatefulProcessor):
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self._handle = handle
-        # time (micros) -> the table's row at that time; a null row: deleted from that time on
-        self._versions = handle.getMapState("versions", "time BIGINT", "row STRING")
-        # stream rows waiting for the watermark: (time, arrival number, row)
-        self._waiting = handle.getListState("waiting", "time BIGINT, seq BIGINT, row STRING")
-        self._arrivals = handle.getValueState("arrivals", "n BIGINT")
+        # the name the per-key layout used (a map there): Spark refuses its checkpoint
+        self._state = handle.getValueState("versions", "state BINARY")
 
     def handleInputRows(
         self, key: tuple, rows: Iterator[pd.DataFrame], timerValues: TimerValues
     ) -> Iterator[pd.DataFrame]:
         frames = list(rows)
-        records = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-        comparable = not any(k is None for k in key)  # a null never equals anything: no version to join
-        watermark_ms = timerValues.getCurrentWatermarkInMs()
-        watermark = watermark_ms * 1000
-        changes = records[records[_SIDE] == _TABLE]
-        if comparable and len(changes):
-            if len(changes) > 1:
-                changes = changes.sort_values(self._orders, kind="stable")
-            for time, row, action in zip(changes[_TIME].tolist(), changes[_ROW].tolist(), changes[_ACTION].tolist()):
-                if action == _SKIP:
-                    continue
-                time = int(time) if self._event_time else 0  # latest value: one version
-                self._versions.updateValue((time,), (row if action == _VERSION else None,))
-                if self._event_time and time > watermark:
-                    self._handle.registerTimer(_timer_ms(time))  # the versions are cleaned up behind the watermark
-        arrived = records[records[_SIDE] == _STREAM]
+        frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+        state, arrivals = self._load()
+        side, action = frame[_SIDE].to_numpy(), frame[_ACTION].to_numpy()
+        changes = frame[(side == _TABLE) & (action != _SKIP)]
+        if len(changes):
+            deleted = pa.array(changes[_ACTION].to_numpy() == _DELETE)
+            change_rows = pc.if_else(deleted, pa.nulls(len(changes), pa.string()), _texts(changes[_ROW]))
+            change = versions.Changes(
+                _texts(changes[_KEY]),
+                changes[_TIME].to_numpy(np.int64),
+                change_rows,
+                [changes[o].to_numpy(np.int64) for o in self._orders],
+            )
+            state = versions.add_versions(state, change, latest_only=not self._event_time)
+        arrived = frame[side == _STREAM]
         if not self._event_time:
-            latest = self._versions.getValue((0,)) if comparable else None
-            row = latest[0] if latest is not None else None
-            yield from self._joined([(r, row) for r in arrived[_ROW].tolist()])
+            self._save(state, arrivals)
+            matched = versions.as_of(state, _texts(arrived[_KEY]), np.zeros(len(arrived), np.int64))
+            yield from self._joined(_texts(arrived[_ROW]), matched)
             return
         if len(arrived):
-            arrived = arrived.sort_values(_TIME, kind="stable")
-            held = self._arrivals.get()
-            first = held[0] if held is not None else 0
-            new = [(int(t), first + i, r) for i, (t, r) in enumerate(zip(arrived[_TIME].tolist(), arrived[_ROW]))]
-            self._waiting.appendList(new)
-            self._arrivals.update((first + len(new),))
-            for time in {t for t, _, _ in new if t > watermark}:  # a late row is joined now
-                self._handle.registerTimer(_timer_ms(time))
-        yield from self._ready(comparable, watermark_ms)
+            waiting = versions.Arrivals(_texts(arrived[_KEY]), arrived[_TIME].to_numpy(np.int64), _texts(arrived[_ROW]))
+            state, arrivals = versions.add_waiting(state, waiting, arrivals)
+        yield from self._ready(state, arrivals, timerValues.getCurrentWatermarkInMs(), changed=True)
 
     def handleExpiredTimer(
         self, key: tuple, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
     ) -> Iterator[pd.DataFrame]:
-        yield from self._ready(not any(k is None for k in key), timerValues.getCurrentWatermarkInMs())
+        state, arrivals = self._load()
+        yield from self._ready(state, arrivals, timerValues.getCurrentWatermarkInMs(), changed=False)
 
-    def _ready(self, comparable: bool, watermark_ms: int) -> Iterator[pd.DataFrame]:
+    def _ready(self, state: pa.Table, arrivals: int, watermark_ms: int, changed: bool) -> Iterator[pd.DataFrame]:
         """Flink's emitResultAndCleanUpState: the waiting rows the watermark passed, joined; old versions dropped."""
-        watermark = watermark_ms * 1000
-        waiting = list(self._waiting.get())
-        # in arrival order, as Flink: by micro-batch, and by time within one (Spark's shuffle keeps no order)
-        due = sorted((w for w in waiting if w[0] <= watermark), key=lambda w: w[1])
-        versions = sorted((k[0], v[0]) for k, v in self._versions.iterator()) if comparable else []
-        if due:
-            rest = [w for w in waiting if w[0] > watermark]
-            if rest:
-                self._waiting.put(rest)
-            else:
-                self._waiting.clear()
-            yield from self._joined([(row, _as_of(versions, time)) for time, _, row in due])
-        # keep the last version not after the watermark and every later one
-        passed = [t for t, _ in versions if t <= watermark]
-        for time in passed[:-1]:
-            self._versions.removeKey((time,))
+        rest, left, right = versions.join_due(state, watermark_ms * 1000)
+        if changed or rest.num_rows != state.num_rows:
+            self._save(rest, arrivals)
+        due = versions.next_due(rest)
+        if due is not None:
+            self._handle.registerTimer(_timer_ms(due))
+        yield from self._joined(left, right)
 
-    def _joined(self, pairs: list[tuple]) -> Iterator[pd.DataFrame]:
-        out = [(left, right) for left, right in pairs if right is not None or self._outer]
-        if out:
-            yield pd.DataFrame(out, columns=[_LEFT, _RIGHT])
+    def _load(self) -> tuple[pa.Table, int]:
+        stored = self._state.get()
+        try:
+            return versions.decode(None if stored is None else stored[0])
+        except versions.LayoutError:
+            raise RecordError(
+                f"{HELPER}: the checkpoint holds a state this version of {HELPER} cannot read: start the query from "
+                "a new checkpoint"
+            ) from None
+
+    def _save(self, state: pa.Table, arrivals: int) -> None:
+        if state.num_rows:
+            self._state.update((versions.encode(state, arrivals),))
+        else:
+            self._state.clear()  # arrival numbers only order the rows waiting together: they may start again
+
+    def _joined(self, left: pa.Array, right: pa.Array) -> Iterator[pd.DataFrame]:
+        if not self._outer:
+            matched = pc.is_valid(right)
+            left, right = left.filter(matched), right.filter(matched)
+        if len(left):
+            yield pd.DataFrame(
+                {_LEFT: left.to_numpy(zero_copy_only=False), _RIGHT: right.to_numpy(zero_copy_only=False)}
+            )
 
     def close(self) -> None:
         pass
 
 
-def _as_of(versions: list[tuple], time: int) -> str | None:
-    """The row of the version of the greatest time not after `time` (None: no version, or a delete); `versions` are
-    sorted by time."""
-    i = bisect_right(versions, time, key=itemgetter(0))
-    return versions[i - 1][1] if i else None
+def _texts(column: pd.Series) -> pa.Array:
+    return pa.array(column.to_numpy(object), pa.string())
 
 
 def _timer_ms(micros: int) -> int:

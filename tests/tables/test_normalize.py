@@ -1,7 +1,7 @@
 """normalized_changelog on a real broker: the records Flink wrote normalize as Flink's ChangelogNormalize does (a new
 key inserts, a known key updates with its before-image, a delete carries the last row, a duplicate or a delete of an
 unknown key gives nothing; with a state TTL, duplicates passed on), a key's state expires, values come out exactly,
-keys sharing a state bucket stay apart, a checkpoint of the older per-key state layout is refused, and the errors say
+keys sharing a state bucket stay apart, a checkpoint of an earlier state layout is refused, and the errors say
 what to change. A restart from the checkpoint: tests/compat/test_tables_versions.py."""
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ def test_keys_that_share_a_bucket_each_keep_their_own_row(spark, rocksdb, new_to
 
 
 class _PerKeyLayout(StatefulProcessor):
-    """The state layout normalized_changelog had before its buckets: grouped by the key, a ValueState `last_row`."""
+    """The first state layout of normalized_changelog: grouped by the key, a ValueState `last_row`."""
 
     def init(self, handle) -> None:
         self._last = handle.getValueState("last_row", "row STRING, offset BIGINT")
@@ -166,21 +166,51 @@ class _PerKeyLayout(StatefulProcessor):
         pass
 
 
+class _MapPerBucketLayout(StatefulProcessor):
+    """The second: grouped by an INT bucket, each key's row an entry of a MapState `last_row`."""
+
+    def init(self, handle) -> None:
+        self._last = handle.getMapState("last_row", "key STRING", "row STRING, offset BIGINT")
+
+    def handleInputRows(self, key, rows, timerValues):
+        for frame in rows:
+            self._last.updateValue(
+                (frame["uk_key"].iloc[-1],), (frame["uk_row"].iloc[-1], int(frame["offset"].iloc[-1]))
+            )
+        return iter(())
+
+    def close(self) -> None:
+        pass
+
+
+EARLIER_LAYOUTS = {
+    "per key": ("CAST(id AS STRING) AS uk_group", _PerKeyLayout),
+    "a map per bucket": ("CAST(pmod(xxhash64(id), 1024) AS INT) AS uk_group", _MapPerBucketLayout),
+}
+
+
 @pytest.mark.compat  # Spark's own schema check refuses it: on every pyspark
-def test_a_checkpoint_of_the_per_key_state_layout_is_refused(spark, rocksdb, new_topic, options, bootstrap, tmp_path):
-    """A query that normalized with the per-key layout cannot go on with buckets: its keys' rows would not be found and
-    every key would be new again. The state variable keeps its name, so Spark refuses the checkpoint at once."""
+@pytest.mark.parametrize("layout", EARLIER_LAYOUTS)
+def test_a_checkpoint_of_an_earlier_state_layout_is_refused(
+    spark, rocksdb, new_topic, options, bootstrap, tmp_path, layout
+):
+    """A query that normalized with an earlier layout cannot go on with this one: its keys' rows would not be found
+    and every key would be new again. The state variable keeps its name (`last_row`) with another key schema (the
+    bucket is a BIGINT now), so Spark refuses the checkpoint at once."""
+    group, processor = EARLIER_LAYOUTS[layout]
     topic = new_topic()
     produce(bootstrap, topic, [_record(1, "a")])
     old = (
         _changes(spark, options(topic))
-        .selectExpr("id AS uk_key0", "to_json(struct(id, name)) AS uk_row", "offset")
-        .groupBy("uk_key0")
-        .transformWithStateInPandas(_PerKeyLayout(), "uk_row STRING, offset BIGINT, uk_kind STRING", "Append", "None")
+        .selectExpr(group, "to_json(struct(id)) AS uk_key", "to_json(struct(id, name)) AS uk_row", "offset")
+        .groupBy("uk_group")
+        .transformWithStateInPandas(processor(), "uk_row STRING, offset BIGINT, uk_kind STRING", "Append", "None")
     )
     run_available_now(old, str(tmp_path))
     produce(bootstrap, topic, [_record(1, "b")])
-    with pytest.raises(Exception, match="STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE"):
+    with pytest.raises(
+        Exception, match=r"STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE|STATE_STORE_INVALID_VARIABLE_TYPE_CHANGE"
+    ):
         run_available_now(normalized_changelog(_changes(spark, options(topic)), "id"), str(tmp_path))
 
 

@@ -1,7 +1,7 @@
 """temporal_join on a real broker, against a real Flink: the orders and currency rates of Flink's documented event-time
 temporal join, as Flink 2.2.1 wrote them (tests/formats/golden/flink/tables_temporal_join.json), joined here give the
 rows Flink's TemporalJoin emitted, LEFT and inner; late rows, deletes, a restart from the checkpoint, the latest-value
-join, and the errors."""
+join, a checkpoint of the per-key state layout refused, and the errors."""
 
 from __future__ import annotations
 
@@ -13,12 +13,13 @@ from pathlib import Path
 import orjson
 import pytest
 from pyspark.sql import functions as F
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 from pyspark_upsert_kafka import SchemaError
 from pyspark_upsert_kafka.tables.normalize import normalized_changelog
 from pyspark_upsert_kafka.tables.temporal_join import temporal_join
 
 from tests.support.kafka_io import produce
-from tests.support.read_helpers import collect_until
+from tests.support.read_helpers import collect_until, run_available_now
 
 GOLDEN = json.loads((Path(__file__).parents[1] / "formats/golden/flink/tables_temporal_join.json").read_text())
 KEEP = {"retention.ms": "-1"}  # the records' timestamps are in 2024: kept past the default retention
@@ -209,3 +210,46 @@ def test_the_join_says_what_to_change_before_a_query_starts(spark, rocksdb, new_
     with pytest.raises(SchemaError, match=r"columns \['price'\] are on both sides"):
         temporal_join(orders, rates.withColumn("price", F.lit(1)), "currency", stream_time="order_time",
                       table_time="update_time")  # fmt: skip
+
+
+class _PerKeyLayout(StatefulProcessor):
+    """The state layout temporal_join had before its buckets: grouped by the key, a MapState `versions`."""
+
+    def init(self, handle) -> None:
+        self._versions = handle.getMapState("versions", "time BIGINT", "row STRING")
+
+    def handleInputRows(self, key, rows, timerValues):
+        for _ in rows:
+            self._versions.updateValue((0,), ("{}",))
+        return iter(())
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_checkpoint_of_the_per_key_state_layout_is_refused(spark, rocksdb, tmp_path):
+    """A query that joined with the per-key layout cannot go on with buckets: its versions would not be found. The
+    state variable keeps its name with another key schema, so Spark refuses the checkpoint at once."""
+    schemas = {
+        "stream": "currency STRING, n INT",
+        "table": "currency STRING, rate DOUBLE, _change_type STRING, offset BIGINT",
+    }
+    rows = {"stream": [("A", 1)], "table": [("A", 1.5, "insert", 0)]}
+
+    def append() -> None:
+        for side, schema in schemas.items():
+            spark.createDataFrame(rows[side], schema).write.mode("append").parquet(str(tmp_path / side))
+
+    append()
+    stream, table = (spark.readStream.schema(schemas[s]).parquet(str(tmp_path / s)) for s in schemas)
+    old = (
+        stream.selectExpr("currency AS uk_key0")
+        .unionByName(table.selectExpr("currency AS uk_key0"))
+        .groupBy("uk_key0")
+        .transformWithStateInPandas(_PerKeyLayout(), "uk_left STRING, uk_right STRING", "Append", "None")
+    )
+    run_available_now(old, str(tmp_path / "cp"))
+    append()
+    refused = r"STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE|STATE_STORE_INVALID_VARIABLE_TYPE_CHANGE"
+    with pytest.raises(Exception, match=refused):
+        run_available_now(temporal_join(stream, table, "currency", stream_time=None), str(tmp_path / "cp"))
