@@ -11,7 +11,7 @@ from pyspark_upsert_kafka.tables.normalize import normalized_changelog
 from pyspark_upsert_kafka.tables.temporal_join import temporal_join
 
 from tests.support.kafka_io import produce
-from tests.support.read_helpers import Collector, run_available_now, start_collecting, wait_for
+from tests.support.read_helpers import Collector, as_utc, run_available_now, start_collecting, wait_for
 
 
 def _order(i: int, category: str | None, price: float = 1.0) -> tuple:
@@ -75,7 +75,7 @@ def test_a_temporal_join_of_two_topics_goes_on_after_a_restart(spark, rocksdb, n
     def joined(stream_time: str | None = "at"):
         left = spark.readStream.format("upsert-kafka").options(**options(orders, start))
         left = left.option("schema", "id STRING, currency STRING, at TIMESTAMP_NTZ").load()
-        left = left.select("id", "currency", left.at.cast("timestamp").alias("at"))
+        left = left.select("id", "currency", as_utc(left.at).alias("at"))
         right = spark.readStream.format("upsert-kafka").options(**options(rates, start | {"key.fields": "currency"}))
         right = right.option("schema", "currency STRING, rate DOUBLE")
         right = right.option("metadata.columns", "t=timestamp,offset").load()

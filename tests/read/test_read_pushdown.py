@@ -192,7 +192,7 @@ def test_a_timestamp_lower_bound_starts_each_partition_at_its_first_record_from_
     planned = _planned(opts, CHANGES, [ds.GreaterThanOrEqual(("ts",), since)])
     assert sum(r.end - r.start for r in planned) == 101  # 100 'b' records and the delete
 
-    iso = since.strftime("%Y-%m-%d %H:%M:%S.%f")
+    iso = since.strftime("%Y-%m-%d %H:%M:%S.%fZ")  # with its zone: a literal without one is the session's
     query = lambda: load(spark, opts, CHANGES).where(f"ts >= TIMESTAMP'{iso}'")  # noqa: E731
     rows_on, _, rows_off, _ = _both_ways(spark, query)
     assert rows_on == rows_off and len(rows_on) == 101

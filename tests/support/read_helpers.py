@@ -208,3 +208,11 @@ def fail_tasks(
         return value
 
     return F.udf(text, "string", useArrow=False).asNondeterministic()
+
+
+def as_utc(wall_clock):
+    """A TIMESTAMP_NTZ column read as a UTC wall clock, in any session time zone (a cast would read it in the
+    session's zone)."""
+    from pyspark.sql import functions as F
+
+    return F.concat(wall_clock.cast("string"), F.lit("Z")).cast("timestamp")

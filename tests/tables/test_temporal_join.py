@@ -19,7 +19,7 @@ from pyspark_upsert_kafka.tables.normalize import normalized_changelog
 from pyspark_upsert_kafka.tables.temporal_join import temporal_join
 
 from tests.support.kafka_io import produce
-from tests.support.read_helpers import collect_until, run_available_now
+from tests.support.read_helpers import as_utc, collect_until, run_available_now
 
 GOLDEN = json.loads((Path(__file__).parents[1] / "formats/golden/flink/tables_temporal_join.json").read_text())
 KEEP = {"retention.ms": "-1"}  # the records' timestamps are in 2024: kept past the default retention
@@ -40,7 +40,7 @@ def _orders(spark, options, topic: str):
         .options(**options(topic, read))
         .option("schema", "order_id STRING, price DECIMAL(32, 2), currency STRING, order_time TIMESTAMP_NTZ")
         .load()
-        .select("order_id", "price", "currency", F.col("order_time").cast("timestamp").alias("order_time"))
+        .select("order_id", "price", "currency", as_utc(F.col("order_time")).alias("order_time"))
         .withWatermark("order_time", "0 seconds")  # Flink's WATERMARK FOR order_time AS order_time
     )
 
