@@ -4,15 +4,10 @@ string option)."""
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from .errors import OptionError
-
-WHERE = (
-    "the module must be importable on the driver and on every executor: pip install it there, or ship it with "
-    "--py-files (SparkContext.addPyFile)"
-)
+from .formats.user_modules import WHERE, import_user_module
 
 
 def load_reference(reference: str, option: str) -> Any:
@@ -22,7 +17,7 @@ def load_reference(reference: str, option: str) -> Any:
     if not colon or not module_name.strip() or not name.strip():
         raise OptionError(f"option '{option}': '{reference}' is not 'package.module:function'")
     try:
-        found: Any = importlib.import_module(module_name.strip())
+        found: Any = import_user_module(module_name.strip())
         for part in name.strip().split("."):
             found = getattr(found, part)
     except (ImportError, AttributeError, ValueError) as e:

@@ -10,12 +10,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import ClassVar, TypeVar
+from typing import ClassVar, SupportsIndex, TypeVar
 
 import pyarrow as pa
 
 from .errors import FormatOptionError
 from .option_kinds import FORMAT, Flag, Option, OptionValues, Text, parse_values
+from .user_modules import ShippedArchives
 
 #: Flink's option of every format, parsed by Codec itself.
 IGNORE_PARSE_ERRORS = Option(
@@ -258,6 +259,14 @@ class Codec(ABC):
     #: True when records that fail to decode are skipped (counted and logged) instead of failing.
     ignore_parse_errors: bool = False
 
+    def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple:
+        """As any object, but a codec of a user's module (`module:Class`) travels into tasks behind ShippedArchives, so
+        that a module shipped as a zip after the source was registered is found there too (formats/user_modules.py)."""
+        reduced = super().__reduce_ex__(protocol)
+        if type(self).__module__.startswith(_OWN_MODULES) or not isinstance(reduced, tuple):
+            return reduced
+        return (_instance_of, (ShippedArchives(), type(self)), *reduced[2:])
+
     @classmethod
     def named(cls: type[_C], name: str, options: Mapping[str, str], context: CodecContext) -> _C:
         """This codec inside a format built on it (json-confluent's json, debezium-avro-confluent's avro-confluent):
@@ -282,6 +291,14 @@ class Codec(ABC):
         """Raise FormatOptionError when rows of `schema` cannot be written, without changing anything outside
         (a write checks the key's and the value's format so before building either encoder, which may
         register schemas)."""
+
+
+_OWN_MODULES = __name__.rpartition(".")[0] + "."
+
+
+def _instance_of(_archives: object, cls: type) -> object:
+    """An instance of `cls` for pickle to restore the state of (`_archives`: ShippedArchives, already unpickled)."""
+    return cls.__new__(cls)
 
 
 class ChangelogCodec(Codec):

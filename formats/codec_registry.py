@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from importlib.metadata import entry_points
 
 from .codec import ChangelogCodec, Codec, CodecContext, FormatOptionError
+from .user_modules import import_user_module
 
 ENTRY_POINT_GROUP = "pyspark_upsert_kafka.formats"
 
@@ -60,7 +61,7 @@ def codec_class(name: str, option: str) -> type[Codec]:
     if ":" in name:
         module, _, attr = name.strip().partition(":")
         try:
-            cls = getattr(importlib.import_module(module), attr)
+            cls = getattr(import_user_module(module), attr)
         except (ImportError, AttributeError) as e:
             raise FormatOptionError(f"option '{option}': cannot load codec '{name}': {e}") from None
         if not (isinstance(cls, type) and issubclass(cls, Codec)):

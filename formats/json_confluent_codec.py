@@ -26,6 +26,7 @@ from .json_codec import JsonCodec
 from .schema_registry import RegistryError, SchemaNotUsable, SchemaRegistry
 
 NOT_FRAMED = not_framed("the JSON text")
+NON_FINITE = ("NaN", "Infinity", "-Infinity")  # the json format's text of non-finite FLOAT and DOUBLE values
 _JSON_OPTIONS = tuple(o for o in JsonCodec.declared_options if o.name != IGNORE_PARSE_ERRORS.name)
 
 
@@ -108,7 +109,7 @@ class JsonConfluentEncoder(Encoder):
 
 def json_schema(schema: pa.Schema, role: str) -> dict[str, Any]:
     """The JSON Schema (draft-07) of the json format's text of a row: an object with a property per column,
-    nullable columns also null, the others required."""
+    nullable columns also null, the others required; every value the json format writes is valid under it."""
     return {
         "$schema": "http://json-schema.org/draft-07/schema#",
         "title": f"record_{role}",
@@ -128,7 +129,9 @@ def _typed(t: pa.DataType, nullable: bool) -> dict[str, Any]:
     one = _type(t)
     if not nullable:
         return one
-    return {"oneOf": [{"type": "null"}, one]}
+    # One flat oneOf: a nullable DOUBLE's schema is then the [null, number] earlier versions registered with one more
+    # alternative, which a registry's BACKWARD check takes as compatible (Apicurio's refuses a nested oneOf).
+    return {"oneOf": [{"type": "null"}, *one.get("oneOf", [one])]}
 
 
 def _type(t: pa.DataType) -> dict[str, Any]:
@@ -136,7 +139,11 @@ def _type(t: pa.DataType) -> dict[str, Any]:
         return {"type": "boolean"}
     if pa.types.is_integer(t):
         return {"type": "integer"}
-    if pa.types.is_floating(t) or pa.types.is_decimal(t):
+    if pa.types.is_floating(t):
+        # NaN and ±Infinity are written as strings, as Flink's json format writes them (JSON has no such number):
+        # the schema holds them, so that a validating reader (Confluent's JSONDeserializer) takes every record.
+        return {"oneOf": [{"type": "number"}, {"type": "string", "enum": list(NON_FINITE)}]}
+    if pa.types.is_decimal(t):
         return {"type": "number"}
     if pa.types.is_date(t):
         return {"type": "string", "format": "date"}

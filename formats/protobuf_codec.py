@@ -2,7 +2,8 @@
 
 The type is named by `message-class-name` (a full protobuf name, `package.Message`) and defined by a compiled
 descriptor set (`descriptor-file`, `protoc --include_imports --descriptor_set_out=...`) or a generated Python
-module (`python-module`, importable on every executor). Columns match the message's fields by name.
+module (`python-module`, importable in every Spark process: formats/user_modules.py). Columns match the message's
+fields by name.
 
 Why per record: protobuf has no batch decoder in Python (neither the `protobuf` package nor Arrow reads a column
 of messages), so each payload is parsed by the C (upb) parser one at a time; the parsed messages are then read a
@@ -54,7 +55,8 @@ PYTHON_MODULE = Option(
     None,
     FORMAT,
     "Instead of `descriptor-file`: a generated Python module (`protoc --python_out`) defining the message type, "
-    "importable on the driver and every executor.",
+    "importable on the driver, in the data source's planning process and on every executor (installed, or shipped "
+    "with `--py-files` / `SparkContext.addPyFile`).",
     kind=Text(),
 )
 READ_DEFAULT_VALUES = Option(

@@ -91,18 +91,18 @@ class ProtobufConfluentCodec(RegistryCodec):
         versions: dict[str, int] = {}
         for name, text, imports in _files_to_register(descriptor.file):
             if any(i not in versions for i in imports):
-                return  # it imports a file not registered yet (registered on write): no version to check against
+                return  # it imports a file the registry does not hold yet (registered on write): nothing to check
             refs = [(i, i, versions[i]) for i in imports]
             main = name == descriptor.file.name
             for subject in self.subjects() if main else (name,):  # an imported file: under its own subject
-                refused = self.registry.refusal(subject, text, self.auto_register, "PROTOBUF", refs)
+                refused = self.registry.refusal(subject, text, self.auto_register, "PROTOBUF", refs, imported=not main)
                 if refused is not None:
                     raise FormatOptionError(refused)
             if not main:
-                try:
-                    versions[name] = self.registry.version(name, text, "PROTOBUF", refs)
-                except RegistryError:
+                held = self.registry.held_version(name, text, "PROTOBUF", refs)
+                if held is None:
                     return
+                versions[name] = held
 
     def encoder(self, schema: pa.Schema) -> Encoder:
         descriptor = self._writer_type(schema)
@@ -111,8 +111,8 @@ class ProtobufConfluentCodec(RegistryCodec):
         ids = {}
         for name, text, imports in _files_to_register(descriptor.file):
             refs = [references[i] for i in imports]
-            if name != descriptor.file.name:
-                self.registry.schema_id(name, text, register=self.auto_register, kind="PROTOBUF", references=refs)
+            if name != descriptor.file.name:  # as confluent-kafka's serializer: registered, then its version looked up
+                self.registry.schema_id(name, text, self.auto_register, "PROTOBUF", refs, imported=True)
                 references[name] = (name, name, self.registry.version(name, text, "PROTOBUF", refs))
                 continue
             for subject in self.subjects():
@@ -159,10 +159,36 @@ def _files_to_register(file: Any) -> list[tuple[str, str, list[str]]]:
         imports = [d for d in f.dependencies if not is_builtin(d.name)]
         for d in imports:
             visit(d)
-        out.append((f.name, base64.standard_b64encode(f.serialized_pb).decode("ascii"), [d.name for d in imports]))
+        out.append((f.name, base64.standard_b64encode(_as_generated(f)).decode("ascii"), [d.name for d in imports]))
 
     visit(file)
     return out
+
+
+def _as_generated(file: Any) -> bytes:
+    """A file's FileDescriptorProto as protoc's Python generator serializes it (what confluent-kafka's serializer
+    registers from a generated module): a field's `json_name` only where the .proto sets one. A descriptor set
+    (`protoc --descriptor_set_out`) holds every field's json_name; registered so, the same file would be another
+    schema to the registry, which a look-up does not find and a registration makes a new version of."""
+    proto = descriptor_pb2.FileDescriptorProto.FromString(file.serialized_pb)
+    stripped = False
+    messages = list(proto.message_type)
+    fields = list(proto.extension)
+    while messages:
+        message = messages.pop()
+        messages.extend(message.nested_type)
+        fields.extend([*message.field, *message.extension])
+    for field in fields:
+        if field.HasField("json_name") and field.json_name == _default_json_name(field.name):
+            field.ClearField("json_name")
+            stripped = True
+    return proto.SerializeToString() if stripped else file.serialized_pb
+
+
+def _default_json_name(name: str) -> str:
+    """protoc's json_name of a field that sets none: lowerCamelCase, each `_` dropped and the next letter upper."""
+    parts = name.split("_")
+    return parts[0] + "".join(p[:1].upper() + p[1:] for p in parts[1:])
 
 
 def message_indexes(descriptor: Any) -> bytes:

@@ -17,6 +17,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from .codec import ColumnTypes
 from .errors import FormatOptionError
+from .user_modules import WHERE, import_user_module
 
 F = FieldDescriptor
 TIMESTAMP = "google.protobuf.Timestamp"
@@ -132,9 +133,9 @@ def message_descriptor(name: str, option: str, descriptor_set: bytes | None, mod
         pool = pool_of(descriptor_pb2.FileDescriptorSet.FromString(descriptor_set).file)
     elif module is not None:
         try:
-            pool = importlib.import_module(module).DESCRIPTOR.pool
+            pool = import_user_module(module).DESCRIPTOR.pool
         except (ImportError, AttributeError) as e:
-            raise FormatOptionError(f"cannot import the generated protobuf module '{module}': {e}") from None
+            raise FormatOptionError(f"cannot import the generated protobuf module '{module}': {e}; {WHERE}") from None
     else:
         raise FormatOptionError(f"option '{option}' needs where its type is defined: a descriptor set or a module")
     try:

@@ -16,8 +16,12 @@ What is still ours, and why:
 - Schema references: a writer schema that references others (registered under their own subjects) is
   returned with them inlined at first use, as the codec's Avro reader takes one self-contained schema; a
   Protobuf schema's references (imported files) come back as text by reference name (schema_text).
-- Errors: the client's errors become RegistryError naming the registry (never its credentials) and the option
-  to change; "no such schema id" is SchemaNotUsable (the record's fault, not the task's).
+- Registering and checking as every Confluent-compatible registry takes it: a schema is registered as Confluent's
+  serializers register it (idempotent), and a write's check looks it up before anything else, asking the subject's
+  compatibility rule only about a schema the subject does not hold (Apicurio answers that question with HTTP 422
+  for any Protobuf schema with references, even one it holds).
+- Errors: the client's errors become RegistryError naming the registry (never its credentials), the subject at
+  fault and what to change (registry_errors.py); "no such schema id" is SchemaNotUsable (the record's fault).
 """
 
 from __future__ import annotations
@@ -30,18 +34,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .redaction import redact
+from .registry_errors import ErrorMapping, RegistryError, SchemaNotUsable, check_avro, check_kind
 
 #: Schema references: (reference name, subject, version) each.
 Refs = Sequence[tuple[str, str, int]]
-
-
-class RegistryError(RuntimeError):
-    """The registry refused a request or could not be reached; the message names the registry."""
-
-
-class SchemaNotUsable(RegistryError):
-    """The registry answered, but has no schema of the format's kind under the id a record names: the record's
-    fault."""
 
 
 @dataclass(frozen=True)
@@ -105,54 +101,110 @@ class SchemaRegistry:
     def __repr__(self) -> str:
         return f"SchemaRegistry({self.settings!r})"
 
-    def schema_id(self, subject: str, schema: Any, register: bool, kind: str = "AVRO", references: Refs = ()) -> int:
-        """The id of `schema` under `subject`: registered first when `register`, else looked up. `schema`: an Avro
-        schema as parsed JSON, or the schema's text; `references`: (name, subject, version) of the schemas it
-        references (registered first)."""
+    def schema_id(
+        self,
+        subject: str,
+        schema: Any,
+        register: bool,
+        kind: str = "AVRO",
+        references: Refs = (),
+        imported: bool = False,
+    ) -> int:
+        """The id of `schema` under `subject`: registered when `register` (idempotent, as Confluent's serializers
+        register: a schema the subject holds keeps its id and version), else looked up. `schema`: an Avro schema as
+        parsed JSON, or the schema's text; `references`: (name, subject, version) of the schemas it references
+        (registered first); `imported`: `subject` holds a file a Protobuf schema imports (named so in errors)."""
         text = _schema(schema, kind, references)
-        with self._errors(("POST", f"/subjects/{subject}" + ("/versions" if register else "")), subject):
+        with self._errors(
+            ("POST", f"/subjects/{subject}" + ("/versions" if register else "")), subject, imported=imported
+        ):
             if register:
                 return int(self._client.register_schema(subject, text))
             return int(self._client.lookup_schema(subject, text).schema_id)
 
     def version(self, subject: str, schema: Any, kind: str = "AVRO", references: Refs = ()) -> int:
         """The version number `schema` has under `subject` (what a reference to it names)."""
-        with self._errors(("POST", f"/subjects/{subject}"), subject):
+        with self._errors(("POST", f"/subjects/{subject}"), subject, imported=True):
             return int(self._client.lookup_schema(subject, _schema(schema, kind, references)).version)
 
+    def held_version(self, subject: str, schema: Any, kind: str = "AVRO", references: Refs = ()) -> int | None:
+        """version(...), or None when the subject does not hold the schema."""
+        found = self._lookup(subject, _schema(schema, kind, references), imported=True)
+        return None if isinstance(found, SchemaNotUsable) else int(found.version)
+
     def refusal(
-        self, subject: str, schema: Any, register: bool, kind: str = "AVRO", references: Refs = ()
+        self,
+        subject: str,
+        schema: Any,
+        register: bool,
+        kind: str = "AVRO",
+        references: Refs = (),
+        imported: bool = False,
     ) -> str | None:
-        """Why schema_id(subject, schema, register, ...) would fail on the registry's side, or None: registering,
-        whether the subject's compatibility rule refuses it (a subject without versions accepts any);
-        looking up, whether it is missing. Changes nothing."""
+        """Why schema_id(subject, schema, register, ...) would fail on the registry's side, or None. Changes nothing.
+        The schema is looked up first: one the subject holds passes (registering it again changes nothing, so no rule
+        can refuse it); else, looking up, it is missing; registering, the subject's compatibility rule is asked (a
+        subject without versions accepts any)."""
         text = _schema(schema, kind, references)
+        found = self._lookup(subject, text, imported)
+        if not isinstance(found, SchemaNotUsable):
+            return None
         if not register:
-            try:
-                with self._errors(("POST", f"/subjects/{subject}"), subject, SchemaNotUsable):
-                    self._client.lookup_schema(subject, text)
-            except SchemaNotUsable as e:
-                return str(e)
+            return str(found)
+        if found.code == 40401:  # no such subject: nothing to be compatible with
             return None
         where = ("POST", f"/compatibility/subjects/{subject}/versions/latest")
         try:
-            with self._errors(where, subject, SchemaNotUsable):
+            with self._errors(where, subject, SchemaNotUsable, imported):
                 compatible = self._client.test_compatibility(subject, text)
-        except SchemaNotUsable:  # no version yet: nothing to be compatible with
+        except SchemaNotUsable:  # no version yet
             return None
+        except RegistryError as e:
+            if e.status != 422 or not references:
+                raise
+            # Apicurio answers 422 to the check of any schema with references, even one it holds; its registration
+            # enforces the rule (409, naming the subject): only a subject of another type is refused here.
+            return self._kind_refusal(subject, kind, imported)
         if compatible:
             return None
-        return (
-            f"the schema registry refuses the table's schema under subject '{subject}': it is not compatible with "
-            "the subject's latest version under the subject's compatibility rule"
+        what, step = (
+            ("the imported file", "rename the changed file (every schema importing it shares the subject)")
+            if imported
+            else ("the table's schema", "write under another subject with the format's 'subject' option")
         )
+        return (
+            f"the schema registry refuses {what} under subject '{subject}': it is not compatible with the subject's "
+            f"latest version under the subject's compatibility rule; make the change compatible, or {step}"
+        )
+
+    def _lookup(self, subject: str, text: Any, imported: bool) -> Any:
+        """The registry's entry of schema `text` under `subject`, or the SchemaNotUsable saying it holds none there
+        (its `code`: 40401 no such subject, 40403 not under it); other refusals raise."""
+        try:
+            with self._errors(("POST", f"/subjects/{subject}"), subject, SchemaNotUsable, imported):
+                return self._client.lookup_schema(subject, text)
+        except SchemaNotUsable as e:
+            return e
+
+    def _kind_refusal(self, subject: str, kind: str, imported: bool) -> str | None:
+        """Why a schema of kind `kind` cannot go under `subject` (which holds one of another kind), or None."""
+        try:
+            with self._errors(("GET", f"/subjects/{subject}/versions/latest"), subject, SchemaNotUsable, imported):
+                latest = self._client.get_latest_version(subject)
+        except SchemaNotUsable:  # deleted meanwhile: nothing to refuse
+            return None
+        held = (latest.schema.schema_type or "AVRO").upper()
+        if held == kind:
+            return None
+        step = "rename the imported file" if imported else "set the format's 'subject' option to another subject"
+        return f"subject '{subject}' holds {held} schemas, not {kind}: {step}"
 
     def schema(self, schema_id: int, kind: str = "AVRO") -> Any:
         """The schema with this id (what a record's header names): an Avro schema with its references inlined; a
         JSON schema as it is (its references are the registry's `$ref`s; nothing here reads them)."""
         with self._errors(("GET", f"/schemas/ids/{schema_id}"), missing=SchemaNotUsable):
             found = self._client.get_schema(schema_id)
-        _check_kind(found.schema_type, kind, f"schema id {schema_id}", SchemaNotUsable)
+        check_kind(found.schema_type, kind, f"schema id {schema_id}", SchemaNotUsable)
         try:
             parsed = json.loads(found.schema_str)
         except (TypeError, ValueError):
@@ -165,7 +217,7 @@ class SchemaRegistry:
         """The latest schema registered under `subject` and its id (never cached: it changes)."""
         with self._errors(("GET", f"/subjects/{subject}/versions/latest"), subject):
             registered = self._client.get_latest_version(subject)
-        _check_avro(registered.schema.schema_type, f"subject '{subject}'")
+        check_avro(registered.schema.schema_type, f"subject '{subject}'")
         schema = json.loads(registered.schema.schema_str)
         return int(registered.schema_id), self._inline_references(schema, registered.schema.references or [])
 
@@ -175,14 +227,14 @@ class SchemaRegistry:
         base64 FileDescriptorProto, on Confluent's registry)."""
         with self._errors(("GET", f"/schemas/ids/{schema_id}"), missing=SchemaNotUsable):
             found = self._client.get_schema(schema_id, fmt=fmt)
-        _check_kind(found.schema_type, kind, f"schema id {schema_id}", SchemaNotUsable)
+        check_kind(found.schema_type, kind, f"schema id {schema_id}", SchemaNotUsable)
         return found.schema_str, self._referenced_texts(found.references or [], fmt, {})
 
     def latest_text(self, subject: str, kind: str, fmt: str | None = None) -> tuple[int, str, dict[str, str]]:
         """The latest schema under `subject` as schema_text gives it, with its id (never cached: it changes)."""
         with self._errors(("GET", f"/subjects/{subject}/versions/latest"), subject):
             registered = self._client.get_latest_version(subject, fmt=fmt)
-        _check_kind(registered.schema.schema_type, kind, f"subject '{subject}'")
+        check_kind(registered.schema.schema_type, kind, f"subject '{subject}'")
         refs = self._referenced_texts(registered.schema.references or [], fmt, {})
         return int(registered.schema_id), registered.schema.schema_str, refs
 
@@ -218,45 +270,17 @@ class SchemaRegistry:
 
     # -- errors -----------------------------------------------------------------------------------
 
-    def _clean(self, error: BaseException) -> str:
+    def _clean(self, error: BaseException | str) -> str:
         return redact(str(error) or type(error).__name__, self.settings.secrets())
 
-    def _errors(self, request: tuple[str, str], subject: str | None = None, missing: type = RegistryError):
-        return _ErrorMapping(self, request, subject, missing)
-
-
-class _ErrorMapping:
-    """Turns what the maintained client raises into RegistryError (or `missing` for the registry's own "not
-    found"), naming the registry and the request, never a credential."""
-
-    def __init__(self, registry: SchemaRegistry, request: tuple[str, str], subject: str | None, missing: type):
-        self.registry, self.request, self.subject, self.missing = registry, request, subject, missing
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: type | None, error: BaseException | None, _tb: Any) -> bool:
-        if error is None or isinstance(error, RegistryError):
-            return False
-        from confluent_kafka.schema_registry.error import SchemaRegistryError
-
-        method, path = self.request
-        where = f"schema registry {self.registry.settings.url}: {method} {path}"
-        if isinstance(error, SchemaRegistryError):
-            status = error.http_status_code
-            code = error.error_code if isinstance(error.error_code, int) and error.error_code > 0 else status
-            # Only the registry's own "not found" (40403...): a 404 from a wrong URL path is no record's fault.
-            kind_ = self.missing if status == 404 and code != status else RegistryError
-            message = self.registry._clean(error.error_message or "") if error.error_message else ""
-            by_id = path.startswith("/schemas/ids/")
-            raise kind_(f"{where} failed: {_http_reason(status, code, message, self.subject, by_id)}") from None
-        reason = self.registry._clean(error)
-        if "CERTIFICATE_VERIFY_FAILED" in reason or "certificate verify failed" in reason:
-            raise RegistryError(
-                f"cannot reach the {where}: its TLS certificate could not be verified ({reason}); set the format's "
-                "'ssl.truststore.location' to the CA that signed it (a PEM file)"
-            ) from None
-        raise RegistryError(f"cannot reach the {where} ({reason}); check the format's 'url' option") from None
+    def _errors(
+        self,
+        request: tuple[str, str],
+        subject: str | None = None,
+        missing: type = RegistryError,
+        imported: bool = False,
+    ) -> ErrorMapping:
+        return ErrorMapping(self.settings.url, self._clean, request, subject, missing, imported)
 
 
 def _define_first_uses(node: Any, named: dict[str, Any], defined: set[str]) -> Any:
@@ -281,24 +305,6 @@ def _define_first_uses(node: Any, named: dict[str, Any], defined: set[str]) -> A
     return node
 
 
-def _check_avro(schema_type: str | None, what: str, error: type = RegistryError) -> None:
-    _check_kind(schema_type, "AVRO", what, error)
-
-
-_FORMAT_OF = {
-    "AVRO": ("avro-confluent", "Avro"),
-    "PROTOBUF": ("protobuf-confluent", "Protobuf"),
-    "JSON": ("json-confluent", "JSON Schema"),
-}
-
-
-def _check_kind(schema_type: str | None, expected: str, what: str, error: type = RegistryError) -> None:
-    kind = (schema_type or "AVRO").upper()
-    if kind != expected:
-        fmt, reads = _FORMAT_OF[expected]
-        raise error(f"{what} holds a {kind} schema; the {fmt} format reads {reads} only")
-
-
 def _schema(schema: Any, kind: str, references: Refs) -> Any:
     """The maintained client's Schema: `schema` as text (an Avro schema given parsed is dumped as JSON)."""
     from confluent_kafka.schema_registry import Schema, SchemaReference
@@ -306,34 +312,6 @@ def _schema(schema: Any, kind: str, references: Refs) -> Any:
     text = schema if isinstance(schema, str) else json.dumps(schema)
     return Schema(text, kind, [SchemaReference(name, subject, version) for name, subject, version in references])
 
-
-def _http_reason(status: int, code: int, message: str, subject: str | None, by_id: bool = False) -> str:
-    """The registry's answer and what to do about it (`by_id`: a record's schema id was looked up)."""
-    hint = ""
-    if status in (401, 403):
-        hint = " (check the format's basic-auth / bearer-auth options)"
-    elif 300 <= status < 400:
-        hint = " (a redirect that could not be followed: set the format's 'url' option to the registry's own address)"
-    elif code == 40401 and subject:
-        hint = f" (subject '{subject}' has no schema: write with auto.register.schemas=true first, or set 'subject')"
-    elif code == 40403 and by_id:
-        hint = (
-            " (this registry holds no schema with the record's id: check that the format's 'url' is the registry the "
-            "producer wrote through, or skip such records with ignore-parse-errors)"
-        )
-    elif code in (40403, 40402):
-        hint = " (the schema is not registered under this subject; set auto.register.schemas=true)"
-    elif status == 422:
-        hint = (
-            " (the registry cannot take the schema under this subject, e.g. one that holds schemas of another type: "
-            "set the format's 'subject' option to another subject)"
-        )
-    elif status == 409:
-        hint = " (the registry's compatibility rules reject this schema for the subject)"
-    return f"HTTP {status} {message or _STATUS_TEXT.get(status, '')}".rstrip() + hint
-
-
-_STATUS_TEXT = {401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 409: "Conflict", 500: "Internal Server Error"}
 
 _clients: dict[RegistrySettings, SchemaRegistry] = {}
 _clients_lock = threading.Lock()

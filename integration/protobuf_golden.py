@@ -25,6 +25,7 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from integration.registry import SchemaRegistryServer
@@ -116,19 +117,22 @@ def _stock(legacy_pb2, fields: dict):
     return msg
 
 
-def compile_protos(out: Path) -> None:
+def protoc(include: Path, protos: Iterable[Path], descriptor_set: Path, python_out: Path) -> None:
+    """Compile `protos` (files under `include`) with protoc (grpcio-tools): a descriptor set holding every file they
+    import (what option descriptor-file takes) and the generated Python modules (`<path>_pb2.py`) under
+    `python_out`. Also the tests' way to compile their .proto files."""
     import grpc_tools
-    from grpc_tools import protoc
+    from grpc_tools import protoc as grpc_protoc
 
-    include = Path(grpc_tools.__file__).parent / "_proto"
-    args = ["protoc", f"-I{GOLDEN}", f"-I{include}", "--include_imports"]
-    args += [f"--descriptor_set_out={GOLDEN / 'shop.desc'}"]
-    args += [
-        f"--python_out={out}",
-        *(str(GOLDEN / "shop" / f) for f in ("order.proto", "common.proto", "legacy.proto")),
-    ]
-    if protoc.main(args) != 0:
-        raise SystemExit("protoc failed")
+    builtin = Path(grpc_tools.__file__).parent / "_proto"
+    args = ["protoc", f"-I{include}", f"-I{builtin}", "--include_imports", f"--descriptor_set_out={descriptor_set}"]
+    if grpc_protoc.main([*args, f"--python_out={python_out}", *(str(p) for p in protos)]) != 0:
+        raise RuntimeError(f"protoc failed to compile {', '.join(str(p) for p in protos)}")
+
+
+def compile_protos(out: Path) -> None:
+    protos = [GOLDEN / "shop" / f for f in ("order.proto", "common.proto", "legacy.proto")]
+    protoc(GOLDEN, protos, GOLDEN / "shop.desc", out)
 
 
 def write(name: str, content: dict) -> None:

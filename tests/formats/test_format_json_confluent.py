@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import uuid
 from decimal import Decimal
 
@@ -104,6 +105,36 @@ def test_a_write_whose_json_schema_the_subject_refuses_fails_before_writing(
     assert consume_all(bootstrap, topic) == []
 
 
+def test_a_subject_holding_the_earlier_schema_of_a_double_takes_the_one_holding_non_finite_values_under_backward(
+    spark, options, bootstrap, new_topic, registry_url
+):
+    """Earlier versions registered a nullable DOUBLE as [null, number]; the schema now holding NaN and ±Infinity is
+    a compatible next version under the registry's BACKWARD rule, and every record reads with the validating
+    JSONDeserializer, the earlier one's too."""
+    from confluent_kafka.schema_registry import ServerConfig
+    from confluent_kafka.schema_registry.common.schema_registry_client import ConfigCompatibilityLevel
+
+    topic = new_topic()
+    subject = f"{topic}-value"
+    client = confluent_client(registry_url)
+    earlier = json_schema(pa.schema([pa.field("id", pa.int64(), False), ("d", pa.float64())]), "value")
+    earlier["properties"]["d"] = {"oneOf": [{"type": "null"}, {"type": "number"}]}
+    serialize = JSONSerializer(json.dumps(earlier), client, conf={"auto.register.schemas": True})
+    old = serialize({"id": 1, "d": 0.5}, SerializationContext(topic, MessageField.VALUE))
+    produce(bootstrap, topic, [(b'{"id":1}', old)])
+    client.set_config(subject, ServerConfig(compatibility=ConfigCompatibilityLevel.BACKWARD))
+
+    rows = [(2, math.nan), (3, -math.inf), (4, None)]
+    write(spark, json_options(options(topic), registry_url), rows, "id BIGINT NOT NULL, d DOUBLE")
+
+    assert client.get_versions(subject) == [1, 2]
+    deserialize = JSONDeserializer(None, schema_registry_client=client)
+    values = [
+        deserialize(v, SerializationContext(topic, MessageField.VALUE)) for *_, v in consume_all(bootstrap, topic)
+    ]
+    assert values == [{"id": 1, "d": 0.5}, {"id": 2, "d": "NaN"}, {"id": 3, "d": "-Infinity"}, {"id": 4, "d": None}]
+
+
 @pytest.mark.parametrize(
     ("bad", "error"),
     [
@@ -131,22 +162,27 @@ def test_bad_records_fail_naming_topic_partition_offset_or_are_skipped(
 
 def test_the_derived_json_schema_holds_every_row_the_json_format_writes_and_refuses_other_types():
     """What JSONDeserializer validates records against: each column's JSON type, nulls where the column is
-    nullable, NOT NULL columns required."""
+    nullable, NOT NULL columns required; a FLOAT or DOUBLE also NaN and ±Infinity, which JSON writes as strings."""
     schema = pa.schema([
         pa.field("id", pa.int64(), False), ("name", pa.string()), ("ok", pa.bool_()), ("price", pa.decimal128(10, 2)),
         ("tags", pa.list_(pa.string())), ("attrs", pa.map_(pa.string(), pa.int32())),
         ("ship", pa.struct([("city", pa.string())])), ("at", pa.timestamp("us")), ("day", pa.date32()),
-        ("raw", pa.binary()),
+        ("raw", pa.binary()), pa.field("d", pa.float64(), False), ("f", pa.float32()),
+        ("ds", pa.list_(pa.float64())), ("dm", pa.map_(pa.string(), pa.float32())),
     ])  # fmt: skip
     codec = make_codec(FMT, "value.format", {"url": "http://registry:8081"}, CodecContext(role="value"))
     written = json_schema(schema, "value")
     row = {"id": 1, "name": "a", "ok": True, "price": Decimal("1.25"), "tags": ["x", None], "attrs": {"k": 1},
            "ship": {"city": "Bern"}, "at": dt.datetime(2024, 5, 6, 7, 8, 9), "day": dt.date(2024, 5, 6),
-           "raw": b"\0"}  # fmt: skip
-    batch = pa.RecordBatch.from_pylist([row, {"id": 2}], schema=schema)
-    for text in codec.json.encoder(schema).encode(batch):
+           "raw": b"\0", "d": math.nan, "f": -math.inf, "ds": [math.inf, -0.0, None],
+           "dm": {"k": math.nan}}  # fmt: skip
+    batch = pa.RecordBatch.from_pylist([row, {"id": 2, "d": 1e300, "f": None}], schema=schema)
+    texts = codec.json.encoder(schema).encode(batch)
+    assert b'"d":"NaN"' in texts[0] and b'"ds":["Infinity",-0.0,null]' in texts[0]
+    for text in texts:
         jsonschema.validate(json.loads(text), written)
-    for wrong in ({"name": "a"}, {"id": "1"}, {"id": 1, "ok": "yes"}, {"id": 1, "tags": [1]}, {"id": 1, "ship": 3}):
+    for wrong in ({"name": "a"}, {"id": "1"}, {"id": 1, "ok": "yes"}, {"id": 1, "tags": [1]}, {"id": 1, "ship": 3},
+                  {"id": 1, "d": "nan"}, {"id": 1, "d": None}, {"id": 1, "d": 1, "ds": ["1.5"]}):  # fmt: skip
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(wrong, written)
 

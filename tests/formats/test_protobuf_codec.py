@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import shutil
+import sys
+import uuid
 from decimal import Decimal
 from pathlib import Path
 
@@ -148,6 +151,40 @@ def test_a_generated_python_module_defines_the_message_type():
     assert fmt.inferred_schema() == pa.schema([("seconds", pa.int64()), ("nanos", pa.int32())])
     payload = timestamp_pb2.Timestamp(seconds=-3, nanos=7).SerializeToString()
     assert fmt.decoder(fmt.inferred_schema()).decode([payload]).batch.to_pylist() == [{"seconds": -3, "nanos": 7}]
+
+
+@pytest.mark.parametrize("in_a_worker", [True, False], ids=["spark-worker", "elsewhere"])
+def test_a_generated_module_shipped_as_a_zip_imports_in_a_spark_worker(tmp_path, monkeypatch, in_a_worker):
+    """What the source's planning process and its tasks meet when addPyFile shipped a zip after the source was
+    registered: the zip is in SparkFiles' folder but not on sys.path (formats/user_modules.py). Outside a Spark
+    worker, nothing is looked for, and the error says where the module must be importable."""
+    from pyspark import SparkFiles
+
+    from integration.protobuf_golden import protoc
+
+    name = f"shipped{uuid.uuid4().hex[:8]}"
+    (tmp_path / "proto" / name).mkdir(parents=True)
+    (tmp_path / "proto" / name / "ping.proto").write_text(f'syntax = "proto3";\npackage {name};\nmessage Ping {{}}\n')
+    (tmp_path / "generated").mkdir()
+    protoc(
+        tmp_path / "proto", [tmp_path / "proto" / name / "ping.proto"], tmp_path / "ping.desc", tmp_path / "generated"
+    )
+    root = tmp_path / "spark-files"
+    root.mkdir()
+    shutil.make_archive(str(root / name), "zip", tmp_path / "generated")
+    (root / "kafka-clients.jar").write_bytes(b"PK")  # an executor's folder holds jars too: never put on sys.path
+    monkeypatch.setattr(SparkFiles, "_root_directory", str(root))
+    monkeypatch.setattr(SparkFiles, "_is_running_on_worker", in_a_worker)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    given = {"message-class-name": f"{name}.Ping", "python-module": f"{name}.ping_pb2"}
+
+    if not in_a_worker:
+        with pytest.raises(FormatOptionError, match="importable on the driver, in the data source's planning process"):
+            make_codec("protobuf", "value.format", given, CONTEXT)
+        return
+    fmt = make_codec("protobuf", "value.format", given, CONTEXT)
+    assert fmt.message.descriptor.full_name == f"{name}.Ping"
+    assert str(root / f"{name}.zip") in sys.path and str(root / "kafka-clients.jar") not in sys.path
 
 
 def test_rows_written_read_back_the_same_through_every_type_of_field():
