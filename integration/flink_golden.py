@@ -168,17 +168,28 @@ class FlinkSession:
     """integration/flink/golden_job.py in the Flink venv, one JSON request per line, each answer awaited with a
     timeout; its own process group, ended by pid when done."""
 
-    def __init__(self, python: Path, jars: list[Path], workdir: Path, timeout: float = 240) -> None:
+    def __init__(
+        self,
+        python: Path,
+        jars: list[Path],
+        workdir: Path,
+        timeout: float = 240,
+        job: Path = JOB,
+        settings: dict[str, Any] | None = None,
+    ) -> None:
+        """`job`: the script the Flink venv runs (another one speaks the same protocol: flink/bench_job.py), given a
+        config file of the jars and `settings`."""
         self.workdir = workdir
-        config = workdir / "golden_job.json"
-        config.write_text(json.dumps({"jars": [str(j) for j in jars], "canonical": str(CANONICAL)}))
+        config = workdir / f"{job.stem}.json"
+        settings = {"canonical": str(CANONICAL)} if settings is None else settings
+        config.write_text(json.dumps({"jars": [str(j) for j in jars], **settings}))
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "VIRTUAL_ENV", "SPARK_"))}
         env["PATH"] = f"{python.parent}{os.pathsep}{env.get('PATH', '')}"
         env["TZ"] = "UTC"
         self.log_path = workdir / "flink-job.log"
         self._log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
-            [str(python), str(JOB), str(config)],
+            [str(python), str(job), str(config)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log,

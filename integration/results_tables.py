@@ -204,9 +204,12 @@ def formats_table() -> str:
 
 
 def tables_table() -> str:
-    """Tables in streams (integration/bench_tables.py): each step next to the plain changelog read of the same run."""
+    """Tables in streams (integration/bench_tables.py): each step next to the plain changelog read of the same run;
+    with Flink's side when the run had it (Flink 2.2.1's own queries on the same topics, interleaved)."""
     figures = _load("benchmark-tables.json")
     run, keys = figures["run"], figures["keys"]
+    if "steps" in figures.get("flink", {}):
+        return _tables_side_by_side(figures)
     rows = []
     for step, f in figures["steps"].items():
         state = f["state"]
@@ -216,6 +219,33 @@ def tables_table() -> str:
     return (
         f"Run of {run['when']} ({run['machine']}, local[2]): {keys:,} keys, one record each, median of "
         f"{figures['repeat']} (`integration/results/benchmark-tables.json`):\n\n" + _table(header, rows)
+    )
+
+
+def _tables_side_by_side(figures: dict) -> str:
+    run, keys, flink = figures["run"], figures["keys"], figures["flink"]
+    slope = figures.get("slope", {})
+
+    def cells(f: dict, own_slope: float | None) -> list[str]:
+        own = "-" if f["own_us_per_record"] is None else f"{f['own_us_per_record']:.1f}"
+        if own_slope is not None:
+            own += f" ({own_slope:.1f})"
+        per_key = "-" if f["bytes_per_key"] is None else f"{f['bytes_per_key']:.0f}"
+        return [f"{f['median_s']:.1f} s", _num(f["records_per_s"]), _ratio(f["ratio_to_read"]), own, per_key]
+
+    rows = []
+    for step, f in figures["steps"].items():
+        ours = slope.get("spark", {}).get(step, {}).get("own_us_per_record")
+        theirs = slope.get("flink", {}).get(step, {}).get("own_us_per_record")
+        peer = flink["steps"][step]
+        rows.append([step, *cells(f, ours), *cells(peer, theirs), _ratio(f["records_per_s"] / peer["records_per_s"])])
+    side = ["wall", "records/s", "x read", "own us/record", "state B/key"]
+    header = ["step", *(f"Spark {h}" for h in side), *(f"Flink {h}" for h in side), "Spark/Flink records/s"]
+    small = f", and {figures['small']['keys']:,} keys for the slope (in brackets)" if "small" in figures else ""
+    return (
+        f"Run of {run['when']} ({run['machine']}): Spark local[2] and Flink {flink['settings']['version']} "
+        f"(parallelism {flink['settings']['parallelism']}) side by side, {keys:,} keys, one record each{small}; "
+        f"median of {figures['repeat']} (`integration/results/benchmark-tables.json`):\n\n" + _table(header, rows)
     )
 
 

@@ -395,7 +395,12 @@ class Session:
 def main() -> int:
     with open(sys.argv[1]) as f:
         config = json.load(f)
-    session = Session(config["jars"], config["canonical"])
+    return serve(Session(config["jars"], config["canonical"]))
+
+
+def serve(session: Any) -> int:
+    """The protocol with integration/flink_golden.py: one JSON request a line in, `MARK` + one JSON answer a line out
+    (bench_job.py serves its own session the same way)."""
     print(MARK + json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         if not line.strip():
