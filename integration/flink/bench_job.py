@@ -37,7 +37,10 @@ import time
 import urllib.request
 from typing import Any
 
-from golden_job import serve  # the same protocol as the golden job's (run from this folder: its sys.path[0])
+from golden_job import (  # the same protocol as the golden job's (run from this folder: its sys.path[0])
+    serve,
+    table_settings,
+)
 from pyflink.common import Configuration
 from pyflink.datastream import StreamExecutionEnvironment
 from pyflink.table import ExplainDetail, StreamTableEnvironment
@@ -72,17 +75,8 @@ class Session:
         self.env = StreamExecutionEnvironment.get_execution_environment(conf)
         self.tenv = StreamTableEnvironment.create(self.env)
 
-    @contextlib.contextmanager
     def _config(self, config: dict[str, str] | None) -> Any:
-        j_conf = self.tenv.get_config()._j_table_config.getConfiguration()
-        before = {k: j_conf.toMap().get(k) for k in (config or {})}
-        try:
-            for key, value in (config or {}).items():
-                self.tenv.get_config().set(key, value)
-            yield
-        finally:
-            for key, value in before.items():
-                self.tenv.get_config().set(key, CONFIG_DEFAULTS[key] if value is None else value)
+        return table_settings(self.tenv, config, CONFIG_DEFAULTS)
 
     def op_sql(self, req: dict[str, Any]) -> dict[str, Any]:
         for stmt in req["statements"]:

@@ -294,23 +294,8 @@ class Session:
             with contextlib.suppress(Exception):
                 client.get().cancel().get()
 
-    @contextlib.contextmanager
     def _config(self, config: dict[str, str] | None) -> Any:
-        """Table settings for one request, each put back afterwards: to its value before, or to Flink's default (in
-        CONFIG_DEFAULTS), set explicitly. Removing the key is not enough: running a job copies the table settings into
-        the execution environment's configuration (StreamExecutionEnvironment.configure), where they would stay."""
-        j_conf = self.tenv.get_config()._j_table_config.getConfiguration()
-        before = {k: j_conf.toMap().get(k) for k in (config or {})}
-        for key, value in before.items():
-            if value is None and key not in CONFIG_DEFAULTS:
-                raise ValueError(f"no default known for {key}: add it to CONFIG_DEFAULTS")
-        try:
-            for key, value in (config or {}).items():
-                self.tenv.get_config().set(key, value)
-            yield
-        finally:
-            for key, value in before.items():
-                self.tenv.get_config().set(key, CONFIG_DEFAULTS[key] if value is None else value)
+        return table_settings(self.tenv, config, CONFIG_DEFAULTS)
 
     def _columns(self, j_table: Any) -> list[dict[str, str]]:
         out = []
@@ -390,6 +375,26 @@ class Session:
         logical = jvm.org.apache.flink.table.types.logical.utils.LogicalTypeParser.parse(req["type"], loader)
         converter = jvm.org.apache.flink.formats.avro.typeutils.AvroSchemaConverter
         return {"schema": json.loads(converter.convertToSchema(logical, bool(req["legacy"])).toString())}
+
+
+@contextlib.contextmanager
+def table_settings(tenv: Any, config: dict[str, str] | None, defaults: dict[str, str]) -> Any:
+    """Table settings for one request, each put back afterwards: to its value before, or to Flink's default (in
+    `defaults`), set explicitly. Removing the key is not enough: running a job copies the table settings into the
+    execution environment's configuration (StreamExecutionEnvironment.configure), where they would stay. Shared with
+    bench_job.py."""
+    j_conf = tenv.get_config()._j_table_config.getConfiguration()
+    before = {k: j_conf.toMap().get(k) for k in (config or {})}
+    for key, value in before.items():
+        if value is None and key not in defaults:
+            raise ValueError(f"no default known for {key}: add it to the job's CONFIG_DEFAULTS")
+    try:
+        for key, value in (config or {}).items():
+            tenv.get_config().set(key, value)
+        yield
+    finally:
+        for key, value in before.items():
+            tenv.get_config().set(key, defaults[key] if value is None else value)
 
 
 def main() -> int:

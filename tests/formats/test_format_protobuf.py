@@ -5,7 +5,6 @@ do not parse) failing the read with the record's place, or skipped with ignore-p
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
 import uuid
 from decimal import Decimal
@@ -16,11 +15,12 @@ import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
+from google.protobuf import descriptor_pb2
 from pyspark_upsert_kafka.formats import CodecContext, FormatOptionError, make_codec
 from pyspark_upsert_kafka.formats.protobuf_schema import message_class, pool_of
 
 from tests.support.kafka_io import consume_all, produce
+from tests.support.registry_fixtures import registered_class
 
 DESCRIPTOR_FILE = str(Path(__file__).parent / "golden" / "protobuf" / "shop.desc")
 ORDER_COLUMNS = (
@@ -133,16 +133,7 @@ def test_a_table_without_a_message_type_writes_a_derived_message_that_confluents
 
     client = SchemaRegistryClient({"url": registry_url, "timeout": 20})
 
-    def registered_class(subject: str) -> type:
-        file = descriptor_pb2.FileDescriptorProto.FromString(
-            base64.b64decode(client.get_latest_version(subject).schema.schema_str)
-        )
-        pool = descriptor_pool.DescriptorPool()
-        pool.AddSerializedFile(timestamp_pb2.DESCRIPTOR.serialized_pb)
-        pool.Add(file)
-        return message_factory.GetMessageClass(pool.FindMessageTypeByName("Row"))
-
-    key_class, value_class = registered_class(f"{topic}-key"), registered_class(f"{topic}-value")
+    key_class, value_class = registered_class(client, f"{topic}-key"), registered_class(client, f"{topic}-value")
     records = consume_all(bootstrap, topic)
     keys = ProtobufDeserializer(key_class, {"use.deprecated.format": False})
     values = ProtobufDeserializer(value_class, {"use.deprecated.format": False})

@@ -19,10 +19,10 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
 
 from tests.formats.test_format_avro_confluent import confluent_client
 from tests.support.kafka_io import consume_all
+from tests.support.registry_fixtures import registered_class
 from tests.support.write_helpers import write
 
 UTC = dt.timezone.utc
@@ -136,17 +136,6 @@ def proto_dict(message: Any) -> dict[str, Any]:
         else:
             out[field.name] = value
     return out
-
-
-def registered_class(client: Any, subject: str) -> type:
-    """The message type a subject's latest schema defines (its first message, `Row`)."""
-    file = descriptor_pb2.FileDescriptorProto.FromString(
-        base64.b64decode(client.get_latest_version(subject).schema.schema_str)
-    )
-    pool = descriptor_pool.DescriptorPool()
-    pool.AddSerializedFile(timestamp_pb2.DESCRIPTOR.serialized_pb)
-    pool.Add(file)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName("Row"))
 
 
 def proto_expected(row: dict) -> dict:

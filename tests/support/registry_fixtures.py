@@ -199,3 +199,19 @@ def tls_files(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
         client_pem=str(d / "client-bundle.pem"),
         key_password="key-s3cret",
     )
+
+
+def registered_class(client, subject: str) -> type:
+    """The message type a protobuf-confluent subject's latest schema defines (its message `Row`), as a Confluent
+    deserializer's reader would build it."""
+    import base64
+
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
+
+    file = descriptor_pb2.FileDescriptorProto.FromString(
+        base64.b64decode(client.get_latest_version(subject).schema.schema_str)
+    )
+    pool = descriptor_pool.DescriptorPool()
+    pool.AddSerializedFile(timestamp_pb2.DESCRIPTOR.serialized_pb)
+    pool.Add(file)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("Row"))
