@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # the names for type checkers; at run time __getattr__ import
         UpsertKafkaError,
         WriteTaskError,
     )
-    from .flink_ddl import FlinkTable, flink_table  # noqa: F401
+    from .flink.ddl import FlinkTable, flink_table  # noqa: F401
     from .foreach_batch import upsert_writer  # noqa: F401
     from .formats import Codec, CodecContext, ColumnTypes, Decoded, Decoder, Encoder, FormatOptionError, register_codec  # noqa: F401
     from .mirror import delta_mirror, mirror_to_delta  # noqa: F401
@@ -55,8 +55,8 @@ _HOMES = {
     "TopicError": ".errors",
     "UpsertKafkaError": ".errors",
     "WriteTaskError": ".errors",
-    "FlinkTable": ".flink_ddl",
-    "flink_table": ".flink_ddl",
+    "FlinkTable": ".flink.ddl",
+    "flink_table": ".flink.ddl",
     "upsert_writer": ".foreach_batch",
     "Codec": ".formats",
     "CodecContext": ".formats",

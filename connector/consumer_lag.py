@@ -18,10 +18,10 @@ from confluent_kafka.admin import OffsetSpec
 from pyspark.sql import DataFrame, SparkSession
 
 from . import spark_internals
-from .brokers import Brokers
 from .errors import OptionError
+from .kafka.brokers import Brokers
+from .kafka.spec import parse_kafka_spec
 from .options.canonical import canonical_options
-from .options.kafka_client import parse_kafka_spec
 from .read.offsets import Offsets, StreamOffset
 from .read.planner import Partitions, lookup_partitions
 from .read.spec import parse_read_topics

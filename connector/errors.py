@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-# Defined under formats/ (which may not import the connector), so that a format's option error is an OptionError.
-from .formats.errors import FormatOptionError as FormatOptionError
-from .formats.errors import OptionError as OptionError
-from .formats.errors import UpsertKafkaError as UpsertKafkaError
-from .formats.option_kinds import did_you_mean as did_you_mean
+# Defined in the kernel (the formats import nothing else of the connector), so that a format's option error is an
+# OptionError.
+from .kernel.errors import FormatOptionError as FormatOptionError
+from .kernel.errors import OptionError as OptionError
+from .kernel.errors import UpsertKafkaError as UpsertKafkaError
+from .kernel.option_kinds import did_you_mean as did_you_mean
 
 
 class KafkaClientError(UpsertKafkaError):

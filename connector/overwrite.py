@@ -6,11 +6,11 @@ compared as bytes, as Kafka's compaction compares them: a key written by another
 encoding of the same fields is a different key. The tombstones go out at-least-once (writing one twice is
 harmless: the key is absent either way).
 
-Memory: the live keys are found one partition at a time by the table reader's reducer (read/latest_per_key.py: the
-latest record per key in Arrow, spilled to local disk beyond scan.table.memory-budget), so the driver never
-holds every key of the topic. What it does hold: the keys the tasks wrote, which reach the commit in the tasks'
-messages all at once (kept as Arrow arrays, deduplicated per topic, not as a Python set), and while a block of
-live keys is compared with them, Arrow's hash set of them.
+Memory: the live keys are found one partition at a time by the table reader's reducer (read/live_keys.py, through
+read/latest_per_key.py: the latest record per key in Arrow, spilled to local disk beyond scan.table.memory-budget),
+so the driver never holds every key of the topic. What it does hold: the keys the tasks wrote, which reach the
+commit in the tasks' messages all at once (kept as Arrow arrays, deduplicated per topic, not as a Python set), and
+while a block of live keys is compared with them, Arrow's hash set of them.
 
 Here, above read/ and write/: it reads the topic the way a table read does and writes tombstones the way the
 writer does.
@@ -23,14 +23,10 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from confluent_kafka.admin import OffsetSpec
 from pyspark.sql.datasource import WriterCommitMessage
 
-from .brokers import Brokers
-from .options.kafka_client import KafkaSpec
-from .read.fetch import CHUNK_RECORDS, Records, fetch_range
-from .read.latest_per_key import KEY, OFFSET, VALUE, LatestPerKey
-from .read.offsets import PartitionRange, ranges_between
+from .kafka.spec import KafkaSpec
+from .read.live_keys import KEYS_PER_ARRAY, live_keys
 from .write.plan import WritePlan
 from .write.producer import Sender
 from .write.sink import UpsertKafkaWriter
@@ -86,59 +82,20 @@ def written_keys(single_topic: str | None, results: list[WriteResult]) -> dict[s
 
 def missing_keys(kafka: KafkaSpec, topic: str, written: pa.Array | None, budget: int) -> Iterator[list[bytes]]:
     """The keys of `topic` whose latest record carries a value, as read_committed sees it now, less `written`:
-    in blocks. Each partition's keys are reduced on their own (offsets of two partitions do not say which record
-    is later), and the live keys of consecutive partitions share a block: a topic of many small partitions costs
-    a comparison per block, not one per partition."""
-    brokers = Brokers(kafka)
-    partitions = brokers.topic_partitions(topic)
-    start = brokers.list_offsets({topic: partitions}, OffsetSpec.earliest)
-    end = brokers.list_offsets({topic: partitions}, OffsetSpec.latest)
+    in blocks. The live keys come partition after partition (read.live_keys), and those of consecutive partitions
+    share a block: a topic of many small partitions costs a comparison per block, not one per partition."""
     # Live keys are compared with the written ones in blocks at least as long as those: each comparison builds
     # a hash set of the written keys, so the work stays linear.
-    block_rows = max(CHUNK_RECORDS, 0 if written is None else len(written))
+    block_rows = max(KEYS_PER_ARRAY, 0 if written is None else len(written))
     block: list[pa.Array] = []
     rows = 0
-    for rng in ranges_between(start, end):  # partitions holding no record are not read
-        for live in _live_keys(kafka, rng, budget):
-            block.append(live)
-            rows += len(live)
-            if rows >= block_rows:
-                yield from _unwritten(block, written)
-                block, rows = [], 0
+    for live in live_keys(kafka, topic, budget):
+        block.append(live)
+        rows += len(live)
+        if rows >= block_rows:
+            yield from _unwritten(block, written)
+            block, rows = [], 0
     yield from _unwritten(block, written)
-
-
-def _live_keys(kafka: KafkaSpec, rng: PartitionRange, budget: int) -> Iterator[pa.Array]:
-    """The keys of one partition range whose latest record there carries a value."""
-    reducer = LatestPerKey(budget)  # no identify: keys are their bytes
-    try:
-        for chunk in fetch_range(kafka, rng):
-            reducer.add(_key_table(chunk))
-        for live in reducer.results(keep_deletes=False, rows=CHUNK_RECORDS):
-            yield live[KEY].combine_chunks()
-        if reducer.spilled:
-            log.info(
-                "upsert-kafka: overwrite: the live keys of %s outgrew a quarter of scan.table.memory-budget: "
-                "spilled %d run(s) to local disk",
-                rng,
-                reducer.runs,
-            )
-    finally:
-        reducer.close()
-
-
-def _key_table(chunk: Records) -> pa.Table:
-    """Keys, offsets and whether each record has a value (the values themselves are not needed)."""
-    keys = pa.array(chunk.keys, pa.binary())
-    present = pc.is_valid(pa.array(chunk.values, pa.binary()))
-    table = pa.table(
-        {
-            KEY: keys,
-            VALUE: pc.if_else(present, pa.scalar(True), pa.scalar(None, pa.bool_())),
-            OFFSET: pa.array(chunk.offsets, pa.int64()),
-        }
-    )
-    return table.filter(pc.is_valid(keys)) if keys.null_count else table
 
 
 def _unwritten(block: list[pa.Array], written: pa.Array | None) -> Iterator[list[bytes]]:

@@ -18,9 +18,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-# Texts' redaction lives with the formats (the schema registry's errors need it), re-exported here.
-from .formats.redaction import REDACTED, strip_url_credentials
-from .formats.redaction import redact as redact
+# Texts' redaction lives in the kernel (the schema registry's errors need it too), re-exported here.
+from .kernel.redaction import REDACTED, strip_url_credentials
+from .kernel.redaction import redact as redact
 
 # Parts of an option name that make its value a secret, whatever comes before them (`properties.`, `kafka.`,
 # `key.avro-confluent.`...): librdkafka's passwords, PEM keys, OAuth secrets and configs; the registry's

@@ -1,6 +1,6 @@
 """Key/value formats (codecs) for upsert-kafka: bytes <-> Arrow, per batch."""
 
-from .change_kind import ChangeKind
+from ..kernel.change_kind import ChangeKind
 from .codec import (
     SPARK_TYPES,
     ChangelogCodec,

@@ -14,8 +14,8 @@ from typing import ClassVar, SupportsIndex, TypeVar
 
 import pyarrow as pa
 
-from .errors import FormatOptionError
-from .option_kinds import FORMAT, Flag, Option, OptionValues, Text, parse_values
+from ..kernel.errors import FormatOptionError
+from ..kernel.option_kinds import FORMAT, Flag, Option, OptionValues, Text, parse_values
 from .user_modules import ShippedArchives
 
 #: Flink's option of every format, parsed by Codec itself.

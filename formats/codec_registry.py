@@ -11,17 +11,18 @@ from .user_modules import import_user_module
 
 ENTRY_POINT_GROUP = "pyspark_upsert_kafka.formats"
 
-# Imported when first asked for: every Python worker Spark starts imports this package, and most use one or two
-# formats (all of them at once cost a worker about 0.2 s: confluent-kafka's registry client, fastavro, protobuf).
+# Each format's class by its module under formats/ (a family's `package.module:Class`), imported when first asked
+# for: every Python worker Spark starts imports this package, and most use one or two formats (all of them at once
+# cost a worker about 0.2 s: confluent-kafka's registry client, fastavro, protobuf).
 _BUILT_IN: dict[str, str] = {
-    "json": "json_codec:JsonCodec",
-    "csv": "csv_codec:CsvCodec",
+    "json": "json.codec:JsonCodec",
+    "csv": "csv.codec:CsvCodec",
     "raw": "raw_codec:RawCodec",
-    "avro": "avro_codec:AvroCodec",
-    "avro-confluent": "avro_confluent_codec:AvroConfluentCodec",
-    "json-confluent": "json_confluent_codec:JsonConfluentCodec",
-    "protobuf": "protobuf_codec:ProtobufCodec",
-    "protobuf-confluent": "protobuf_confluent_codec:ProtobufConfluentCodec",
+    "avro": "avro.codec:AvroCodec",
+    "avro-confluent": "avro.confluent_codec:AvroConfluentCodec",
+    "json-confluent": "json.confluent_codec:JsonConfluentCodec",
+    "protobuf": "protobuf.codec:ProtobufCodec",
+    "protobuf-confluent": "protobuf.confluent_codec:ProtobufConfluentCodec",
     "debezium-json": "cdc:DebeziumJsonCodec",
     "canal-json": "cdc:CanalJsonCodec",
     "maxwell-json": "cdc:MaxwellJsonCodec",

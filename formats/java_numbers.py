@@ -37,7 +37,7 @@ def float_texts(column: pa.Array, quote_non_finite: bool) -> pa.Array:
 
 def float_text_parts(column: pa.Array, quote_non_finite: bool) -> tuple[pa.Array, ...]:
     """float_texts as string columns to concatenate element-wise (nulls: null in each): a caller that joins
-    columns anyway (formats/json_vector.py) saves building one more string column."""
+    columns anyway (formats/json/vector.py) saves building one more string column."""
     column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     text = pc.cast(column, pa.string())
     magnitude = pc.abs(column)

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
+from ..kernel.option_kinds import FORMAT, Choice, Invalid, Kind, Option
 from .codec import (
     IGNORE_PARSE_ERRORS,
     Codec,
@@ -24,7 +25,6 @@ from .codec import (
     FormatOptionError,
     empty_batch,
 )
-from .option_kinds import FORMAT, Choice, Invalid, Kind, Option
 
 # Fixed-width types: (width in bytes, the `array` module's type code).
 _FIXED: dict[pa.DataType, tuple[int, str]] = {

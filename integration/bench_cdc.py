@@ -23,9 +23,9 @@ from collections.abc import Callable
 import orjson
 from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType
 from pyspark_upsert_kafka.formats import make_codec
-from pyspark_upsert_kafka.formats.json_values import json_bytes
+from pyspark_upsert_kafka.formats.json.values import json_bytes
 from pyspark_upsert_kafka.read.fetch import Records
-from pyspark_upsert_kafka.read.offsets import PartitionRange
+from pyspark_upsert_kafka.read.range_calculator import PartitionRange
 from pyspark_upsert_kafka.read.spec import parse_read_spec
 from pyspark_upsert_kafka.read.task import range_decoder
 

@@ -38,9 +38,9 @@ import pyarrow as pa
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 from google.protobuf import descriptor_pb2
 from pyspark_upsert_kafka.formats import CodecContext, make_codec
-from pyspark_upsert_kafka.formats.json_values import json_bytes
-from pyspark_upsert_kafka.formats.protobuf_derived import ROW, derived_message
-from pyspark_upsert_kafka.formats.protobuf_schema import message_class
+from pyspark_upsert_kafka.formats.json.values import json_bytes
+from pyspark_upsert_kafka.formats.protobuf.derived import ROW, derived_message
+from pyspark_upsert_kafka.formats.protobuf.schema import message_class
 
 from integration.bench_kafka import AVRO_VALUE_SCHEMA, row
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import orjson
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from pyspark_upsert_kafka.formats.json_values import json_bytes  # right-sized: a data set held in memory
+from pyspark_upsert_kafka.formats.json.values import json_bytes  # right-sized: a data set held in memory
 
 PARTITIONS = 4
 # Value columns (the key is {"id": ...}); about 150 bytes of JSON per value.

@@ -10,7 +10,7 @@ orders, order j (order_id j) of key j at the key's version time (`order_ms` = th
 its key's row. Each Spark query reads with Trigger.AvailableNow into Spark's `noop` sink, on a fresh checkpoint, on
 the RocksDB state store, local[2]:
 - read: the changelog alone; normalize: normalized_changelog on `id`; aggregate: that and aggregate_changelog per
-  `category` (97 groups: COUNT, SUM, AVG, MIN, MAX of `price`);
+  `category` (97 groups: COUNT, SUM, AVG, MIN, MAX of `price`); aggregate_keys: the same per `id` (a group a key);
 - join: temporal_join of the orders (event time `order_time` = timestamp_millis(order_ms)) with the topic's changelog
   as the versioned table (version time `update_time` = timestamp_millis(ts)), on `id`, LEFT, both watermarks 0 s:
   2 x `--keys` records read (the join's records/s and ratios count both topics).
@@ -45,7 +45,7 @@ from integration.benchmark import _infrastructure, bench_session
 
 RESULTS = Path(__file__).parent / "results" / "benchmark-tables.json"
 AGGREGATES = {"n": "COUNT(*)", "total": "SUM(price)", "avg": "AVG(price)", "low": "MIN(price)", "high": "MAX(price)"}
-STEPS = ("read", "normalize", "aggregate", "join")
+STEPS = ("read", "normalize", "aggregate", "aggregate_keys", "join")
 ORDER_DDL = "order_id BIGINT, id BIGINT, amount DOUBLE, order_ms BIGINT"
 BASE_MS = 1_790_000_000_000  # bench_kafka.row's ts of id 0
 NO_DELAY = "0 seconds"
@@ -57,7 +57,7 @@ def order(j: int) -> dict:
 
 
 def _produce_orders_share(args: tuple[str, str, int, int]) -> float:
-    from pyspark_upsert_kafka.formats.json_values import json_bytes
+    from pyspark_upsert_kafka.formats.json.values import json_bytes
 
     bootstrap, topic, n, i = args
     records = [(json_bytes({"order_id": j}), json_bytes(order(j))) for j in range(i, n, kb.PROCESSES)]
@@ -103,7 +103,10 @@ def _query(spark, bootstrap: str, topics: tuple[str, str], step: str):
         )
         return temporal_join(orders, versions, "id", stream_time="order_time", table_time="update_time", how="left")
     normalized = normalized_changelog(changes, "id")
-    return normalized if step == "normalize" else aggregate_changelog(normalized, "category", **AGGREGATES)
+    if step == "normalize":
+        return normalized
+    group = "id" if step == "aggregate_keys" else "category"
+    return aggregate_changelog(normalized.drop("offset"), group, **AGGREGATES)
 
 
 def _run(spark, bootstrap: str, topics: tuple[str, str], step: str) -> tuple[float, dict]:

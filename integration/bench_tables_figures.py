@@ -113,13 +113,13 @@ def show(results: dict[str, Any]) -> None:
     """The figures as a table on stdout."""
     flink = results.get("flink", {}).get("steps")
     print(f"\n{results['keys']:,} keys, median of {results['repeat']}")
-    header = f"{'step':10} {'spark s':>8} {'rec/s':>9} {'x read':>7} {'own us':>8} {'B/key':>6}"
+    header = f"{'step':14} {'spark s':>8} {'rec/s':>9} {'x read':>7} {'own us':>8} {'B/key':>6}"
     print(header + (f" | {'flink s':>8} {'rec/s':>9} {'x read':>7} {'own us':>8} {'B/key':>6}" if flink else ""))
     for step, s in results["steps"].items():
         line = _cells(s)
         if flink:
             line += " | " + _cells(flink[step])
-        print(f"{step:10} {line}")
+        print(f"{step:14} {line}")
     for who, steps in results.get("slope", {}).items():
         own = ", ".join(f"{st} {v['own_us_per_record']} us" for st, v in steps.items() if v["own_us_per_record"])
         print(f"slope {who}: read {steps['read']['us_per_record']} us/record (fixed {steps['read']['fixed_s']} s); "

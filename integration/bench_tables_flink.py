@@ -12,6 +12,7 @@ the job's start included, about 15-25 s here: hence the slope over two sizes in 
   is what puts it back (the keyed last-row state, a new key an INSERT; checked in the plan).
 - aggregate: `SELECT category, COUNT(*), SUM(price), AVG(price), MIN(price), MAX(price) ... GROUP BY category` over
   the upsert table (ChangelogNormalize then GroupAggregate with retractions, Flink's defaults: no mini-batch).
+- aggregate_keys: the same aggregates `GROUP BY id`: as many groups as keys (1 M at 1 M keys).
 - join: the orders topic (a 'kafka' json table, event time `order_time` = TO_TIMESTAMP_LTZ(order_ms, 3), watermark
   at it) `LEFT JOIN versions FOR SYSTEM_TIME AS OF o.order_time ON o.id = v.id`, `versions` the upsert table with
   event time `update_time` = TO_TIMESTAMP_LTZ(ts, 3) (TemporalJoin, checked in the plan).
@@ -29,7 +30,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from integration.flink_golden import FLINK_DIR, FLINK_VERSION, FlinkSession, ensure_flink_jars, ensure_flink_venv
+from integration.flink_session import FLINK_DIR, FLINK_VERSION, FlinkSession, ensure_flink_jars, ensure_flink_venv
 
 JOB = FLINK_DIR / "bench_job.py"
 PARALLELISM = 2
@@ -40,7 +41,7 @@ JOINED_COLUMNS = (
     "ts BIGINT, update_time TIMESTAMP_LTZ(3)"
 )
 AGGREGATED_COLUMNS = "category STRING, n BIGINT, total DOUBLE, avg_price DOUBLE, low DOUBLE, high DOUBLE"
-AGGREGATE = "SELECT category, COUNT(*), SUM(price), AVG(price), MIN(price), MAX(price) FROM {keyed} GROUP BY category"
+AGGREGATE = "SELECT {group}, COUNT(*), SUM(price), AVG(price), MIN(price), MAX(price) FROM {keyed} GROUP BY {group}"
 JOIN = (
     "SELECT o.order_id, o.id, o.amount, o.order_ms, o.order_time, v.name, v.category, v.price, v.quantity, v.ts, "
     "v.update_time FROM {orders} AS o LEFT JOIN {versions} FOR SYSTEM_TIME AS OF o.order_time AS v ON o.id = v.id"
@@ -53,7 +54,8 @@ STEPS: dict[str, tuple[str, dict[str, str], str]] = {
         {"table.exec.source.cdc-events-duplicate": "true"},
         "ChangelogNormalize",
     ),
-    "aggregate": (f"INSERT INTO sink_aggregated {AGGREGATE}", {}, "GroupAggregate"),
+    "aggregate": (f"INSERT INTO sink_aggregated {AGGREGATE}".replace("{group}", "category"), {}, "GroupAggregate"),
+    "aggregate_keys": (f"INSERT INTO sink_aggregated_keys {AGGREGATE}".replace("{group}", "id"), {}, "GroupAggregate"),
     "join": (f"INSERT INTO sink_joined {JOIN}", {}, "TemporalJoin"),
 }
 
@@ -95,6 +97,8 @@ def tables(suffix: str, bootstrap: str, table_topic: str, orders_topic: str, bou
 SINKS = [
     f"CREATE TABLE sink_rows ({VALUE_COLUMNS}) WITH ('connector' = 'blackhole')",
     f"CREATE TABLE sink_aggregated ({AGGREGATED_COLUMNS}) WITH ('connector' = 'blackhole')",
+    f"CREATE TABLE sink_aggregated_keys ({AGGREGATED_COLUMNS.replace('category STRING', 'id BIGINT')}) "
+    "WITH ('connector' = 'blackhole')",
     f"CREATE TABLE sink_joined ({JOINED_COLUMNS}) WITH ('connector' = 'blackhole')",
 ]
 

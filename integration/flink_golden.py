@@ -69,7 +69,8 @@ the event-time temporal join of Flink's docs (LEFT and inner) and Flink's error 
 files have no top-level "ddl" (tests/formats/test_flink_golden.py's cases are the files with one). They run last
 (some of their queries change a session setting for themselves, and put it back).
 
-Test/dev tooling only: the product never imports this module.
+The Flink session, the fetching of Flink and what every case shares are integration/flink_session.py's; the tables_*
+cases integration/flink_golden_tables.py's. Test/dev tooling only: the product never imports this module.
 """
 
 from __future__ import annotations
@@ -78,14 +79,9 @@ import contextlib
 import datetime as dt
 import io
 import json
-import os
-import queue
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -93,165 +89,33 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from integration.kafka import CACHE_DIR, KafkaBroker, _run, fetch_maven_jars
+from integration.flink_golden_tables import dump_tree, run_tables_case, table_cases
+from integration.flink_session import (
+    BASE_TS,
+    FLINK_VERSION,
+    ROOT,
+    FlinkJobError,
+    FlinkSession,
+    consume_all,
+    create_topic,
+    ensure_flink_jars,
+    ensure_flink_venv,
+    fold,
+    log,
+    micros,
+    q,
+    try_confluent_jars,
+)
+from integration.kafka import KafkaBroker
 from integration.registry import SchemaRegistryServer
 from tests.support.flink_golden import parse_type
 
-FLINK_VERSION = "2.2.1"
-ROOT = Path(__file__).resolve().parent.parent
-FLINK_DIR = ROOT / "integration" / "flink"
-JOB = FLINK_DIR / "golden_job.py"
-CANONICAL = ROOT / "tests" / "support" / "flink_golden.py"
 OUT = ROOT / "tests" / "formats" / "golden" / "flink"
-CACHE = CACHE_DIR / "flink"
-VENV = CACHE / f"venv-{FLINK_VERSION}"
-JARS = CACHE / f"jars-{FLINK_VERSION}"
-CONFLUENT_JARS = CACHE / f"confluent-jars-{FLINK_VERSION}"
 CONFLUENT_WRITER = "confluent-kafka AvroSerializer with Flink's derived schema"
-MARK = "@@golden@@ "
-BASE_TS = 1_704_067_200_000  # 2024-01-01T00:00:00Z: change n gets BASE_TS + n seconds as its Kafka timestamp
-
-
-def log(msg: str) -> None:
-    print(f"[flink_golden {time.strftime('%H:%M:%S')}] {msg}", flush=True)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Fetching Flink (first use only)
-
-
-def ensure_flink_venv() -> Path:
-    """The Flink venv's python, made with `pip install apache-flink==2.2.1` when absent."""
-    python, stamp = VENV / "bin" / "python", VENV / f".installed-apache-flink-{FLINK_VERSION}"
-    if stamp.is_file():
-        return python
-    log(f"installing apache-flink=={FLINK_VERSION} into {VENV} (first use: minutes)")
-    CACHE.mkdir(parents=True, exist_ok=True)
-    base = os.environ.get("FLINK_GOLDEN_PYTHON") or shutil.which("python3") or sys.executable
-    if not python.is_file():
-        _run([base, "-m", "venv", str(VENV)], "creating the Flink venv")
-    _run([str(python), "-m", "pip", "install", "-q", "--upgrade", "pip"], "pip upgrade in the Flink venv")
-    _run([str(python), "-m", "pip", "install", "-q", f"apache-flink=={FLINK_VERSION}"], "pip install apache-flink")
-    stamp.touch()
-    return python
-
-
-def ensure_flink_jars() -> list[Path]:
-    return sorted(fetch_maven_jars(FLINK_DIR / "pom.xml", JARS, "mvn fetching Flink's jars").glob("*.jar"))
-
-
-def try_confluent_jars() -> tuple[list[Path], str]:
-    """flink-avro-confluent-registry's jars, or [] and why not (Confluent's own Maven repository unreachable)."""
-    try:
-        jars = fetch_maven_jars(FLINK_DIR / "pom-confluent.xml", CONFLUENT_JARS, "mvn fetching avro-confluent's jars")
-        return sorted(jars.glob("*.jar")), "fetched"
-    except RuntimeError as e:
-        text = str(e)
-        for mark in ("Unknown host", "transfer failed", "Could not transfer", "ERROR"):
-            if mark in text:
-                start = text.index(mark)
-                return [], text[start : text.find("\n", start) if "\n" in text[start:] else None][:300]
-        return [], text.splitlines()[0][:300]
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# The PyFlink session (a child process of the Flink venv)
-
-
-class FlinkJobError(RuntimeError):
-    def __init__(self, answer: dict[str, Any]) -> None:
-        super().__init__(answer.get("error", "?"))
-        self.answer = answer
-
-
-class FlinkSession:
-    """integration/flink/golden_job.py in the Flink venv, one JSON request per line, each answer awaited with a
-    timeout; its own process group, ended by pid when done."""
-
-    def __init__(
-        self,
-        python: Path,
-        jars: list[Path],
-        workdir: Path,
-        timeout: float = 240,
-        job: Path = JOB,
-        settings: dict[str, Any] | None = None,
-    ) -> None:
-        """`job`: the script the Flink venv runs (another one speaks the same protocol: flink/bench_job.py), given a
-        config file of the jars and `settings`."""
-        self.workdir = workdir
-        config = workdir / f"{job.stem}.json"
-        settings = {"canonical": str(CANONICAL)} if settings is None else settings
-        config.write_text(json.dumps({"jars": [str(j) for j in jars], **settings}))
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "VIRTUAL_ENV", "SPARK_"))}
-        env["PATH"] = f"{python.parent}{os.pathsep}{env.get('PATH', '')}"
-        env["TZ"] = "UTC"
-        self.log_path = workdir / "flink-job.log"
-        self._log = self.log_path.open("ab")
-        self.proc = subprocess.Popen(
-            [str(python), str(job), str(config)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._log,
-            cwd=workdir,
-            env=env,
-            start_new_session=True,
-        )
-        self._answers: queue.Queue[dict[str, Any] | None] = queue.Queue()
-        threading.Thread(target=self._pump, daemon=True).start()
-        self._next(timeout)
-
-    def _pump(self) -> None:
-        assert self.proc.stdout is not None
-        for raw in self.proc.stdout:
-            line = raw.decode("utf-8", "replace")
-            if line.startswith(MARK):
-                self._answers.put(json.loads(line[len(MARK) :]))
-            else:
-                self._log.write(raw)
-                self._log.flush()
-        self._answers.put(None)
-
-    def _next(self, timeout: float) -> dict[str, Any]:
-        try:
-            answer = self._answers.get(timeout=timeout)
-        except queue.Empty:
-            raise TimeoutError(f"no answer from the Flink session in {timeout:.0f} s; log {self.log_path}") from None
-        if answer is None:
-            raise RuntimeError(f"the Flink session exited (code {self.proc.wait(10)}); log {self.log_path}")
-        return answer
-
-    def request(self, op: str, timeout: float = 180, **args: Any) -> dict[str, Any]:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write((json.dumps({"op": op, **args}) + "\n").encode())
-        self.proc.stdin.flush()
-        answer = self._next(timeout)
-        if "error" in answer:
-            raise FlinkJobError(answer)
-        return answer
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            assert self.proc.stdin is not None
-            self.proc.stdin.write(b'{"op": "quit"}\n')
-            self.proc.stdin.close()
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)  # the group of the session we started (python + its JVM)
-            self.proc.wait(10)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)  # a JVM left behind by a python that exited
-        self._log.close()
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Cases
-
-
-def q(name: str) -> str:
-    return "`" + name + "`"
 
 
 @dataclass
@@ -306,12 +170,6 @@ class Case:
                 row["kafka_headers"] = [["change", format(n, "02x")], ["source", "666c696e6b"]]
             out.append({"kind": change["kind"], "row": row})
         return out
-
-
-def _micros(text: str) -> int:
-    """Epoch microseconds of a UTC wall clock 'YYYY-MM-DDTHH:MM:SS.ffffff'."""
-    wall = dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%f")
-    return (wall - dt.datetime(1970, 1, 1)) // dt.timedelta(microseconds=1)
 
 
 # Value columns of the type matrix, the candidates: each format keeps those Flink accepts for it.
@@ -380,8 +238,8 @@ _MATRIX_VALUES: dict[str, tuple[Any, ...]] = {
                "1970-01-01", "2038-01-19"),
     "c_timestamp_3": _TS3,
     "c_timestamp_6": _TS6,
-    "c_timestamp_ltz_3": tuple(None if v is None else _micros(v) for v in _TS3),
-    "c_timestamp_ltz_6": tuple(None if v is None else _micros(v) for v in _TS6),
+    "c_timestamp_ltz_3": tuple(None if v is None else micros(v) for v in _TS3),
+    "c_timestamp_ltz_6": tuple(None if v is None else micros(v) for v in _TS6),
     "c_row": ({"x": 1, "y": "a"}, {"x": 2147483647, "y": ""}, {"x": -2147483648, "y": None}, None, None,
               {"x": 0, "y": "ü"}, {"x": -1, "y": "g"}, {"x": 2, "y": "a2"}, {"x": 3, "y": None}),
     "c_array_int": ([1, 2, 3], [], [None, -2147483648], None, None, [2147483647], [0, 0], [4], [5, None]),
@@ -636,55 +494,6 @@ def all_cases(confluent: bool) -> list[Case]:
 # Running a case
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    config = {"retention.ms": "-1", "message.timestamp.type": "CreateTime"}
-    admin.create_topics([NewTopic(topic, partitions, 1, config=config)])[topic].result(30)
-    deadline = time.monotonic() + 30
-    while len(getattr(admin.list_topics(timeout=10).topics.get(topic), "partitions", None) or {}) < partitions:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"topic {topic} did not appear")
-        time.sleep(0.1)
-
-
-def consume_all(bootstrap: str, topic: str, partitions: int, timeout: float = 60) -> list[dict[str, Any]]:
-    """Every record of the topic, in offset order per partition (partition order first)."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "flink-golden", "enable.auto.commit": False}
-        | {"enable.partition.eof": False, "isolation.level": "read_committed"}
-    )
-    try:
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)}
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions) if ends[p] > 0])
-        got: dict[int, list[dict[str, Any]]] = {p: [] for p in range(partitions)}
-        deadline = time.monotonic() + timeout
-        while any((got[p][-1]["offset"] + 1 if got[p] else 0) < ends[p] for p in range(partitions)):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"reading {topic}: got {[len(v) for v in got.values()]} of {ends}")
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                raise RuntimeError(f"reading {topic}: {msg.error()}")
-            got[msg.partition()].append(
-                {
-                    "partition": msg.partition(),
-                    "offset": msg.offset(),
-                    "key": None if msg.key() is None else msg.key().hex(),
-                    "value": None if msg.value() is None else msg.value().hex(),
-                    "timestamp": msg.timestamp()[1],
-                    "headers": [[k, (v or b"").hex()] for k, v in (msg.headers() or [])],
-                }
-            )
-        return [r for p in range(partitions) for r in got[p]]
-    finally:
-        consumer.close()
-
-
 def diff_note(expected: list[dict[str, Any]], table: list[dict[str, Any]], key: list[str]) -> str:
     """Where Flink's table differs from the changes folded by key (what a lossless round trip would give)."""
     want = {tuple(r[c] for c in key): r for r in expected}
@@ -702,18 +511,6 @@ def diff_note(expected: list[dict[str, Any]], table: list[dict[str, Any]], key: 
     if columns:
         parts.append("columns whose values differ: " + ", ".join(f"{c} ({n} rows)" for c, n in sorted(columns.items())))
     return "table differs from the changes folded by key: " + "; ".join(parts)
-
-
-def fold(rows: list[dict[str, Any]], key: list[str]) -> list[dict[str, Any]]:
-    """A changelog folded into the final table, sorted by the key."""
-    table: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for change in rows:
-        k = tuple(change["row"][c] for c in key)
-        if change["kind"] in ("+I", "+U"):
-            table[k] = change["row"]
-        else:
-            table.pop(k, None)
-    return [table[k] for k in sorted(table, key=lambda k: tuple((v is not None, v) for v in k))]
 
 
 class Runner:
@@ -895,8 +692,8 @@ def to_avro_python(value: Any, flink_type: str | Any) -> Any:
         tm = dt.time.fromisoformat(value)
         return ((tm.hour * 60 + tm.minute) * 60 + tm.second) * 1000 + tm.microsecond // 1000
     if r == "TIMESTAMP":
-        micros = _micros(value)
-        return micros // 1000 if (t.precision or 6) <= 3 else micros
+        epoch_us = micros(value)
+        return epoch_us // 1000 if (t.precision or 6) <= 3 else epoch_us
     if r == "TIMESTAMP_LTZ":
         return value // 1000 if (t.precision or 6) <= 3 else value
     if r == "ARRAY":
@@ -1019,10 +816,6 @@ def servers() -> Iterator[tuple[str, str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    # flink_golden_tables imports this module: run as __main__, it must find this instance (one FlinkJobError class)
-    sys.modules.setdefault("integration.flink_golden", sys.modules[__name__])
-    from integration.flink_golden_tables import dump_tree, run_tables_case, table_cases
-
     args = sys.argv[1:] if argv is None else argv
     if {"-h", "--help"} & set(args):
         print(__doc__)

@@ -41,16 +41,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from integration.flink_golden import (
+from integration.flink_session import (
     BASE_TS,
     FLINK_VERSION,
     FlinkJobError,
     FlinkSession,
-    _micros,
     consume_all,
     create_topic,
     fold,
     log,
+    micros,
     q,
 )
 
@@ -268,7 +268,7 @@ JOIN_CONFIG = {"pipeline.auto-watermark-interval": "1 h"}
 def _at(clock: str) -> tuple[str, int]:
     """A TIMESTAMP(3) canonical value on DAY and its instant in epoch ms (UTC)."""
     text = f"{DAY}T{clock}" + ("" if "." in clock else ".000") + "000"
-    return text, _micros(text) // 1000
+    return text, micros(text) // 1000
 
 
 def temporal_join_case() -> TablesCase:
@@ -366,7 +366,7 @@ def as_of_notes(doc: dict[str, Any]) -> list[str]:
         got = {r["row"]["order_id"]: r["row"]["conversion_rate"] for r in query["rows"]}
         for change in writes["orders_writer"]:
             order = change["row"]
-            at = _micros(order["order_time"])
+            at = micros(order["order_time"])
             valid = [rate for ts, rate in versions.get(order["currency"], []) if ts <= at]
             want = valid[-1] if valid else None
             inner = "LEFT" not in query["statement"]

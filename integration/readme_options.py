@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pyspark_upsert_kafka.formats import codec_class
-from pyspark_upsert_kafka.formats.option_kinds import Option
+from pyspark_upsert_kafka.kernel.option_kinds import Option
 from pyspark_upsert_kafka.options.catalog import OPTIONS
 from pyspark_upsert_kafka.options.columns import METADATA_TYPES, WRITABLE_METADATA, type_text
 from pyspark_upsert_kafka.options.flink_only import readme_section

@@ -50,6 +50,10 @@ def _group(item: pytest.Item) -> str:
 # tests/pipelines/ runs `spark-pipelines` (pyspark 4.1+): in CI on the newest pyspark and, through the compatibility
 # run, on 4.2; the compatibility runs of older versions leave it out and say so (4.1 was checked by hand: README).
 PIPELINES_FROM = (4, 2)
+# What runs on every supported pyspark (`pytest -m compat`) besides tests/compat/: the declarative pipelines, the
+# tables/ helpers (Spark's Python stateful operator differs between lines) and every Flink golden test.
+COMPAT_FOLDERS = ("compat", "pipelines", "tables")
+COMPAT_FILES = ("test_flink_golden.py",)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -63,7 +67,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         print(f"\ntests/pipelines/: {len(left_out)} test(s) left out on pyspark {pyspark.__version__} (4.2+ only)")
     for item in items:
         item.add_marker(_group(item))
-        if _folder(item) in ("compat", "pipelines"):
+        if _folder(item) in COMPAT_FOLDERS or item.path.name in COMPAT_FILES:
             item.add_marker(pytest.mark.compat)  # .ci/run: `pytest -m compat` on every supported pyspark
 
 

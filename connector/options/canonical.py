@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 
 from ..errors import OptionError, did_you_mean
-from ..formats.option_kinds import OptionValues, parse_values, same_option_twice
+from ..kernel.option_kinds import OptionValues, parse_values, same_option_twice
 from .catalog import CHANGELOG_COLUMN, OPTIONS, PASS_THROUGH_PREFIXES
 from .flink_only import not_in_spark
 

@@ -1,4 +1,4 @@
-"""Every option the connector knows, declared once (formats/option_kinds.Option): its Flink spelling, Spark
+"""Every option the connector knows, declared once (kernel/option_kinds.Option): its Flink spelling, Spark
 aliases, kind of value, default, scope and meaning.
 
 This table drives parsing (canonical.canonical_options: every given option typed once by its kind), validation
@@ -8,7 +8,7 @@ This table drives parsing (canonical.canonical_options: every given option typed
 
 from __future__ import annotations
 
-from ..formats.option_kinds import BOTH, Choice, Count, Option, Text
+from ..kernel.option_kinds import BOTH, Choice, Count, Option, Text
 from .catalog_read import READ_OPTIONS
 from .catalog_write import WRITE_OPTIONS
 from .kinds import Duration, FlinkColumnTypes

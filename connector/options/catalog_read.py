@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from ..formats.option_kinds import BOTH, READ, Choice, Count, Flag, Option, Regex, Text
+from ..kernel.option_kinds import BOTH, READ, Choice, Count, Flag, Option, Regex, Text
 from .kinds import (
     Duration,
     EpochMillis,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from ..formats.option_kinds import WRITE, Choice, Count, Flag, Option, Text
+from ..kernel.option_kinds import WRITE, Choice, Count, Flag, Option, Text
 from .kinds import Duration
 
 

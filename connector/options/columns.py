@@ -30,7 +30,7 @@ from pyspark.sql.types import (
 
 from ..errors import OptionError, SchemaError, did_you_mean
 from ..formats import ChangelogCodec, Codec, FormatOptionError, codec_class
-from ..formats.option_kinds import OptionValues
+from ..kernel.option_kinds import OptionValues
 from ..spark_internals import from_arrow_type, to_arrow_type
 from .canonical import changelog_column_name, parse_options
 from .catalog import KEY_FIELDS, KEY_FIELDS_PREFIX, METADATA_COLUMNS, VALUE_FIELDS_INCLUDE, VALUE_FORMAT

@@ -1,4 +1,4 @@
-"""The connector's kinds of option value beyond the formats' (formats/option_kinds.py): Flink's durations and memory
+"""The connector's kinds of option value beyond the formats' (kernel/option_kinds.py): Flink's durations and memory
 sizes, Spark's time strings, epoch milliseconds, and the offsets where a read starts or stops (Flink's
 `partition:0,offset:42;...` and Spark's JSON). Each parses and checks a value once; the catalog declares which
 option takes which."""
@@ -9,7 +9,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from ..formats.option_kinds import Invalid, Kind, must_be
+from ..kernel.option_kinds import Invalid, Kind, must_be
 
 # Spark's JSON offsets use these for "earliest" and "latest".
 EARLIEST, LATEST = -2, -1

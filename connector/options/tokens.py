@@ -1,5 +1,5 @@
 """Reading a statement token by token, for the two small hand-written parsers: option 'schema''s column DDL
-(options/ddl.py) and Flink's CREATE TABLE (flink_statement.py). Each says in its own words what it could not read; this
+(options/ddl.py) and Flink's CREATE TABLE (flink/lexer.py). Each says in its own words what it could not read; this
 finds where, and what the text is near there."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ kind in canonical.canonical_options)."""
 from __future__ import annotations
 
 from ..errors import OptionError
-from ..formats.option_kinds import Option, OptionValues
+from ..kernel.option_kinds import Option, OptionValues
 
 
 def require(options: OptionValues, option: Option, example: str) -> str:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ..errors import OptionError
-from ..formats.option_kinds import Option, OptionValues
+from ..kernel.option_kinds import Option, OptionValues
 from ..options.catalog import (
     ENDING_OFFSETS,
     ENDING_OFFSETS_BY_TIMESTAMP,

@@ -19,11 +19,12 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..formats import ChangeKind, ChangelogCodec, DecodedChanges
+from ..formats import ChangelogCodec, DecodedChanges
+from ..kernel.change_kind import ChangeKind
 from ..options.layout import format_metadata
 from .fetch import Records
 from .latest_per_key import KEY, OFFSET, VALUE, LatestPerKey, key_identity
-from .offsets import PartitionRange
+from .range_calculator import PartitionRange
 from .range_decoder import RangeDecoder
 from .spec import ReadSpec
 

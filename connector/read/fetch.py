@@ -6,7 +6,7 @@ read_committed) are skipped, never waited for. When the log moved under the rang
 (records deleted, the topic recreated or truncated), the consumer is not left to reset itself: the data-loss
 rule applies (an error naming the missing offsets, or with scan.fail-on-data-loss=false a warning and the
 rest of the range from the log's first offset). Record metadata is collected only for the kinds asked for.
-The consumer comes from the Python worker's pool (client_pool.py): assigned to this range alone, it yields only this
+The consumer comes from the Python worker's pool (kafka/pool.py): assigned to this range alone, it yields only this
 partition's records from the range's start, whatever it was assigned before.
 """
 
@@ -19,12 +19,13 @@ from typing import Any
 
 from confluent_kafka import KafkaError, TopicPartition
 
-from ..client_pool import Pooled
 from ..errors import KafkaUnavailableError
-from ..kafka_clients import UNUSED_GROUP_ERRORS, borrow_consumer, give_back
-from ..kafka_errors import ClientErrors, is_transient, kafka_error, with_retries
-from ..options.kafka_client import KafkaSpec
-from .offsets import PartitionRange, lost
+from ..kafka.clients import UNUSED_GROUP_ERRORS, borrow_consumer, give_back
+from ..kafka.errors import ClientErrors, is_transient, kafka_error, with_retries
+from ..kafka.pool import Pooled
+from ..kafka.spec import KafkaSpec
+from .data_loss import lost
+from .range_calculator import PartitionRange
 
 CHUNK_RECORDS = 10_000
 _TIMESTAMP_TYPES = {0: "NoTimestampType", 1: "CreateTime", 2: "LogAppendTime"}

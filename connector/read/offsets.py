@@ -1,4 +1,5 @@
-"""Offsets as Spark carries them (StreamOffset, with the batch's BatchPlan), and the ranges a task reads.
+"""Offsets as Spark carries them: StreamOffset, with the batch's BatchPlan (how Spark tasks are made of the batch's
+ranges is read/range_calculator.py's).
 
 Spark stores the streaming offset as `json.dumps` of what we return and compares offsets AS STRINGS,
 so StreamOffset.to_json builds its dict in one canonical order: our own keys first, sorted ("@plan", "@watermarks";
@@ -23,20 +24,13 @@ before versions were recorded, in form 1; one of a later form than this code rea
 
 from __future__ import annotations
 
-import itertools
 import json
-import logging
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
 
-from pyspark.sql.datasource import InputPartition
-
-from ..errors import DataLossError, OptionError
-
-log = logging.getLogger("upsert_kafka")
+from ..errors import OptionError
 
 # topic -> partition -> offset (or watermark, epoch ms)
 Offsets = Mapping[str, Mapping[int, int]]
@@ -53,9 +47,10 @@ def canonical(values: Offsets) -> dict[str, dict[str, int]]:
 
 @dataclass(frozen=True)
 class BatchPlan:
-    """How one micro-batch's range was planned: the split into Spark tasks (an exactly-once writer keeps
-    a marker per task, so a replay must give each task the same records) and the partitions that were
-    idle for the merged watermark (idleness is wall-clock, a replay must not decide it again)."""
+    """How one micro-batch's range was planned: the split into Spark tasks (read/range_calculator.py makes them as
+    the plan says; an exactly-once writer keeps a marker per task, so a replay must give each task the same
+    records) and the partitions that were idle for the merged watermark (idleness is wall-clock, a replay must not
+    decide it again)."""
 
     max_records: int | None = None
     min_partitions: int | None = None
@@ -103,13 +98,6 @@ class BatchPlan:
             split.get("coalesce"),
             split.get("min-tasks"),
         )
-
-    def tasks(self, ranges: list[PartitionRange]) -> list[Task]:
-        """The ranges split and grouped into Spark tasks as this plan says."""
-        split = split_ranges(ranges, self.max_records, self.min_partitions)
-        if self.min_tasks is None:
-            return coalesce_ranges(split, self.coalesce)
-        return group_ranges(split, self.coalesce, self.min_tasks)
 
 
 def _parse(part: Mapping) -> dict[str, dict[int, int]]:
@@ -187,147 +175,3 @@ class StreamOffset:
 
     def __reduce__(self) -> tuple:  # the read-only maps do not pickle; the JSON form does
         return StreamOffset.from_json, (self.to_json(),)
-
-
-@dataclass(frozen=True)
-class PartitionRange(InputPartition):
-    """Offsets [start, end) of one Kafka partition (or a slice of one): one Spark task's work.
-
-    watermark_ms is the merged watermark when the range was planned, for the `watermark` column.
-    """
-
-    topic: str
-    partition: int
-    start: int
-    end: int
-    watermark_ms: int | None = None
-
-    def __str__(self) -> str:
-        return f"topic '{self.topic}' partition {self.partition} offsets [{self.start}, {self.end})"
-
-    @property
-    def size(self) -> int:
-        return self.end - self.start
-
-    def slices(self, count: int) -> list[PartitionRange]:
-        """Split into `count` consecutive slices of near-equal size; order within each is kept."""
-        count = max(1, min(count, self.size))
-        bounds = [self.start + (self.size * i) // count for i in range(count + 1)]
-        return [
-            PartitionRange(self.topic, self.partition, a, b, self.watermark_ms) for a, b in itertools.pairwise(bounds)
-        ]
-
-
-def ranges_between(start: Offsets, end: Offsets, watermark_ms: int | None = None) -> list[PartitionRange]:
-    """One range per partition that has records between start and end (start covers every partition)."""
-    return [
-        PartitionRange(topic, p, start[topic][p], stop, watermark_ms)
-        for topic in sorted(end)
-        for p, stop in sorted(end[topic].items())
-        if stop > start[topic][p]
-    ]
-
-
-def split_ranges(
-    ranges: list[PartitionRange], max_records: int | None, min_partitions: int | None
-) -> list[PartitionRange]:
-    """Slices of at most max_records; then, while fewer than min_partitions, larger ranges split further in
-    proportion to their size (as Spark's Kafka source does for minPartitions)."""
-    if max_records:
-        ranges = [s for r in ranges for s in r.slices(math.ceil(r.size / max_records))]
-    if min_partitions and len(ranges) < min_partitions:
-        total = sum(r.size for r in ranges)
-        ranges = [s for r in ranges for s in r.slices(max(1, round(min_partitions * r.size / total)))]
-    return ranges
-
-
-@dataclass(frozen=True)
-class RangeGroup(InputPartition):
-    """Ranges one Spark task reads one after the other (scan.coalesce.max-records), each as a task of its own
-    would: its own fetch (data-loss checks, metadata columns), decoder and watermark, its own table reduction."""
-
-    ranges: tuple[PartitionRange, ...]
-
-    def __str__(self) -> str:
-        return "; ".join(map(str, self.ranges))
-
-    @property
-    def size(self) -> int:
-        return sum(r.size for r in self.ranges)
-
-
-Task = PartitionRange | RangeGroup
-
-
-def coalesce_ranges(ranges: list[PartitionRange], max_records: int | None) -> list[Task]:
-    """Consecutive ranges packed into one task while their offsets add up to at most max_records (a larger range
-    is a task of its own); a task per range without max_records. A micro-batch's fixed cost grows with its
-    tasks (each starts Python workers' work and is scheduled in turn), so a few records of many partitions are
-    cheaper read by one task."""
-    if not max_records:
-        return list(ranges)
-    tasks: list[list[PartitionRange]] = []
-    size = 0
-    for r in ranges:
-        if not tasks or size + r.size > max_records:
-            tasks.append([])
-            size = 0
-        tasks[-1].append(r)
-        size += r.size
-    return [group[0] if len(group) == 1 else RangeGroup(tuple(group)) for group in tasks]
-
-
-def group_ranges(ranges: list[PartitionRange], max_records: int | None, min_tasks: int) -> list[Task]:
-    """A bounded read's tasks: as many as its records need at max_records a task, and at least min_tasks (or a
-    task per range when there are fewer ranges), of near-equal records. A range of at least a task's share is a
-    task of its own (these come first), so a few large partitions among many small ones keep the parallelism;
-    the small ranges are cut, in order, into as many tasks as their records need and the floor still asks, at
-    near-equal records each. A task per range without max_records.
-
-    A task's fixed cost (scheduling, the Python worker's round trip) is ~40 ms here: a task per partition made a
-    read of 512 small partitions cost 40x one of 4 partitions holding the same records."""
-    total = sum(r.size for r in ranges)
-    if not max_records or not total:
-        return list(ranges)
-    share = math.ceil(total / max(math.ceil(total / max_records), min(min_tasks, len(ranges))))
-    groups: list[list[PartitionRange]] = [[r] for r in ranges if r.size >= share]
-    small = [r for r in ranges if r.size < share]
-    if small:
-        small_total = max(1, sum(r.size for r in small))
-        bins = min(len(small), max(math.ceil(small_total / share), min_tasks - len(groups), 1))
-        packed: list[list[PartitionRange]] = [[] for _ in range(bins)]
-        done = 0
-        for r in small:  # each range to the task its middle record falls in, cutting the records in even parts
-            packed[min(bins - 1, (2 * done + r.size) * bins // (2 * small_total))].append(r)
-            done += r.size
-        groups += [group for group in packed if group]
-    return [group[0] if len(group) == 1 else RangeGroup(tuple(group)) for group in groups]
-
-
-def clip_starts(tasks: list[Task], first: Offsets) -> list[Task]:
-    """Each slice from its partition's first offset still in Kafka on. A slice wholly deleted stays, empty, so
-    that every other slice keeps its place: a range is split and grouped before it is clipped, so the records
-    that survive a deletion stay in the Spark task that had them when the batch was planned."""
-
-    def clip(r: PartitionRange) -> PartitionRange:
-        return replace(r, start=min(max(r.start, first[r.topic][r.partition]), r.end))
-
-    return [RangeGroup(tuple(map(clip, t.ranges))) if isinstance(t, RangeGroup) else clip(t) for t in tasks]
-
-
-RETENTION = "deleted by retention or the topic was recreated"
-
-
-def lost(topic: str, partition: int, start: int, stop: int, fail: bool, why: str = RETENTION) -> None:
-    """The data-loss rule, driver and executor alike: offsets [start, stop) are gone. Fail naming them and the
-    option, or (scan.fail-on-data-loss=false) log a warning and let the caller skip them."""
-    where = f"offsets [{start}, {stop}) of topic '{topic}' partition {partition}"
-    data_loss(f"{where} are no longer in Kafka ({why})", fail, "skip them")
-
-
-def data_loss(what: str, fail: bool, going_on: str) -> None:
-    """The one wording of data loss: an error naming what is lost and the option, or a warning when the user
-    chose to go on (`going_on` says how)."""
-    if fail:
-        raise DataLossError(f"data loss: {what}; set 'scan.fail-on-data-loss' to false to {going_on}")
-    log.warning("upsert-kafka: data loss: %s; going on: %s", what, going_on)

@@ -1,7 +1,7 @@
 """Driver side: which partitions to read, and from/to which offsets.
 
 One Planner per query keeps its broker look-ups (Spark calls the streaming reader from one long-lived
-process); each rides out transient broker errors within the spec's bound (kafka_errors). Bounds (earliest,
+process); each rides out transient broker errors within the spec's bound (kafka/errors.py). Bounds (earliest,
 latest, timestamp, group, specific) resolve to offsets here; admission control shares a record budget across
 partitions in proportion to their backlog.
 """
@@ -15,12 +15,13 @@ from collections.abc import Callable
 
 from confluent_kafka.admin import OffsetSpec
 
-from ..brokers import Brokers
 from ..errors import DataLossError, KafkaAuthorizationError, OptionError, TopicError
-from ..options.kafka_client import KafkaSpec
+from ..kafka.brokers import Brokers
+from ..kafka.spec import KafkaSpec
 from ..options.topics import TopicSelection
 from .bounds import EARLIEST, LATEST, Bound, BoundKind, Fallback
-from .offsets import Offsets, data_loss, lost
+from .data_loss import data_loss, lost
+from .offsets import Offsets
 from .spec import ReadSpec
 
 log = logging.getLogger("upsert_kafka")

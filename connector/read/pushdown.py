@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyspark.sql.datasource as ds  # its Filter classes exist from pyspark 4.1 (spark_internals.FILTER_PUSHDOWN)
 from confluent_kafka.admin import OffsetSpec
 
-from ..kafka_partitioner import java_partition
+from ..kafka.partitioner import java_partition
 from .offsets import Offsets
 from .planner import Partitions, Planner
 from .spec import ReadSpec

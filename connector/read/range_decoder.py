@@ -19,7 +19,7 @@ from ..errors import RecordError, escaped_prefix
 from ..formats import Codec
 from .fetch import CHUNK_RECORDS, Records
 from .latest_per_key import HEADER_LIST, LatestPerKey
-from .offsets import PartitionRange
+from .range_calculator import PartitionRange
 from .spec import ReadSpec
 
 log = logging.getLogger("upsert_kafka")

@@ -13,11 +13,12 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..formats import ChangeKind, Codec, Decoder
+from ..formats import Codec, Decoder
 from ..formats.codec import Role
+from ..kernel.change_kind import ChangeKind
 from .fetch import CHUNK_RECORDS, Records
 from .latest_per_key import IDENT, KEY, OFFSET, LatestPerKey, key_identity, records_table, table_records
-from .offsets import PartitionRange
+from .range_calculator import PartitionRange
 from .range_decoder import RangeDecoder
 from .spec import ReadSpec
 

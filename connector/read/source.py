@@ -1,8 +1,9 @@
 """The Spark-facing readers: plan partition ranges on the driver, read them on executors.
 
-Driver side (planning) asks the brokers for partitions and offsets; executor side (`read`, read.task) gets
-everything it needs inside its PartitionRange (or a RangeGroup of small ones, read one after the other),
-borrows a consumer from its Python worker's pool and yields Arrow batches.
+Driver side (planning) asks the brokers for partitions and offsets and makes Spark tasks of the ranges
+(read.range_calculator); executor side (`read`, read.task) gets everything it needs inside its PartitionRange (or a
+RangeGroup of small ones, read one after the other), borrows a consumer from its Python worker's pool and yields
+Arrow batches.
 """
 
 from __future__ import annotations
@@ -19,30 +20,15 @@ from ..errors import UpsertKafkaError
 from ..options.catalog_read import ReadMode
 from ..spark_internals import ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows, SupportsTriggerAvailableNow
 from .bounds import BoundKind, Fallback
-from .offsets import BatchPlan, StreamOffset, canonical, clip_starts, ranges_between
+from .offsets import BatchPlan, StreamOffset, canonical
 from .planner import Planner, limit_by_backlog, with_new_partitions, within_log_end
 from .pushdown import Narrowing, narrow_plan, narrowing
+from .range_calculator import clip_starts, plan_of, planned_tasks, ranges_between
 from .spec import ReadSpec
 from .task import read_range
 from .watermarks import WatermarkTracker
 
 log = logging.getLogger("upsert_kafka")
-
-# The floor of a bounded read's tasks (group_ranges), when its records would fit fewer. PySpark's Data Source API
-# does not tell a reader the cluster's parallelism, and neither planning process (the batch planner's worker, the
-# stream's runner) can learn it: this many lets a small cluster's cores all work and costs a larger one little,
-# whose tasks the record budget multiplies. minPartitions sets another count (a task per range, split to it).
-MIN_TASKS = 8
-
-
-def plan_of(spec: ReadSpec, bounded: bool) -> BatchPlan:
-    """How a read's ranges become tasks: split by scan.split.max-records / minPartitions (then a task per slice);
-    otherwise grouped up to scan.coalesce.max-records, bounded reads (batch, Trigger.AvailableNow) into balanced
-    tasks with a floor of MIN_TASKS, a running stream's micro-batch packed in order (its latency is about few
-    tasks)."""
-    if spec.split_max_records or spec.min_partitions or not spec.coalesce_max_records:
-        return BatchPlan(spec.split_max_records, spec.min_partitions)
-    return BatchPlan(coalesce=spec.coalesce_max_records, min_tasks=MIN_TASKS if bounded else None)
 
 
 def _log_batch(end: dict, latest: dict, merged_watermark: int | None) -> None:
@@ -98,7 +84,7 @@ class UpsertKafkaBatchReader(DataSourceReader):
             watermark = tracker.merged(tracker.advance(start, end, {}))
         if self.narrow is not None:  # after the watermark: filters change what is read, not the watermark
             start, end = narrow_plan(self.spec, self.narrow, planner, parts, start, end)
-        return plan_of(self.spec, bounded=True).tasks(ranges_between(start, end, watermark))
+        return planned_tasks(plan_of(self.spec, bounded=True), ranges_between(start, end, watermark))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_range(self.spec, partition)
@@ -269,7 +255,7 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             plan = BatchPlan(self.spec.split_max_records, self.spec.min_partitions)
         # Split and group the ranges as planned, then skip what was deleted since (failOnDataLoss=false): a
         # deletion between the first run and a replay must not move the records that survive it to other tasks.
-        return clip_starts(plan.tasks(ranges), first)
+        return clip_starts(planned_tasks(plan, ranges), first)
 
     def reportLatestOffset(self) -> dict | None:
         """The log ends the last latestOffset() looked up (Spark asks right after it): StreamingQueryProgress's

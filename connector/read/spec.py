@@ -14,7 +14,8 @@ from dataclasses import dataclass, replace
 from pyspark.sql.types import StructType
 
 from ..errors import OptionError, SchemaError
-from ..formats.option_kinds import OptionValues
+from ..kafka.spec import KafkaSpec, parse_kafka_spec
+from ..kernel.option_kinds import OptionValues
 from ..options.canonical import canonical_options, changelog_column_name
 from ..options.catalog import (
     CHANGELOG_COMPACT,
@@ -34,7 +35,6 @@ from ..options.catalog import (
     SCAN_WATERMARK_IDLE_TIMEOUT,
 )
 from ..options.catalog_read import ReadMode
-from ..options.kafka_client import KafkaSpec, parse_kafka_spec
 from ..options.layout import Layout, check_codecs, parse_layout
 from ..options.topics import TopicSelection, parse_topic_selection
 from .bounds import FROM_EARLIEST, UNBOUNDED, Bound, BoundKind, Fallback, check_named_topics, parse_bound

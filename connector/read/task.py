@@ -14,7 +14,7 @@ from pyspark.sql.datasource import InputPartition
 from ..formats import ChangelogCodec
 from .changes import ChangeRangeDecoder
 from .fetch import fetch_range
-from .offsets import PartitionRange, RangeGroup
+from .range_calculator import PartitionRange, RangeGroup
 from .range_decoder import RangeDecoder
 from .record_decoder import RecordRangeDecoder
 from .spec import ReadSpec

@@ -20,8 +20,8 @@ from dataclasses import replace
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
-from ..clock import SYSTEM_CLOCK, Clock
-from ..kafka_clients import consumer
+from ..kafka.clients import consumer
+from ..kernel.clock import SYSTEM_CLOCK, Clock
 from .offsets import Offsets
 from .planner import Planner
 

@@ -11,12 +11,12 @@ changed (nothing when none did), `delete` (the last result) when the group empti
 upsert-kafka writer takes as it is (append mode).
 
 The operator is grouped by a hash bucket of the group (as normalized_changelog by a bucket of the key): a bucket's
-groups are one state value, read and written once per micro-batch, and its rows are folded as columns
-(tables/group_accumulators.py). Grouped by the group, each group cost a call from Spark and state round trips (1 M
-groups: about 0.5 ms each); a bucket costs that once for all its groups. Values cross into Python in forms it holds
-exactly (integers, dates and timestamps as BIGINT with a null mask; floating point as DOUBLE with a null mask, so NaN
-stays apart from null; decimals and strings as text), and the results go back as JSON text that Spark's from_json
-reads.
+groups are one state value (Arrow tables), read and written once per micro-batch, and its rows are folded, its
+groups' results computed and compared as columns (tables/group_accumulators.py): a micro-batch costs about the same
+per record whether it touches 97 groups or a million. Values cross into Python in forms it holds exactly (integers,
+dates and timestamps as BIGINT with a null mask; floating point as DOUBLE with a null mask, so NaN stays apart from
+null; decimals and strings as text), and the results come back as columns of the same kinds, each with a state
+column (a value, null, or NaN, which pandas would turn into null on its way to Arrow).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from pyspark.sql.types import (
 )
 
 from ..errors import RecordError, SchemaError
-from ..formats.change_kind import ChangeKind, kind_spellings
+from ..kernel.change_kind import ChangeKind, kind_spellings
 from . import group_accumulators as core
 from .normalize import BUCKETS
 from .rows import as_text, from_text, require_columns, require_rocksdb
@@ -57,10 +57,14 @@ from .rows import as_text, from_text, require_columns, require_rocksdb
 HELPER = "aggregate_changelog"
 _FUNCTIONS = ("count", "sum", "avg", "min", "max")
 _CALL = re.compile(r"^\s*(\w+)\s*\(\s*(\*|`[^`]+`|[^\s()`]+)\s*\)\s*$")
-_GROUP, _SIGN, _RESULT, _KIND, _BUCKET = "uk_group", "uk_sign", "uk_result", "uk_kind", "uk_bucket"
+_GROUP, _SIGN, _KIND, _BUCKET = "uk_group", "uk_sign", "uk_kind", "uk_bucket"
 _COMING_IN = list(kind_spellings(ChangeKind.INSERT, ChangeKind.UPDATE_AFTER))
 _GOING_OUT = list(kind_spellings(ChangeKind.DELETE, ChangeKind.UPDATE_BEFORE))
 _EPOCH_NTZ = "1970-01-01 00:00:00"
+# the core's change codes (INSERT, DELETE, UPDATE_BEFORE, UPDATE_AFTER) as the changelog's kinds
+_KINDS = np.array(
+    [k.value for k in (ChangeKind.INSERT, ChangeKind.DELETE, ChangeKind.UPDATE_BEFORE, ChangeKind.UPDATE_AFTER)], object
+)
 
 
 @dataclass(frozen=True)
@@ -97,24 +101,25 @@ def aggregate_changelog(changelog: DataFrame, group_by: str | Sequence[str], **a
         _sign(F.col(change)).alias(_SIGN),
         *[c for i, s in enumerate(specs) if s.column is not None for c in _crossing(F.col(s.column), s.given, i)],
     )
+    core_specs = [_core_spec(s) for s in specs]
     out = StructType(
-        [StructField(_GROUP, StringType()), StructField(_RESULT, StringType()), StructField(_KIND, StringType())]
+        [StructField(_GROUP, StringType()), StructField(_KIND, StringType())]
+        + [f for i, c in enumerate(core_specs) for f in _result_fields(c, i)]
     )
     aggregated = prepared.groupBy(_BUCKET).transformWithStateInPandas(
-        statefulProcessor=_GroupAggregates([_core_spec(s) for s in specs]),
+        statefulProcessor=_GroupAggregates(core_specs),
         outputStructType=out,
         outputMode="Append",
         timeMode="None",
     )
     group_schema = changelog.select(*groups).schema
-    carried = StructType([StructField(s.name, _carried(s.result)) for s in specs])
     return aggregated.select(
         from_text(F.col(_GROUP), group_schema).alias("uk_g"),
-        from_text(F.col(_RESULT), carried).alias("uk_r"),
+        *[_result(s, i) for i, s in enumerate(specs)],
         F.col(_KIND),
     ).select(
         *[F.col(f"uk_g.{g}").alias(g) for g in groups],
-        *[_typed(F.col(f"uk_r.{s.name}"), s.result).alias(s.name) for s in specs],
+        *[F.col(s.name) for s in specs],
         F.col(_KIND).alias("_change_type"),
     )
 
@@ -219,26 +224,43 @@ def _MICROS_NTZ(column: Column) -> Column:
     return F.timestamp_add("MICROSECOND", column, F.lit(_EPOCH_NTZ).cast(TimestampNTZType()))
 
 
-def _carried(result: DataType) -> DataType:
-    if isinstance(result, DecimalType):
-        return StringType()
-    if isinstance(result, (TimestampType, TimestampNTZType)):
-        return LongType()
-    if isinstance(result, DateType):
-        return IntegerType()
-    return result
+# How a result crosses back: as its core column (BIGINT, DOUBLE, BOOLEAN or text) and a state: 0 a value, 1 null, 2 NaN
+# (pandas' way to Arrow makes every NaN of a DOUBLE column null); then typed as Spark's result.
+_CARRIERS = {"int": LongType(), "float": DoubleType(), "bool": BooleanType(), "text": StringType()}
+_VALUE, _NULL, _NAN = 0, 1, 2
 
 
-def _typed(column: Column, result: DataType) -> Column:
-    if isinstance(result, DecimalType):
-        return column.cast(result)
-    if isinstance(result, TimestampType):
-        return F.timestamp_micros(column)
-    if isinstance(result, TimestampNTZType):
-        return _MICROS_NTZ(column)
-    if isinstance(result, DateType):
-        return F.date_from_unix_date(column)
-    return column
+def _result_fields(c: core.Spec, i: int) -> list[StructField]:
+    return [StructField(f"uk_r{i}", _CARRIERS[c.result]), StructField(f"uk_s{i}", IntegerType())]
+
+
+def _result(s: _Aggregate, i: int) -> Column:
+    value, state = F.col(f"uk_r{i}"), F.col(f"uk_s{i}")
+    if isinstance(s.result, TimestampType):
+        value = F.timestamp_micros(value)
+    elif isinstance(s.result, TimestampNTZType):
+        value = _MICROS_NTZ(value)
+    elif isinstance(s.result, DateType):
+        value = F.date_from_unix_date(value.cast(IntegerType()))
+    typed = F.when(state == _VALUE, value.cast(s.result))
+    if isinstance(s.result, (DoubleType, FloatType)):
+        typed = typed.when(state == _NAN, F.lit(float("nan")).cast(s.result))
+    return typed.alias(s.name)
+
+
+def _columns(changes: core.Changes, specs: list[core.Spec]) -> dict[str, object]:
+    columns = {
+        _GROUP: changes.groups.take(pa.array(changes.index)).to_numpy(zero_copy_only=False),
+        _KIND: _KINDS[changes.kinds],
+    }
+    for i, (c, values, nulls) in enumerate(zip(specs, changes.values, changes.nulls)):
+        state = np.where(nulls, _NULL, _VALUE).astype(np.int32)
+        if c.result == "float":
+            nan = np.isnan(values) & ~nulls
+            state[nan] = _NAN
+            values = np.where(nan, 0.0, values)
+        columns[f"uk_r{i}"], columns[f"uk_s{i}"] = values, state
+    return columns
 
 
 class _GroupAggregates(StatefulProcessor):
@@ -258,11 +280,11 @@ class _GroupAggregates(StatefulProcessor):
         frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
         stored = self._bucket.get()
         try:
-            groups = core.decode(None if stored is None else stored[0])
+            bucket = core.decode(None if stored is None else stored[0], self._specs)
         except core.LayoutError:
             raise RecordError(
-                f"{HELPER}: the checkpoint holds an older aggregate_changelog's state (each group's accumulators kept "
-                "in another form), which this version cannot go on from: start the query from a new checkpoint"
+                f"{HELPER}: the checkpoint holds aggregate_changelog state in another form (an earlier version's, or "
+                "of other aggregates), which this query cannot go on from: start it from a new checkpoint"
             ) from None
         present = [s.carried is not None for s in self._specs]
         batch = core.Rows(
@@ -272,23 +294,15 @@ class _GroupAggregates(StatefulProcessor):
             [frame[f"uk_n{i}"].to_numpy(bool) if p else None for i, p in enumerate(present)],
         )
         try:
-            changes = core.apply(groups, batch, self._specs)
+            bucket, changes = core.apply(bucket, batch, self._specs)
         except core.GroupError as e:
             raise RecordError(f"{HELPER}: {e}") from None
-        if groups:
-            self._bucket.update((core.encode(groups),))
+        if bucket.groups.num_rows:
+            self._bucket.update((core.encode(bucket),))
         else:
             self._bucket.clear()
-        out = []
-        for group, before, after in changes:
-            if before is None and after is not None:
-                out.append((group, after, ChangeKind.INSERT.value))
-            elif before is not None and after is None:
-                out.append((group, before, ChangeKind.DELETE.value))
-            elif before is not None and before != after:
-                out += [(group, before, ChangeKind.UPDATE_BEFORE.value), (group, after, ChangeKind.UPDATE_AFTER.value)]
-        if out:
-            yield pd.DataFrame(out, columns=[_GROUP, _RESULT, _KIND])
+        if len(changes.index):
+            yield pd.DataFrame(_columns(changes, self._specs))
 
     def close(self) -> None:
         pass

@@ -1,38 +1,38 @@
-"""The core of aggregate_changelog: a state bucket's groups and a micro-batch's signed rows of that bucket in, each
-touched group's result before and after out. Pure Python and numpy; Spark only calls it.
+"""The core of aggregate_changelog: a state bucket's groups and a micro-batch's signed rows of that bucket in, the
+bucket's groups after and each touched group's results before and after out. numpy and Arrow; Spark only calls it.
 
-A micro-batch's rows are folded as columns, never one by one: per group, the net change of its row count, of each
-aggregate's non-null count and sum (numpy's bincount adds in row order, as Flink's SUM adds one row at a time;
-integers are summed in two 32-bit halves so that no 64-bit sum wraps; decimals exactly, as 76-digit Arrow decimals),
-and for MIN / MAX the net change of each value's count (as Flink's MinWithRetract / MaxWithRetract keep a count per
-value, so that the next best value is known when the best one's last row goes). Only then does Python visit each
-touched group once, and each distinct value of a MIN / MAX once, to apply those net changes and write the results.
-
-A group's accumulators: `[rows, per aggregate: [count] | [count, sum] | [best, {value: n}]]`. Values are
-kept as keys that order as Spark does: integers, dates and timestamps as integers, a DOUBLE as its IEEE bits
-turned into an ordered integer (Java's Double.compareTo: -0.0 below 0.0, NaN above everything; Flink's order), a
-DECIMAL as Spark's text of it, a STRING as itself.
+A bucket is columns, and so is every step: the micro-batch's rows are folded per group (the net change of its row
+count, of each aggregate's non-null count and sum), the touched groups' accumulators are gathered from the bucket,
+changed and compared, and their results come out as columns. Python visits no group one by one, except for a DECIMAL
+result (rounded half up and checked as Python's decimals) and an AVG of integers whose sum no double holds exactly.
+- Row counts and integer sums are kept in two 64-bit halves (high, low: the low 32 bits), so that no sum wraps; a
+  SUM beyond BIGINT fails when it is the result, not on the way. DOUBLE sums add the held sum first and then the rows
+  in order (numpy's bincount adds one at a time, as Flink's SUM does). DECIMAL sums are 75-digit Arrow decimals.
+- MIN / MAX keep how many rows hold each value (as Flink's MinWithRetract / MaxWithRetract), in a table of
+  (group, value, rows) per aggregate, so that the next best value is known when the best one's last row goes. Values
+  are kept in forms that order as Flink does: integers, dates and timestamps as integers, a DOUBLE as its IEEE bits
+  turned into an ordered integer (Java's Double.compareTo: -0.0 below 0.0, NaN above everything), a DECIMAL as an
+  Arrow decimal, a STRING as itself (UTF-8 byte order, Spark's).
 """
 
 from __future__ import annotations
 
 import decimal
-import json
 import pickle
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 # The state's layout: a checkpoint's bucket written in another form is refused, never misread.
-LAYOUT = "aggregate_changelog/2"
+LAYOUT = "aggregate_changelog/3"
 DECIMALS = decimal.Context(prec=80)
-_MAX_LONG = 2**63 - 1
+_HELD_DIGITS = 75  # a held DECIMAL sum: Arrow's addition gives one digit more, within its 76
 _LOW32 = np.int64(0xFFFFFFFF)
 _CANONICAL_NAN = np.array([np.nan]).view(np.int64)[0]
 _FLIP = np.int64(0x7FFFFFFFFFFFFFFF)
+_EXACT_DOUBLE = 2**53
 
 
 class LayoutError(ValueError):
@@ -55,6 +55,17 @@ class Spec:
     long_result: bool = False  # a SUM whose result is BIGINT: beyond it, an error
     given_scale: int = 0  # a DECIMAL input's scale
 
+    @property
+    def result(self) -> str:
+        """How the result comes out: "int" (int64), "float", "bool" or "text" (a DECIMAL, a STRING)."""
+        if self.function == "count" or self.carried is None:
+            return "int"
+        if self.carried in ("decimal", "string"):
+            return "text"
+        if self.function in ("min", "max"):
+            return self.carried
+        return "float" if self.function == "avg" or self.carried == "float" else "int"
+
 
 @dataclass(frozen=True)
 class Rows:
@@ -67,211 +78,310 @@ class Rows:
     nulls: list[np.ndarray | None]  # per spec: True where the value is null
 
 
-def decode(blob: bytes | None) -> dict[str, list]:
+@dataclass(frozen=True)
+class Bucket:
+    """A bucket's groups: one row per group (its text, row count, each aggregate's accumulators), and per MIN / MAX
+    the rows holding each value (group, value, rows)."""
+
+    groups: pa.Table
+    values: dict[int, pa.Table]  # by the spec's index
+
+
+@dataclass(frozen=True)
+class Results:
+    """One side (before or after) of each touched group: whether it has rows, and each aggregate's result column
+    (int64, float64, bool or object texts) with its null mask."""
+
+    present: np.ndarray
+    values: list[np.ndarray]
+    nulls: list[np.ndarray]
+
+
+@dataclass(frozen=True)
+class Changes:
+    """The changelog rows of a micro-batch: per row the touched group's index, its kind (INSERT, DELETE,
+    UPDATE_BEFORE, UPDATE_AFTER as 0..3) and its results (from the side the kind shows)."""
+
+    groups: pa.Array
+    index: np.ndarray
+    kinds: np.ndarray
+    values: list[np.ndarray]
+    nulls: list[np.ndarray]
+
+
+INSERT, DELETE, UPDATE_BEFORE, UPDATE_AFTER = range(4)
+
+
+def empty(specs: list[Spec]) -> Bucket:
+    fields = [pa.field("g", pa.string()), pa.field("rows", pa.int64())]
+    for i, s in enumerate(specs):
+        fields += [pa.field(n, t) for n, t in _accumulators(s, i)]
+    values = {
+        i: pa.schema([("g", pa.string()), ("k", _key_type(s)), ("n", pa.int64())]).empty_table()
+        for i, s in enumerate(specs)
+        if _extreme(s)
+    }
+    return Bucket(pa.schema(fields).empty_table(), values)
+
+
+def decode(blob: bytes | None, specs: list[Spec]) -> Bucket:
+    """A bucket from its bytes; LayoutError for another layout, or a bucket of other aggregates."""
     if blob is None:
-        return {}
+        return empty(specs)
+    expected = empty(specs)
     try:
-        layout, groups = pickle.loads(blob)
+        layout, groups, values = pickle.loads(blob)
+        bucket = Bucket(_table(groups), {i: _table(v) for i, v in values.items()})
     except Exception:
         layout = None
-    if layout != LAYOUT:
+    if layout != LAYOUT or not bucket.groups.schema.equals(expected.groups.schema):
         raise LayoutError("a state bucket in another layout")
-    return groups
+    return bucket
 
 
-def encode(groups: dict[str, list]) -> bytes:
-    return pickle.dumps((LAYOUT, groups), protocol=4)
+def encode(bucket: Bucket) -> bytes:
+    """The bucket's bytes: its tables in Arrow's IPC stream form (stable across pyarrow versions), in a tuple."""
+    return pickle.dumps((LAYOUT, _ipc(bucket.groups), {i: _ipc(v) for i, v in bucket.values.items()}), protocol=4)
 
 
-def apply(groups: dict[str, list], rows: Rows, specs: list[Spec]) -> list[tuple[str, str | None, str | None]]:
-    """Fold a micro-batch's rows into `groups` (changed in place: emptied groups removed); each touched group's
-    (text, results before, results after), a result None where the group did not exist."""
+def _ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def _table(blob: bytes) -> pa.Table:
+    return pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
+
+
+def apply(bucket: Bucket, rows: Rows, specs: list[Spec]) -> tuple[Bucket, Changes]:
+    """Fold a micro-batch's rows into the bucket: the bucket after (groups that emptied removed) and the changes."""
     encoded = pc.dictionary_encode(rows.groups)
     codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    names = encoded.dictionary.to_pylist()
-    held = [groups.get(g) for g in names]
-    before = [_results(specs, acc) for acc in held]
+    names = encoded.dictionary
     count = len(names)
-    row_deltas = _sum_ints(codes, rows.signs, count)
-    deltas = [_deltas(s, codes, rows, i, count, held) for i, s in enumerate(specs)]
-    out = []
-    for g, name in enumerate(names):
-        acc = held[g] or [0, *[_empty(s) for s in specs]]
-        acc[0] += int(row_deltas[g])
-        if acc[0] < 0:
-            raise GroupError(f"group {name} has more rows taken out than put in: is the input a full changelog?")
-        for s, state, delta in zip(specs, acc[1:], deltas):
-            _fold(s, state, delta, g)
-        after = _results(specs, acc) if acc[0] > 0 else None
-        if after is None:
-            groups.pop(name, None)
+    held = bucket.groups
+    at = pc.index_in(names, value_set=held["g"])
+    existed = at.is_valid().to_numpy(zero_copy_only=False)
+    old = held.take(at)  # the touched groups' accumulators; nulls for new groups
+
+    rows_before = _ints(old["rows"])
+    rows_after = rows_before + _sum_ints(codes, rows.signs, count)
+    if (rows_after < 0).any():
+        name = names[int(np.argmax(rows_after < 0))].as_py()
+        raise GroupError(f"group {name} has more rows taken out than put in: is the input a full changelog?")
+    present = rows_after > 0
+    new = {"g": names, "rows": pa.array(rows_after)}
+    values = dict(bucket.values)
+    before, after = Results(existed, [], []), Results(present, [], [])
+    for i, s in enumerate(specs):
+        if s.carried is None:
+            _emit(before, rows_before, np.zeros(count, bool))
+            _emit(after, rows_after, np.zeros(count, bool))
+            continue
+        taken = ~rows.nulls[i]
+        where, signs, given = codes[taken], rows.signs[taken], rows.values[i][taken]
+        counted = _ints(old[f"c{i}"]) + _sum_ints(where, signs, count)
+        new[f"c{i}"] = pa.array(counted)
+        if s.function == "count":
+            _emit(before, _ints(old[f"c{i}"]), np.zeros(count, bool))
+            _emit(after, counted, np.zeros(count, bool))
+        elif _extreme(s):
+            values[i], best = _fold_values(s, bucket.values[i], names, where, signs, given)
+            new[f"b{i}"] = best
+            _emit(before, *_best_result(s, old[f"b{i}"]))
+            _emit(after, *_best_result(s, best))
         else:
-            groups[name] = acc
-        out.append((name, before[g], after))
-    return out
+            _fold_sum(s, i, old, new, counted, where, signs, given, before, after)
+    groups = pa.table(new, schema=held.schema).filter(present)
+    if not present.all():  # an emptied group's values go with it (a full changelog takes them all out anyway)
+        gone = names.filter(pa.array(~present))
+        values = {i: v.filter(pc.invert(pc.is_in(v["g"], value_set=gone))) for i, v in values.items()}
+    untouched = held.filter(pc.invert(pc.is_in(held["g"], value_set=names)))
+    return Bucket(pa.concat_tables([untouched, groups]), values), _changes(names, before, after)
 
 
-def _empty(s: Spec) -> list:
-    if s.function in ("min", "max"):
-        return [None, {}]
-    if s.function == "count":
-        return [0]
-    return [0, decimal.Decimal(0) if s.carried == "decimal" else (0.0 if s.carried == "float" else 0)]
-
-
-def _sum_ints(codes: np.ndarray, values: np.ndarray, count: int) -> list[int]:
-    """Each group's exact sum of int64 values: the two 32-bit halves summed apart (no 64-bit sum wraps below 2**31
-    rows a group), joined as Python integers."""
-    high, low = np.zeros(count, np.int64), np.zeros(count, np.int64)
-    np.add.at(high, codes, values >> 32)
-    np.add.at(low, codes, values & _LOW32)
-    return [(h << 32) + lo for h, lo in zip(high.tolist(), low.tolist())]
-
-
-def _deltas(s: Spec, codes: np.ndarray, rows: Rows, i: int, count: int, held: list) -> Any:
-    """A micro-batch's net change of one aggregate, per group (indexed by the group's code)."""
+def _accumulators(s: Spec, i: int) -> list[tuple[str, pa.DataType]]:
     if s.carried is None:
-        return None
-    present = ~rows.nulls[i]
-    where, signs = codes[present], rows.signs[present]
-    counted = _sum_ints(where, signs, count)
+        return []
     if s.function == "count":
-        return counted
-    values = rows.values[i][present]
-    if s.function in ("sum", "avg"):
-        if s.carried == "float":
-            # held sums first, then the rows in order: bincount adds one at a time, as Flink's SUM does
-            start = [acc[1 + i][1] if acc else 0.0 for acc in held]
-            index = np.concatenate([np.arange(count), where])
-            weights = np.concatenate([np.asarray(start, np.float64), signs * values])
-            return counted, np.bincount(index, weights=weights, minlength=count).tolist()
-        if s.carried == "decimal":
-            return counted, _sum_decimals(where, signs, values, s.given_scale, count)
-        # in and out summed apart: -1 * -2**63 would wrap
-        ins, outs = (_sum_ints(where[sign], values[sign], count) for sign in (signs > 0, signs < 0))
-        return counted, [a - b for a, b in zip(ins, outs)]
-    return counted, _value_changes(s, where, signs, values)
+        return [(f"c{i}", pa.int64())]
+    if _extreme(s):
+        return [(f"c{i}", pa.int64()), (f"b{i}", _key_type(s))]
+    if s.carried == "float":
+        return [(f"c{i}", pa.int64()), (f"s{i}", pa.float64())]
+    if s.carried == "decimal":
+        return [(f"c{i}", pa.int64()), (f"s{i}", pa.decimal256(_HELD_DIGITS, s.given_scale))]
+    return [(f"c{i}", pa.int64()), (f"h{i}", pa.int64()), (f"l{i}", pa.int64())]
 
 
-def _sum_decimals(where: np.ndarray, signs: np.ndarray, texts: np.ndarray, scale: int, count: int) -> list:
-    """Each group's exact sum of signed decimal texts, as 76-digit Arrow decimals."""
-    sums = [decimal.Decimal(0)] * count
-    if not len(where):
-        return sums
-    typed = pa.array(texts, pa.string()).cast(pa.decimal256(76, scale))
-    signed = pc.if_else(pa.array(signs > 0), typed, pc.negate(typed))
-    table = pa.table({"g": where, "v": signed}).group_by("g").aggregate([("v", "sum")])
-    for g, total in zip(table["g"].to_pylist(), table["v_sum"].to_pylist()):
-        sums[g] = total
+def _extreme(s: Spec) -> bool:
+    return s.carried is not None and s.function in ("min", "max")
+
+
+def _key_type(s: Spec) -> pa.DataType:
+    if s.carried == "string":
+        return pa.string()
+    return pa.decimal256(76, s.given_scale) if s.carried == "decimal" else pa.int64()
+
+
+def _ints(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    return pc.fill_null(column, 0).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _sum_ints(codes: np.ndarray, values: np.ndarray, count: int) -> np.ndarray:
+    """Each group's sum of small int64 values (signs, counts: exact below 2**53)."""
+    return np.bincount(codes, weights=values, minlength=count).astype(np.int64)
+
+
+def _emit(side: Results, values: np.ndarray, nulls: np.ndarray) -> None:
+    side.values.append(values)
+    side.nulls.append(nulls)
+
+
+def _fold_sum(
+    s: Spec,
+    i: int,
+    old: pa.Table,
+    new: dict[str, pa.Array],
+    counted: np.ndarray,
+    where: np.ndarray,
+    signs: np.ndarray,
+    given: np.ndarray,
+    before: Results,
+    after: Results,
+) -> None:
+    """SUM / AVG: the held sums changed by the micro-batch's, both sides' results."""
+    counted_before, count = _ints(old[f"c{i}"]), len(counted)
+    if s.carried == "float":
+        held = pc.fill_null(old[f"s{i}"], 0.0).to_numpy(zero_copy_only=False)
+        index = np.concatenate([np.arange(count), where])  # held sums first, then the rows in order
+        sums = np.bincount(index, weights=np.concatenate([held, signs * given]), minlength=count)
+        sums[counted == 0] = 0.0  # the group's last value went: no rounding residue stays behind
+        new[f"s{i}"] = pa.array(sums)
+        for side, n, total in ((before, counted_before, held), (after, counted, sums)):
+            _emit(side, total / np.maximum(n, 1) if s.function == "avg" else total, n == 0)
+    elif s.carried == "decimal":
+        held = pc.fill_null(old[f"s{i}"], pa.scalar(0, old[f"s{i}"].type))
+        typed = pa.array(given, pa.string()).cast(pa.decimal256(76, s.given_scale))
+        signed = pc.if_else(pa.array(signs > 0), typed, pc.negate(typed))
+        delta = pa.table({"g": where, "v": signed}).group_by("g").aggregate([("v", "sum")])
+        at = pc.index_in(pa.array(np.arange(count)), value_set=delta["g"])
+        sums = pc.fill_null(delta["v_sum"].combine_chunks().take(at).cast(held.type), pa.scalar(0, held.type))
+        total = pc.add(held, sums).cast(held.type)
+        total = pc.if_else(pa.array(counted == 0), pa.scalar(0, held.type), total)
+        new[f"s{i}"] = total
+        for side, n, t in ((before, counted_before, held), (after, counted, total)):
+            _emit(side, _decimal_results(s, n, t), n == 0)
+    else:
+        high = _ints(old[f"h{i}"]) + _group_sum(where, signs * (given >> 32), count)
+        low = _ints(old[f"l{i}"]) + _group_sum(where, signs * (given & _LOW32), count)
+        high, low = high + (low >> 32), low & _LOW32  # low back to its 32 bits: the carry (or borrow) goes high
+        high[counted == 0], low[counted == 0] = 0, 0
+        new[f"h{i}"], new[f"l{i}"] = pa.array(high), pa.array(low)
+        held = (_ints(old[f"h{i}"]), _ints(old[f"l{i}"]))
+        for side, n, (h, lo) in ((before, counted_before, held), (after, counted, (high, low))):
+            _emit(side, _integer_results(s, n, h, lo), n == 0)
+
+
+def _group_sum(codes: np.ndarray, values: np.ndarray, count: int) -> np.ndarray:
+    """Each group's exact sum of int64 values below 2**32 in magnitude (no sum wraps below 2**31 rows a group)."""
+    sums = np.zeros(count, np.int64)
+    np.add.at(sums, codes, values)
     return sums
 
 
-def _value_changes(s: Spec, where: np.ndarray, signs: np.ndarray, values: np.ndarray) -> dict[int, list]:
-    """Per group, each value's net change of count: [(key, n), ...]."""
-    if s.carried == "float":
-        bits = values.astype(np.float64).view(np.int64)
-        keys = pa.array(np.where(np.isnan(values), _CANONICAL_NAN, bits))
-    elif s.carried in ("decimal", "string"):
-        keys = pa.array(values, pa.string())
-    else:
-        keys = pa.array(values.astype(np.int64))
-    table = pa.table({"g": where, "k": keys, "n": signs}).group_by(["g", "k"]).aggregate([("n", "sum")])
-    changes: dict[int, list] = {}
-    for g, k, n in zip(table["g"].to_pylist(), table["k"].to_pylist(), table["n_sum"].to_pylist()):
-        if n:
-            changes.setdefault(g, []).append((k, n))
-    return changes
+def _integer_results(s: Spec, n: np.ndarray, high: np.ndarray, low: np.ndarray) -> np.ndarray:
+    """A SUM of integers (BIGINT; beyond it, an error) or its AVG (a DOUBLE of the exact sum over the count)."""
+    fits = (high >= -(2**31)) & (high < 2**31)
+    exact = (high << 32) + low  # right where it fits
+    if s.function == "sum":
+        beyond = (n > 0) & ~fits
+        if beyond.any():
+            g = int(np.argmax(beyond))
+            raise GroupError(
+                f"{s.name} = {(int(high[g]) << 32) + int(low[g])} is beyond BIGINT (Spark's SUM of integers)"
+            )
+        return exact
+    averages = exact / np.maximum(n, 1)
+    for g in np.flatnonzero((n > 0) & ~(fits & (np.abs(exact) < _EXACT_DOUBLE))):  # a sum no double holds exactly
+        averages[g] = ((int(high[g]) << 32) + int(low[g])) / int(n[g])
+    return averages
 
 
-def _fold(s: Spec, state: list, delta: Any, g: int) -> None:
-    if delta is None:
-        return
-    if s.function == "count":
-        state[0] += delta[g]
-        return
-    counted, changes = delta
-    if s.function in ("min", "max"):
-        _fold_extreme(s, state, changes.get(g, ()))
-        return
-    state[0] += counted[g]
-    if s.function in ("sum", "avg"):
-        if state[0] == 0:
-            state[1] = _empty(s)[1]  # the group's last value went: no rounding residue stays behind
-        elif s.carried == "decimal":
-            state[1] = DECIMALS.add(state[1], changes[g])
-        elif s.carried == "float":
-            state[1] = changes[g]  # held sum included
-        else:
-            state[1] += changes[g]
-
-
-def _fold_extreme(s: Spec, state: list, changes: Any) -> None:
-    """A MIN / MAX's held values changed by `changes`; its best value moved to the best one still held."""
-    values: dict = state[1]
-    order = _order_of(s)
-    pick = min if s.function == "min" else max
-    gained = []
-    for key, n in changes:
-        held = values.get(key, 0) + n
-        if held > 0:
-            values[key] = held
-            if n > 0:
-                gained.append(key)
-        else:
-            values.pop(key, None)
-    best = state[0]
-    if best is not None and best not in values:
-        best = pick(values, key=order) if values else None  # the best value's last row went: as Flink's MapView scan
-    elif gained:
-        best = pick(gained if best is None else [best, *gained], key=order)
-    state[0] = best
-
-
-def _order_of(s: Spec) -> Any:
-    if s.carried == "float":
-        return lambda bits: bits if bits >= 0 else bits ^ int(_FLIP)  # Java's Double.compareTo order
-    if s.carried == "decimal":
-        return decimal.Decimal
-    return None
-
-
-def _results(specs: list[Spec], acc: list | None) -> str | None:
-    """The group's results as the JSON text from_json reads (None: no group)."""
-    if acc is None or acc[0] <= 0:
-        return None
-    return json.dumps({s.name: _result(s, acc[0], state) for s, state in zip(specs, acc[1:])}, allow_nan=True)
-
-
-def _result(s: Spec, rows: int, state: list) -> Any:
-    if s.carried is None:
-        return rows
-    if s.function == "count":
-        return state[0]
-    if s.function in ("min", "max"):
-        return _value(s, state[0])
-    if state[0] == 0:
-        return None  # no non-null value: SUM, AVG are null
-    if s.carried == "decimal":
-        total = state[1]
-        value = total if s.function == "sum" else DECIMALS.divide(total, state[0])
-        quantum = decimal.Decimal(1).scaleb(-s.scale)
+def _decimal_results(s: Spec, n: np.ndarray, total: pa.Array) -> np.ndarray:
+    """A DECIMAL SUM (the column's scale) or AVG (divided exactly, rounded half up to its scale), as Spark's text,
+    checked against the result's precision."""
+    quantum = decimal.Decimal(1).scaleb(-s.scale)
+    texts = np.full(len(n), "", dtype=object)
+    for g, value in enumerate(total.to_pylist()):
+        if n[g] == 0:
+            continue
+        if s.function == "avg":
+            value = DECIMALS.divide(value, int(n[g]))
         fitted = value.quantize(quantum, rounding=decimal.ROUND_HALF_UP, context=DECIMALS)
         if len(fitted.as_tuple().digits) > s.precision:
             raise GroupError(f"{s.name} = {fitted} does not fit DECIMAL({s.precision},{s.scale})")
-        return str(fitted)
-    if s.function == "avg":
-        return state[1] / state[0]
-    if s.long_result and not -_MAX_LONG - 1 <= state[1] <= _MAX_LONG:
-        raise GroupError(f"{s.name} = {state[1]} is beyond BIGINT (Spark's SUM of integers)")
-    return state[1]
+        texts[g] = str(fitted)
+    return texts
 
 
-def _value(s: Spec, key: Any) -> Any:
-    """A held value's key as the JSON value of the result."""
-    if key is None:
-        return None
+def _keys(s: Spec, given: np.ndarray) -> pa.Array:
+    """Values as keys that order as Flink orders them."""
     if s.carried == "float":
-        return float(np.int64(key).view(np.float64))
-    if s.carried == "bool":
-        return bool(key)
-    return key
+        bits = np.where(np.isnan(given), _CANONICAL_NAN, given.astype(np.float64).view(np.int64))
+        return pa.array(np.where(bits >= 0, bits, bits ^ _FLIP))  # Java's Double.compareTo order
+    if s.carried == "decimal":
+        return pa.array(given, pa.string()).cast(_key_type(s))
+    if s.carried == "string":
+        return pa.array(given, pa.string())
+    return pa.array(given.astype(np.int64))
+
+
+def _fold_values(
+    s: Spec, held: pa.Table, names: pa.Array, where: np.ndarray, signs: np.ndarray, given: np.ndarray
+) -> tuple[pa.Table, pa.Array]:
+    """A MIN / MAX's (group, value, rows) changed by the micro-batch; the touched groups' best values after."""
+    change = pa.table({"g": names.take(pa.array(where)), "k": _keys(s, given), "n": pa.array(signs, pa.int64())})
+    summed = pa.concat_tables([held, change]).group_by(["g", "k"]).aggregate([("n", "sum")])
+    kept = summed.filter(pc.greater(summed["n_sum"], 0))
+    values = pa.table({"g": kept["g"], "k": kept["k"], "n": kept["n_sum"]})
+    touched = values.filter(pc.is_in(values["g"], value_set=names))
+    best = touched.group_by("g").aggregate([("k", s.function)])
+    at = pc.index_in(names, value_set=best["g"])
+    return values, best[f"k_{s.function}"].combine_chunks().take(at).cast(_key_type(s))
+
+
+def _best_result(s: Spec, best: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    nulls = best.is_null().to_numpy(zero_copy_only=False)
+    if s.carried in ("decimal", "string"):
+        texts = best.cast(pa.string()) if s.carried == "decimal" else best
+        return np.array(pc.fill_null(texts, "").to_pylist(), dtype=object), nulls
+    keys = _ints(best)
+    if s.carried == "float":
+        return np.where(keys >= 0, keys, keys ^ _FLIP).view(np.float64), nulls
+    return (keys != 0 if s.carried == "bool" else keys), nulls
+
+
+def _changes(names: pa.Array, before: Results, after: Results) -> Changes:
+    """Each touched group's change: INSERT (new), DELETE (emptied: its last results), UPDATE_BEFORE and _AFTER when
+    any result changed (a DOUBLE by its bits, every NaN alike), nothing when none did."""
+    changed = np.zeros(len(names), bool)
+    for b, a, bn, an in zip(before.values, after.values, before.nulls, after.nulls):
+        if b.dtype.kind == "f":
+            b, a = (np.where(np.isnan(x), _CANONICAL_NAN, x.view(np.int64)) for x in (b, a))
+        changed |= (bn != an) | (~bn & (b != a))
+    inserted, deleted = ~before.present & after.present, before.present & ~after.present
+    updated = before.present & after.present & changed
+    per_group = inserted.astype(np.int64) + deleted + 2 * updated
+    index = np.repeat(np.arange(len(names)), per_group)
+    second = np.zeros(len(index), bool)
+    second[1:] = index[1:] == index[:-1]
+    kinds = np.select([inserted[index], deleted[index], second], [INSERT, DELETE, UPDATE_AFTER], UPDATE_BEFORE).astype(
+        np.int8
+    )
+    from_after = (kinds == INSERT) | (kinds == UPDATE_AFTER)
+    values = [np.where(from_after, a[index], b[index]) for b, a in zip(before.values, after.values)]
+    nulls = [np.where(from_after, a[index], b[index]) for b, a in zip(before.nulls, after.nulls)]
+    return Changes(names, index, kinds, values, nulls)

@@ -21,7 +21,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from ..errors import SchemaError
-from ..formats.change_kind import UpsertAction, kind_names, spellings
+from ..kernel.change_kind import UpsertAction, kind_names, spellings
 from .rows import JSON_OPTIONS
 
 START, END = "__START_AT", "__END_AT"  # create_auto_cdc_flow's names for a type 2 version's interval

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..formats.change_kind import ChangeKind
+from ..kernel.change_kind import ChangeKind
 
 KEY, ROW, TOUCHED = "key", "row", "touched_ms"
 # The state's layout: a checkpoint's bucket written in another form is refused, never misread.

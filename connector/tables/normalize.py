@@ -36,7 +36,7 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor, Stateful
 from pyspark.sql.types import IntegralType, LongType, StringType, StructField, StructType
 
 from ..errors import OptionError, RecordError, SchemaError
-from ..formats.change_kind import ChangeKind, kind_spellings
+from ..kernel.change_kind import ChangeKind, kind_spellings
 from ..options.kinds import Duration
 from . import last_rows
 from .rows import as_text, from_text, require_columns, require_rocksdb, require_text_safe

@@ -38,7 +38,7 @@ from pyspark.sql.streaming.stateful_processor import (
 from pyspark.sql.types import IntegralType, LongType, StringType, StructField, StructType, TimestampType
 
 from ..errors import RecordError, SchemaError
-from ..formats.change_kind import ChangeKind, UpsertAction, spellings
+from ..kernel.change_kind import ChangeKind, UpsertAction, spellings
 from . import as_of_versions as versions
 from .normalize import BUCKETS
 from .rows import as_text, from_text, require_columns, require_rocksdb, require_text_safe

@@ -18,7 +18,7 @@ from typing import Protocol
 
 import pyarrow as pa
 
-from ..clock import SYSTEM_CLOCK, Clock
+from ..kernel.clock import SYSTEM_CLOCK, Clock
 
 
 @dataclass

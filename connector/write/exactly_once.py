@@ -38,11 +38,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..brokers import Brokers
-from ..client_pool import CLIENT_POOL, Pooled
 from ..errors import UpsertKafkaError, WriteTaskError
-from ..kafka_clients import producer
-from ..kafka_errors import ClientErrors, with_retries
+from ..kafka.brokers import Brokers
+from ..kafka.clients import producer
+from ..kafka.errors import ClientErrors, with_retries
+from ..kafka.pool import CLIENT_POOL, Pooled
 from ..spark_internals import MicroBatch
 from .spec import WriteSpec
 from .target import DEFAULT_TRANSACTION_TIMEOUT_MS, WriteTarget

@@ -26,7 +26,7 @@ from pyspark.sql.types import BinaryType, MapType, StringType, StructField, Stru
 from ..errors import OptionError, RecordError
 from ..formats import Codec, FormatOptionError, make_codec
 from ..formats.codec import Role
-from ..formats.option_kinds import Option, OptionValues
+from ..kernel.option_kinds import Option, OptionValues
 from ..options.canonical import FORMAT_OPTION, canonical_options, changelog_column_name
 from ..options.catalog import (
     ASSIGN,

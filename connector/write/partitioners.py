@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..errors import OptionError
-from ..references import load_reference
+from ..kafka.references import load_reference
 
 Partitioner = Callable[[bytes, int], int]
 

@@ -12,9 +12,9 @@ from functools import partial
 
 from pyspark.sql.types import StructType
 
-from ..client_pool import CLIENT_POOL
 from ..errors import OptionError
 from ..formats import ChangelogCodec
+from ..kafka.pool import CLIENT_POOL
 from ..options.layout import check_codecs
 from .exactly_once import ExactlyOnce
 from .spec import EXACTLY_ONCE, WriteSpec, parse_write_spec

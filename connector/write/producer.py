@@ -1,5 +1,5 @@
 """Executor side: one task's producer — records out, delivery failures back, per the delivery guarantee. The
-producer is borrowed from the Python worker's pool (client_pool.py) and goes back to it only after a clean task.
+producer is borrowed from the Python worker's pool (kafka/pool.py) and goes back to it only after a clean task.
 
 `none`: acks=1, no idempotence. `at-least-once` (default): idempotent, acks=all; the task succeeds only
 after every record is acknowledged. `exactly-once`: the same inside one transaction per task, which the task's
@@ -17,8 +17,8 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 
 from ..errors import KafkaUnavailableError, RecordError, TopicError, escaped_prefix
-from ..kafka_clients import borrow_producer, give_back
-from ..kafka_errors import ACCESS_CODES, kafka_error, with_retries
+from ..kafka.clients import borrow_producer, give_back
+from ..kafka.errors import ACCESS_CODES, kafka_error, with_retries
 from .exactly_once import ExactlyOnceTask
 from .partitioners import load_partitioner
 from .spec import NONE, WriteSpec

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pyspark.sql.types import StructType
 
 from ..errors import OptionError
-from ..formats.option_kinds import OptionValues
+from ..kafka.spec import KafkaSpec, parse_kafka_spec
+from ..kernel.option_kinds import OptionValues
 from ..options.canonical import canonical_options
 from ..options.catalog import (
     SCAN_TABLE_MEMORY_BUDGET,
@@ -27,7 +28,7 @@ from ..options.catalog import (
 )
 from ..options.catalog_write import DeliveryGuarantee
 from ..options.flink_only import sink_parallelism_message
-from ..options.kafka_client import GUARANTEE_PROPERTIES, KafkaSpec, check_reserved, parse_kafka_spec
+from ..options.kafka_client import GUARANTEE_PROPERTIES, check_reserved
 from ..options.layout import Layout, parse_layout
 from ..options.topics import TopicSelection, parse_topic_selection
 from .multi_table import MultiTableSpec, route_tables

@@ -10,9 +10,9 @@ from typing import Any
 
 from confluent_kafka.admin import ConfigResource, ResourceType
 
-from ..brokers import Brokers
 from ..errors import KafkaAuthorizationError, OptionError, TopicError
-from ..options.kafka_client import KafkaSpec
+from ..kafka.brokers import Brokers
+from ..kafka.spec import KafkaSpec
 
 log = logging.getLogger("upsert_kafka")
 

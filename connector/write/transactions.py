@@ -10,9 +10,9 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from ..client_pool import Pooled
-from ..kafka_clients import borrow_group_consumer, give_back
-from ..kafka_errors import ClientErrors, is_transient, with_retries, within
+from ..kafka.clients import borrow_group_consumer, give_back
+from ..kafka.errors import ClientErrors, is_transient, with_retries, within
+from ..kafka.pool import Pooled
 from .spec import WriteSpec
 
 log = logging.getLogger("upsert_kafka")
@@ -23,7 +23,7 @@ class StaleProducer(Exception):
 
 
 class TaskTransaction:
-    """The transaction of one task on `producer`, lent from the pool with its transactional id (client_pool.py).
+    """The transaction of one task on `producer`, lent from the pool with its transactional id (kafka/pool.py).
 
     A producer new to the pool starts with `init_transactions`, which fences earlier producers of the id and
     aborts what they left open (its pool entry remembers it). A pooled one ended its last transaction cleanly,

@@ -1,5 +1,5 @@
 """A row's change kind (the `changelog.column`) as the upsert write reads it: a value, a tombstone, or a
-before-image to drop (formats.change_kind's upsert_action). One reading of the column for the record writer,
+before-image to drop (kernel.change_kind's upsert_action). One reading of the column for the record writer,
 the multi-table write and the Delta mirror."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import RecordError
-from ..formats.change_kind import UpsertAction, kind_names, spellings
+from ..kernel.change_kind import UpsertAction, kind_names, spellings
 
 # Case-insensitive: every kind's value and Flink's short string (+I, -U, +U, -D); null is an upsert.
 _TOMBSTONES = pa.array(spellings(UpsertAction.TOMBSTONE))

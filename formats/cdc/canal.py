@@ -18,10 +18,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..change_kind import ChangeKind
+from ...kernel.change_kind import ChangeKind
+from ...kernel.option_kinds import FORMAT, Option, Regex
 from ..codec import ChangelogDecoder, ChangelogEncoder, CodecContext
-from ..json_values import Convert
-from ..option_kinds import FORMAT, Option, Regex
+from ..json.values import Convert
 from .columns import TIMESTAMP_MS, cast_columns, column_names, epoch_millis, equal_to, millis_to_timestamp, text
 from .envelope import EnvelopeCodec, EnvelopeDecoder, Envelopes, row_slots, update_rows
 from .text_values import text_converter, text_fits, text_types

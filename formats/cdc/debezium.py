@@ -18,13 +18,13 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..change_kind import ChangeKind
+from ...kernel.change_kind import ChangeKind
+from ...kernel.option_kinds import FORMAT, Flag, Option
 from ..codec import (
     ChangelogDecoder,
     ChangelogEncoder,
     CodecContext,
 )
-from ..option_kinds import FORMAT, Flag, Option
 from .columns import TIMESTAMP_MS, epoch_millis, equal_to, millis_to_timestamp, struct_fields, text
 from .envelope import EnvelopeCodec, EnvelopeDecoder, Envelopes, Slot, image_slots
 

@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..avro_confluent_codec import AvroConfluentCodec, ConfluentDecoder
-from ..avro_schema import AVRO_TYPES
+from ..avro.confluent_codec import AvroConfluentCodec, ConfluentDecoder
+from ..avro.schema import AVRO_TYPES
 from ..codec import (
     ChangelogCodec,
     ChangelogDecoder,

@@ -19,7 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from ..change_kind import ChangeKind
+from ...kernel.change_kind import ChangeKind
+from ...kernel.option_kinds import FORMAT, Choice, Option
 from ..codec import (
     IGNORE_PARSE_ERRORS,
     ChangelogCodec,
@@ -32,8 +33,8 @@ from ..codec import (
     nested_type_has,
 )
 from ..decimals import decimals_fit
-from ..json_codec import JsonCodec, JsonEncoder, _arrow_readable, read_json_lines
-from ..json_values import (
+from ..json.codec import JsonCodec, JsonEncoder, arrow_reads_exactly, read_json_lines
+from ..json.values import (
     RECORD_ERRORS,
     Convert,
     json_loads_for,
@@ -41,7 +42,6 @@ from ..json_values import (
     json_to_arrow,
     rows_to_batch,
 )
-from ..option_kinds import FORMAT, Choice, Option
 from .columns import cast_columns, old_has_null, overlay, show
 
 
@@ -166,8 +166,7 @@ class EnvelopeDecoder(ChangelogDecoder):
         self._loads = json_loads_for(self.image)
         self._converters = [(f.name, self.converter(f.type)) for f in schema]
         self._decimals = any(nested_type_has(f.type, pa.types.is_decimal) for f in schema)
-        readable = all(_arrow_readable(f.type) or pa.types.is_time(f.type) for f in schema)
-        fast = readable and not set(self.metadata) & self.slow_metadata
+        fast = arrow_reads_exactly(schema) and not set(self.metadata) & self.slow_metadata
         self._parse_options = (
             [
                 pa_json.ParseOptions(explicit_schema=s, unexpected_field_behavior="ignore")

@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..change_kind import ChangeKind
+from ...kernel.change_kind import ChangeKind
 from ..codec import ChangelogDecoder, ChangelogEncoder
 from .columns import TIMESTAMP_MS, column_names, epoch_millis, equal_to, millis_to_timestamp, text
 from .envelope import EnvelopeCodec, EnvelopeDecoder, Envelopes, row_slots, update_rows

@@ -18,7 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..change_kind import ChangeKind
+from ...kernel.change_kind import ChangeKind
 from ..codec import ChangelogDecoder, ChangelogEncoder
 from .columns import column_names, equal_to, show, text
 from .envelope import EnvelopeCodec, EnvelopeDecoder, Envelopes, image_slots

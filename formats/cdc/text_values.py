@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..json_values import Convert
+from ..json.values import Convert
 
 _NUMBER = r"([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?"
 _INTEGER, _DECIMAL = r"^-?[0-9]+$", rf"^[+-]?{_NUMBER}$"

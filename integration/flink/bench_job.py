@@ -1,5 +1,5 @@
 """A real Apache Flink 2.2.1 table session for the tables benchmark, driven line by line by
-integration/bench_tables_flink.py (through integration/flink_golden.py's FlinkSession: the same protocol as
+integration/bench_tables_flink.py (through integration/flink_session.py's FlinkSession: the same protocol as
 golden_job.py, one JSON request per line on stdin, each answer one line on stdout prefixed with `@@golden@@ `).
 
 Runs under the Flink venv's python (PyFlink 2.2.1, never the project's venv):

@@ -1,4 +1,5 @@
-"""A real Apache Flink 2.2.1 table session, driven line by line by integration/flink_golden.py.
+"""A real Apache Flink 2.2.1 table session, driven line by line by integration/flink_golden.py (through
+integration/flink_session.py's FlinkSession).
 
 Runs under the Flink venv's python (PyFlink 2.2.1, never the project's venv):
 
@@ -404,7 +405,7 @@ def main() -> int:
 
 
 def serve(session: Any) -> int:
-    """The protocol with integration/flink_golden.py: one JSON request a line in, `MARK` + one JSON answer a line out
+    """The protocol with integration/flink_session.py: one JSON request a line in, `MARK` + one JSON answer a line out
     (bench_job.py serves its own session the same way)."""
     print(MARK + json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:

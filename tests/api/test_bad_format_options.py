@@ -11,7 +11,7 @@ import pytest
 from pyspark.sql.types import IntegerType, StringType
 from pyspark_upsert_kafka import OptionError
 from pyspark_upsert_kafka.formats import codec_class
-from pyspark_upsert_kafka.formats.option_kinds import Text
+from pyspark_upsert_kafka.kernel.option_kinds import Text
 
 from tests.support.bad_inputs import BASE, CHANGELOG_FORMATS, FORMATS, READ, WRITE, format_options, rejected, struct
 from tests.support.bad_kinds import bad_values

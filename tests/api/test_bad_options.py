@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 from pyspark_upsert_kafka import OptionError, SchemaError
-from pyspark_upsert_kafka.formats.option_kinds import Option
+from pyspark_upsert_kafka.kernel.option_kinds import Option
 from pyspark_upsert_kafka.options.catalog import OPTIONS
 
 from tests.support.bad_inputs import (

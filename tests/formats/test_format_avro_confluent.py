@@ -17,8 +17,8 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerialize
 from confluent_kafka.serialization import MessageField, SerializationContext
 from pyspark_upsert_kafka.errors import OptionError
 from pyspark_upsert_kafka.formats import CodecContext, FormatOptionError, make_codec
-from pyspark_upsert_kafka.formats.avro_confluent_codec import HEADER
-from pyspark_upsert_kafka.formats.schema_registry import RegistryError
+from pyspark_upsert_kafka.formats.confluent.registry import RegistryError
+from pyspark_upsert_kafka.formats.confluent.wire import HEADER
 from pyspark_upsert_kafka.options.layout import schema_ddl
 
 from tests.support.kafka_io import consume_all, produce

@@ -1,4 +1,4 @@
-"""The avro formats' column-wise decoding (formats/avro_vector.py) against fastavro's record-by-record path,
+"""The avro formats' column-wise decoding (formats/avro/vector.py) against fastavro's record-by-record path,
 side by side: for valid records of every type it takes, for writer schemas other than the table's
 (promotions, enums, fixed, millis, fields skipped or missing), for corrupt bytes (the failures and their
 reasons are fastavro's), and for avro-confluent chunks mixing several writer schema ids."""
@@ -18,10 +18,11 @@ from confluent_kafka.schema_registry import Schema
 from fastavro import parse_schema, schemaless_writer
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from pyspark_upsert_kafka.formats import CodecContext, avro_codec, make_codec
-from pyspark_upsert_kafka.formats.avro_codec import AvroBodyReader, records_to_batch
-from pyspark_upsert_kafka.formats.avro_schema import avro_schema
-from pyspark_upsert_kafka.formats.avro_vector import Layout
+from pyspark_upsert_kafka.formats import CodecContext, make_codec
+from pyspark_upsert_kafka.formats.avro import codec as avro_codec
+from pyspark_upsert_kafka.formats.avro.codec import AvroBodyReader, records_to_batch
+from pyspark_upsert_kafka.formats.avro.schema import avro_schema
+from pyspark_upsert_kafka.formats.payloads import Layout
 
 from tests.formats.test_format_avro_confluent import confluent_client
 from tests.support.arrow_strategies import PRIMITIVES, batches

@@ -13,7 +13,7 @@ import pytest
 from pyspark_upsert_kafka.formats import CodecContext, make_codec
 from pyspark_upsert_kafka.formats.flink_types import primary_key_not_null
 from pyspark_upsert_kafka.read.fetch import Records
-from pyspark_upsert_kafka.read.offsets import PartitionRange
+from pyspark_upsert_kafka.read.range_calculator import PartitionRange
 from pyspark_upsert_kafka.read.record_decoder import RecordRangeDecoder
 
 from tests.support.kafka_io import produce

@@ -15,7 +15,7 @@ import orjson
 import pytest
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 from pyspark_upsert_kafka.read.fetch import Records
-from pyspark_upsert_kafka.read.offsets import PartitionRange
+from pyspark_upsert_kafka.read.range_calculator import PartitionRange
 from pyspark_upsert_kafka.read.spec import parse_read_spec
 from pyspark_upsert_kafka.read.task import range_decoder
 

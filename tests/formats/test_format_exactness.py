@@ -231,7 +231,7 @@ def test_csv_decimal_with_more_fraction_digits_than_its_column_is_rounded_half_u
 def test_avro_decimals_of_a_larger_writer_scale_are_rounded_half_up_to_the_columns():
     """An Avro writer's schema may give a decimal more scale than the table's column (avro-confluent reads
     with the registry's writer schema): its values are rounded as Flink rounds them."""
-    from pyspark_upsert_kafka.formats.avro_codec import records_to_batch
+    from pyspark_upsert_kafka.formats.avro.codec import records_to_batch
 
     schema = pa.schema([("d", pa.decimal128(6, 3)), ("ds", pa.list_(pa.decimal128(6, 3)))])
     records = [{"d": Decimal("3.14050"), "ds": [Decimal("-0.00050")]}, {"d": Decimal("999.99950"), "ds": None}]

@@ -28,7 +28,7 @@ from pyspark_upsert_kafka.errors import RecordError
 from pyspark_upsert_kafka.formats.codec import batch_from_records
 from pyspark_upsert_kafka.options.ddl import parse_ddl
 from pyspark_upsert_kafka.read.fetch import Records
-from pyspark_upsert_kafka.read.offsets import PartitionRange
+from pyspark_upsert_kafka.read.range_calculator import PartitionRange
 from pyspark_upsert_kafka.read.record_decoder import RecordRangeDecoder
 from pyspark_upsert_kafka.read.spec import ReadSpec, parse_read_spec
 

@@ -18,7 +18,7 @@ from confluent_kafka.schema_registry import Schema, SchemaReference
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from pyspark_upsert_kafka.formats import CodecContext, make_codec
-from pyspark_upsert_kafka.formats.json_confluent_codec import json_schema
+from pyspark_upsert_kafka.formats.json.confluent_codec import json_schema
 
 from tests.formats.test_format_avro_confluent import confluent_client
 from tests.support.kafka_io import consume_all, produce

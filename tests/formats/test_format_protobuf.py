@@ -17,7 +17,7 @@ from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pb2
 from pyspark_upsert_kafka.formats import CodecContext, FormatOptionError, make_codec
-from pyspark_upsert_kafka.formats.protobuf_schema import message_class, pool_of
+from pyspark_upsert_kafka.formats.protobuf.schema import message_class, pool_of
 
 from tests.support.kafka_io import consume_all, produce
 from tests.support.registry_fixtures import registered_class

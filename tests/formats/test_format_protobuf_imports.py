@@ -23,7 +23,7 @@ from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pb2
-from pyspark_upsert_kafka.formats.registry_errors import http_reason
+from pyspark_upsert_kafka.formats.confluent.registry_errors import http_reason
 
 from integration.protobuf_golden import protoc
 from tests.support.kafka_io import consume_all, produce

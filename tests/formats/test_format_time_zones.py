@@ -20,7 +20,7 @@ import pytest
 from pyspark.errors import AnalysisException
 from pyspark_upsert_kafka import UpsertKafkaDataSource
 from pyspark_upsert_kafka.formats import Codec, Decoded, Decoder, Encoder
-from pyspark_upsert_kafka.formats.protobuf_derived import derived_message
+from pyspark_upsert_kafka.formats.protobuf.derived import derived_message
 from pyspark_upsert_kafka.spark_internals import FILTER_PUSHDOWN, TimeType, to_arrow_schema
 
 from tests.support.kafka_io import consume_all

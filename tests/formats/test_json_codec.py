@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from pyspark_upsert_kafka.formats import CodecContext, FormatOptionError, make_codec
-from pyspark_upsert_kafka.formats.json_values import _map_to_json
+from pyspark_upsert_kafka.formats.json.values import _map_to_json
 
 from tests.support.arrow_strategies import batches
 

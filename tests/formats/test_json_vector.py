@@ -1,4 +1,4 @@
-"""The column-wise JSON writer (formats/json_vector.py) writes the same bytes as the row path, and a record's
+"""The column-wise JSON writer (formats/json/vector.py) writes the same bytes as the row path, and a record's
 bytes depend on its row alone, never on the rest of its batch. Pure logic: no Kafka."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pyarrow as pa
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pyspark_upsert_kafka.formats import CodecContext, make_codec
-from pyspark_upsert_kafka.formats.json_vector import encode_objects, supports
+from pyspark_upsert_kafka.formats.json.vector import encode_objects, supports
 
 FLAT = {
     pa.bool_(): st.booleans(),

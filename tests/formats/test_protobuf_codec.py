@@ -16,13 +16,13 @@ import pyarrow as pa
 import pytest
 from google.protobuf import descriptor_pb2, timestamp_pb2
 from pyspark_upsert_kafka.formats import CodecContext, FormatOptionError, make_codec
-from pyspark_upsert_kafka.formats.protobuf_confluent_codec import (
+from pyspark_upsert_kafka.formats.protobuf.confluent_codec import (
     ProtobufConfluentDecoder,
     message_indexes,
     split_record,
 )
-from pyspark_upsert_kafka.formats.protobuf_derived import derived_message
-from pyspark_upsert_kafka.formats.protobuf_schema import arrow_schema, message_class, pool_of
+from pyspark_upsert_kafka.formats.protobuf.derived import derived_message
+from pyspark_upsert_kafka.formats.protobuf.schema import arrow_schema, message_class, pool_of
 
 DESCRIPTOR_FILE = str(Path(__file__).parent / "golden" / "protobuf" / "shop.desc")
 CONTEXT = CodecContext("value", ("orders",))

@@ -1,4 +1,4 @@
-"""Range reads borrow their consumer from the worker's pool (client_pool.py) against the real broker: one consumer
+"""Range reads borrow their consumer from the worker's pool (kafka/pool.py) against the real broker: one consumer
 serves the range reads of one process in turn, each read yields exactly its own range (never what the
 consumer fetched for an earlier assignment), data loss is still found exactly, and a consumer whose read
 failed or stopped early is closed rather than lent again."""
@@ -10,12 +10,12 @@ import sys
 import uuid
 
 import pytest
-from pyspark_upsert_kafka.client_pool import CLIENT_POOL
 from pyspark_upsert_kafka.errors import DataLossError
-from pyspark_upsert_kafka.kafka_clients import borrow_producer, give_back
-from pyspark_upsert_kafka.options.kafka_client import KafkaSpec
+from pyspark_upsert_kafka.kafka.clients import borrow_producer, give_back
+from pyspark_upsert_kafka.kafka.pool import CLIENT_POOL
+from pyspark_upsert_kafka.kafka.spec import KafkaSpec
 from pyspark_upsert_kafka.read.fetch import fetch_range
-from pyspark_upsert_kafka.read.offsets import PartitionRange
+from pyspark_upsert_kafka.read.range_calculator import PartitionRange
 
 from tests.support.read_helpers import delete_before, rec, send
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 from pyspark.sql import functions as F
-from pyspark_upsert_kafka.read.offsets import PartitionRange, RangeGroup, coalesce_ranges
+from pyspark_upsert_kafka.read.range_calculator import PartitionRange, RangeGroup, coalesce_ranges
 from pyspark_upsert_kafka.spark_internals import ReadAllAvailable
 
 from tests.support.read_helpers import (

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka.admin import AdminClient
 from pyspark_upsert_kafka import OptionError
-from pyspark_upsert_kafka.client_pool import CLIENT_POOL
+from pyspark_upsert_kafka.kafka.pool import CLIENT_POOL
 from pyspark_upsert_kafka.read.task import read_range
 
 from tests.support.read_helpers import batch_reader, rec, send

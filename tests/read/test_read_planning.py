@@ -8,8 +8,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 from pyspark_upsert_kafka.errors import DataLossError
-from pyspark_upsert_kafka.read.offsets import PartitionRange, RangeGroup, group_ranges
-from pyspark_upsert_kafka.read.source import MIN_TASKS
+from pyspark_upsert_kafka.read.range_calculator import MIN_TASKS, PartitionRange, RangeGroup, group_ranges
 from pyspark_upsert_kafka.spark_internals import ReadAllAvailable
 
 from tests.support.read_helpers import as_checkpointed, batch_reader, delete_before, load, rec, send, stream_reader

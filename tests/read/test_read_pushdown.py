@@ -11,8 +11,8 @@ import orjson
 import pyspark.sql.datasource as ds  # its Filter classes are pyspark 4.1+ (this module runs on the newest only)
 import pytest
 from confluent_kafka import Producer
-from pyspark_upsert_kafka.kafka_partitioner import java_partition
-from pyspark_upsert_kafka.read.offsets import PartitionRange
+from pyspark_upsert_kafka.kafka.partitioner import java_partition
+from pyspark_upsert_kafka.read.range_calculator import PartitionRange
 from pyspark_upsert_kafka.read.source import UpsertKafkaBatchReader, UpsertKafkaLookupReader
 
 from tests.support.kafka_io import consume_all

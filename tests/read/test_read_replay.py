@@ -13,7 +13,7 @@ import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
 from pyspark_upsert_kafka.read import offsets
-from pyspark_upsert_kafka.read.offsets import PartitionRange, RangeGroup
+from pyspark_upsert_kafka.read.range_calculator import PartitionRange, RangeGroup
 from pyspark_upsert_kafka.spark_internals import ReadAllAvailable
 
 from tests.support.checkpoints import uncommit

@@ -13,7 +13,7 @@ import orjson
 import pyarrow as pa
 import pytest
 from pyspark_upsert_kafka.errors import OptionError
-from pyspark_upsert_kafka.formats.json_values import json_bytes  # right-sized: the data sets are held in memory
+from pyspark_upsert_kafka.formats.json.values import json_bytes  # right-sized: the data sets are held in memory
 from pyspark_upsert_kafka.options.catalog import option
 from pyspark_upsert_kafka.overwrite import missing_keys
 from pyspark_upsert_kafka.read.fetch import Records

@@ -15,12 +15,12 @@ from collections.abc import Callable, Iterator
 import orjson
 import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
-from pyspark_upsert_kafka.brokers import Brokers
 from pyspark_upsert_kafka.errors import KafkaAuthenticationError, OptionError
-from pyspark_upsert_kafka.kafka_errors import kafka_error
+from pyspark_upsert_kafka.kafka.brokers import Brokers
+from pyspark_upsert_kafka.kafka.errors import kafka_error
+from pyspark_upsert_kafka.kafka.spec import parse_kafka_spec
+from pyspark_upsert_kafka.kafka.token_provider import OPTION, TokenProvider
 from pyspark_upsert_kafka.options.canonical import canonical_options
-from pyspark_upsert_kafka.options.kafka_client import parse_kafka_spec
-from pyspark_upsert_kafka.token_provider import OPTION, TokenProvider
 
 from tests.security.acls import exactly_once_grants, read_grants, write_grants
 from tests.security.failures import TIMEOUT_OPTIONS, assert_no_secret, failure_of

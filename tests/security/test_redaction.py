@@ -9,7 +9,7 @@ import uuid
 import pytest
 from pyspark_upsert_kafka import SPARK_REDACTION_REGEX, redact_secret_options
 from pyspark_upsert_kafka.formats import CodecContext, make_codec
-from pyspark_upsert_kafka.options.kafka_client import parse_kafka_spec
+from pyspark_upsert_kafka.kafka.spec import parse_kafka_spec
 from pyspark_upsert_kafka.secrets import SPARK_REDACTION_CONF, is_secret, redact, strip_url_credentials
 
 from tests.security.acls import read_grants

@@ -9,7 +9,7 @@ import uuid
 import pyarrow as pa
 import pytest
 from pyspark_upsert_kafka.formats import CodecContext, make_codec
-from pyspark_upsert_kafka.formats.schema_registry import RegistryError
+from pyspark_upsert_kafka.formats.confluent.registry import RegistryError
 
 from tests.support.registry_fixtures import MOVED
 
@@ -93,7 +93,7 @@ def test_credentials_in_the_url_never_show_in_errors_or_reprs(registry_gate):
 
 
 def test_credentials_in_an_ipv6_url_are_split_off_and_the_host_kept():
-    from pyspark_upsert_kafka.formats.schema_registry import split_credentials
+    from pyspark_upsert_kafka.formats.confluent.registry import split_credentials
 
     assert split_credentials("https://u:p%40ss@[::1]:8081/apis/ccompat/v7/") == (
         "https://[::1]:8081/apis/ccompat/v7",

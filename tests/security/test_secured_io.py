@@ -8,9 +8,9 @@ import uuid
 
 import orjson
 import pytest
-from pyspark_upsert_kafka.options.kafka_client import parse_kafka_spec
+from pyspark_upsert_kafka.kafka.spec import parse_kafka_spec
 from pyspark_upsert_kafka.read.fetch import fetch_range
-from pyspark_upsert_kafka.read.offsets import PartitionRange
+from pyspark_upsert_kafka.read.range_calculator import PartitionRange
 
 from tests.security.acls import exactly_once_grants, read_grants, write_grants
 from tests.support.secure_fixtures import PLAIN, SASL_PLAINTEXT, SASL_SSL, SCRAM

@@ -3,9 +3,9 @@ test_bad_format_options.py): derived from the kind an option declares, so that a
 
 from __future__ import annotations
 
-from pyspark_upsert_kafka.formats.avro_codec import AvroSchema
-from pyspark_upsert_kafka.formats.option_kinds import Char, Choice, Count, Flag, Kind, Regex, Text
+from pyspark_upsert_kafka.formats.avro.codec import AvroSchema
 from pyspark_upsert_kafka.formats.raw_codec import Charset
+from pyspark_upsert_kafka.kernel.option_kinds import Char, Choice, Count, Flag, Kind, Regex, Text
 from pyspark_upsert_kafka.options.kinds import (
     Duration,
     EpochMillis,

@@ -136,6 +136,21 @@ def finish_available_now(query, timeout_s: float = 120) -> None:
         query.stop()
 
 
+def finish_reading(query, rows: int, timeout_s: float = 120) -> None:
+    """Wait until a query on a processing-time trigger has read `rows` rows in micro-batches that completed (their
+    progress is reported after their commit), then stop it; fail if it failed. Where pyspark (before 4.2) runs a
+    capped Python source under AvailableNow as one micro-batch, this reads a topic one capped batch after another."""
+    try:
+        wait_for(
+            lambda: query.exception() or sum(p["numInputRows"] for p in query.recentProgress) >= rows,
+            f"{rows} rows read",
+            timeout_s,
+        )
+        assert query.exception() is None, query.exception()
+    finally:
+        query.stop()
+
+
 def recent_minute() -> int:
     """Epoch ms of a whole minute an hour ago: record timestamps in the past, yet within retention."""
     return (int(time.time()) // 60 - 60) * 60_000

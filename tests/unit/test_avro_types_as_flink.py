@@ -1,7 +1,7 @@
 """The Avro schema derived for each Flink type is the one Flink 2.2.1's AvroSchemaConverter derives, type by type, with
 the legacy timestamp mapping and without (tests/formats/golden/flink/avro_type_mapping.json, written by Flink through
 `integration/flink_golden.py`): the column alone and as a field of a ROW. Where Flink refuses a type, the connector
-refuses it too, or writes what the file documents instead (formats/avro_schema.py)."""
+refuses it too, or writes what the file documents instead (formats/avro/schema.py)."""
 
 from __future__ import annotations
 

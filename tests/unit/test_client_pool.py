@@ -1,4 +1,4 @@
-"""The client pool's rules as pure logic (client_pool.py), with stand-in clients: a client is lent to one borrower
+"""The client pool's rules as pure logic (kafka/pool.py), with stand-in clients: a client is lent to one borrower
 at a time, reused only under its own key, kept only when given back clean, closed when idle too long or
 beyond the pool's size, and a forked child never uses its parent's clients. The same rules against the real
 broker and Spark are in tests/read/test_read_client_pool.py and tests/write/test_write_client_pool.py."""
@@ -10,8 +10,8 @@ import threading
 import time
 
 import pytest
-from pyspark_upsert_kafka.client_pool import ClientPool, Pooled
-from pyspark_upsert_kafka.kafka_errors import ClientErrors
+from pyspark_upsert_kafka.kafka.errors import ClientErrors
+from pyspark_upsert_kafka.kafka.pool import ClientPool, Pooled
 
 from tests.support.clock import ManualClock
 
@@ -124,7 +124,7 @@ def test_the_least_recently_given_back_clients_are_closed_beyond_the_pools_size(
 
 
 def test_a_forked_child_starts_with_an_empty_pool():
-    from pyspark_upsert_kafka import client_pool as module
+    from pyspark_upsert_kafka.kafka import pool as module
 
     made: list[FakeClient] = []
     key = ("test-fork", "a")

@@ -28,6 +28,15 @@ README = ROOT / "README.md"
 # The hand-written pages next to the generated ones, all linked from the README.
 PAGES_BY_HAND = ("connector/README.md", "connector/read/README.md", "connector/write/README.md", "docker/README.md")
 ALL_PAGES = ("README.md", *PAGES, *PAGES_BY_HAND)
+# The folders' own pages: each format family's, the kernel's and the wings' (what it is, its public face, its modules).
+FOLDERS = sorted(
+    [
+        "connector/kernel",
+        "connector/kafka",
+        "connector/flink",
+        *(str(p.parent.relative_to(ROOT)) for p in (ROOT / "formats").glob("*/__init__.py")),
+    ]
+)
 
 
 def _text(page: str) -> str:
@@ -91,11 +100,46 @@ def test_the_format_page_says_where_each_metadata_key_of_a_change_data_capture_f
         assert f"`{key}`" in said, f"formats/README.md does not say where {fmt}'s {key} comes from"
 
 
+def _layout() -> set[str]:
+    """The modules connector/README.md's layout block lists, by path: an entry's names (`a.py`, `b.py, c.py`,
+    `folder/`) are in the name column, each under the folders above it at a smaller indent; a line indented to the
+    description column continues the one above."""
+    block = _text("connector/README.md").split("```\nconnector/", 1)[1].split("\n```", 1)[0]
+    folders: list[tuple[int, str]] = []
+    listed = set()
+    for line in ("connector/" + block).splitlines():
+        indent = len(line) - len(line.lstrip())
+        names = re.match(r"([\w.]+/?(?:, [\w.]+/?)*)(?:\s{2,}|$)", line.strip())
+        if indent >= 20 or not names:
+            continue
+        while folders and folders[-1][0] >= indent:
+            folders.pop()
+        for name in names.group(1).split(", "):
+            if name.endswith("/"):
+                folders.append((indent, name.rstrip("/")))
+            else:
+                listed.add("/".join([*(f for _, f in folders), name]))
+    return listed
+
+
 def test_the_layout_page_names_every_module_and_only_modules_that_exist():
-    listed = set(re.findall(r"\b(\w+\.py)\b", _text("connector/README.md")))
-    modules = {p.name for folder in ("connector", "formats") for p in (ROOT / folder).rglob("*.py")}
-    assert modules - listed - {"__init__.py"} == set(), "connector/README.md (the layout) lacks these modules"
-    assert listed - modules == set(), "connector/README.md names modules that do not exist"
+    listed = {path for path in _layout() if path.split("/")[0] in ("connector", "formats")}
+    modules = {str(p.relative_to(ROOT)) for folder in ("connector", "formats") for p in (ROOT / folder).rglob("*.py")}
+    assert {"connector/kernel/errors.py", "formats/avro/codec.py", "formats/cdc/ogg.py"} <= listed
+    lacking = {m for m in modules - listed if Path(m).name != "__init__.py"}
+    assert lacking == set(), "connector/README.md (the layout) lacks these modules"
+    assert listed - modules == set(), "connector/README.md lists modules that do not exist"
+    named = set(re.findall(r"\b(\w+\.py)\b", _text("connector/README.md")))
+    assert named - {Path(m).name for m in modules} == set(), "connector/README.md names modules that do not exist"
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_each_format_family_the_kernel_and_each_wing_has_a_readme_naming_its_modules(folder):
+    """formats/<family>/README.md, connector/kernel/README.md and the wings' (connector/kafka/, connector/flink/): what
+    the folder is, its public face, and each of its modules."""
+    text = _text(f"{folder}/README.md")
+    for module in sorted(p.name for p in (ROOT / folder).glob("*.py") if p.name != "__init__.py"):
+        assert f"`{module}`" in text, f"{folder}/README.md does not name {module}"
 
 
 def _slug(heading: str) -> str:
@@ -108,12 +152,12 @@ def _anchors(text: str) -> set[str]:
     return {_slug(h) for h in re.findall(r"^#{1,6} (.+)$", prose, re.M)}
 
 
-@pytest.mark.parametrize("page", ALL_PAGES)
+@pytest.mark.parametrize("page", [*ALL_PAGES, *(f"{folder}/README.md" for folder in FOLDERS)])
 def test_every_link_of_a_page_reaches_a_file_and_heading_that_exist(page):
     text = _text(page)
     prose = re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)
     links = [t for t in re.findall(r"\]\(([^)\s]+)\)", prose) if not re.match(r"https?:", t)]
-    assert links or page == "connector/README.md"
+    assert links or page == "connector/README.md" or page.removesuffix("/README.md") in FOLDERS
     for link in links:
         path, _, anchor = link.partition("#")
         target = (ROOT / page).parent / path if path else ROOT / page

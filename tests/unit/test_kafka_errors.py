@@ -14,9 +14,9 @@ from pyspark_upsert_kafka.errors import (
     KafkaClientError,
     KafkaUnavailableError,
 )
-from pyspark_upsert_kafka.kafka_errors import ClientErrors, is_transient, with_retries, within
+from pyspark_upsert_kafka.kafka.errors import ClientErrors, is_transient, with_retries, within
+from pyspark_upsert_kafka.kafka.spec import KafkaSpec, parse_kafka_spec
 from pyspark_upsert_kafka.options.canonical import canonical_options
-from pyspark_upsert_kafka.options.kafka_client import KafkaSpec, parse_kafka_spec
 
 FAST = KafkaSpec("b1:9092", timeout_s=1.0, retries=3, retry_interval_s=0.01)
 
@@ -165,7 +165,7 @@ def test_spark_spellings_set_the_retry_policy():
 
 def test_a_librdkafka_call_that_ignores_its_timeout_is_given_up_as_a_timeout(monkeypatch):
     # librdkafka 5456: send_offsets_to_transaction may block past its timeout; the caller must not wait with it.
-    monkeypatch.setattr("pyspark_upsert_kafka.kafka_errors._OVERRUN_S", 0.1)
+    monkeypatch.setattr("pyspark_upsert_kafka.kafka.errors._OVERRUN_S", 0.1)
     release = threading.Event()
     started = time.monotonic()
     with pytest.raises(KafkaException) as raised:

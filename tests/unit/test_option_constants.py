@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from pyspark_upsert_kafka.formats.option_kinds import Option, Text, parse_values
+from pyspark_upsert_kafka.kernel.option_kinds import Option, Text, parse_values
 from pyspark_upsert_kafka.options.canonical import canonical_options
 from pyspark_upsert_kafka.options.catalog import BY_NAME, READ_MODE
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pyarrow as pa
 from pyspark_upsert_kafka.formats import Codec, CodecContext, Decoded, Decoder, Encoder
-from pyspark_upsert_kafka.formats.json_codec import JsonCodec
+from pyspark_upsert_kafka.formats.json.codec import JsonCodec
 
 
 class BlockingJsonCodec(Codec):

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 
 import orjson
 import pyarrow as pa
-from pyspark_upsert_kafka.client_pool import CLIENT_POOL
 from pyspark_upsert_kafka.formats import Codec, CodecContext, Decoded, Decoder, Encoder
+from pyspark_upsert_kafka.kafka.pool import CLIENT_POOL
 
 
 class PoolProbeCodec(Codec):

@@ -1,4 +1,4 @@
-"""Write tasks borrow their producer from the worker's pool (client_pool.py), against the real broker: the tasks of
+"""Write tasks borrow their producer from the worker's pool (kafka/pool.py), against the real broker: the tasks of
 one process share one producer per configuration, a producer whose task failed is closed, a transactional
 producer is reused only for its own transactional id, and one fenced while it was pooled is replaced before
 it sends anything, so no record is lost or written twice. In Spark, a streaming query's micro-batches reuse
@@ -15,8 +15,8 @@ import pyarrow as pa
 import pytest
 from confluent_kafka import Producer
 from pyspark.sql.types import DoubleType, IntegerType, StringType, StructField, StructType
-from pyspark_upsert_kafka.client_pool import CLIENT_POOL
 from pyspark_upsert_kafka.errors import RecordError
+from pyspark_upsert_kafka.kafka.pool import CLIENT_POOL
 from pyspark_upsert_kafka.write.exactly_once import ExactlyOnce, ExactlyOnceTask, WriteIdentity
 from pyspark_upsert_kafka.write.plan import WritePlan
 from pyspark_upsert_kafka.write.producer import Sender

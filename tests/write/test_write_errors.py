@@ -7,9 +7,9 @@ import uuid
 
 import pytest
 from confluent_kafka.admin import AdminClient
-from pyspark_upsert_kafka.brokers import Brokers
 from pyspark_upsert_kafka.errors import TopicError
-from pyspark_upsert_kafka.options.kafka_client import KafkaSpec
+from pyspark_upsert_kafka.kafka.brokers import Brokers
+from pyspark_upsert_kafka.kafka.spec import KafkaSpec
 from pyspark_upsert_kafka.write.target import check_missing_topics, describe_write_target
 
 from tests.support.kafka_io import consume_all

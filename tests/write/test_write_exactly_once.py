@@ -300,7 +300,7 @@ def test_two_queries_with_one_prefix_write_at_the_same_time_without_fencing_each
 def test_exactly_once_transactions_time_out_after_a_minute_unless_configured(new_topic, bootstrap):
     # A crashed task's open transaction holds back read_committed readers until it times out: the default was the
     # brokers' maximum (15 minutes); now the Java producer's one minute, and the user's setting when given.
-    from pyspark_upsert_kafka.options.kafka_client import parse_kafka_spec
+    from pyspark_upsert_kafka.kafka.spec import parse_kafka_spec
     from pyspark_upsert_kafka.write.target import describe_write_target
 
     topic = new_topic()

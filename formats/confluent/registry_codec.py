@@ -1,0 +1,191 @@
+"""What every format through a Confluent-compatible schema registry shares (avro-confluent, json-confluent,
+protobuf-confluent, debezium-avro-confluent): the registry options (Flink's names), the registry's settings and
+credentials read from them, the subjects a table's schema lives under, and the checks on those subjects (the
+registry takes the schema under each, one schema id for all, the subjects' latest schemas agree on the columns).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from ...kernel.option_kinds import FORMAT, Choice, Flag, Option, OptionValues, Text
+from ..codec import Codec, CodecContext, FormatOptionError
+from .registry import RegistrySettings, SchemaRegistry, registry_client, split_credentials
+
+#: The registry options of every Confluent-registry format: Flink's names.
+REGISTRY_OPTIONS = (
+    # `schema-registry.url` / `.subject`: Flink's older spellings (its 1.13 release notes; Flink keeps them).
+    Option(
+        "url",
+        None,
+        FORMAT,
+        "The schema registry's address.",
+        ("schema-registry.url",),
+        kind=Text(),
+        note="required",
+    ),
+    Option(
+        "subject",
+        None,
+        FORMAT,
+        "The subject the schema is registered under (required with `topic-pattern`).",
+        ("schema-registry.subject",),
+        kind=Text(),
+        note="`<topic>-key` / `<topic>-value`",
+    ),
+    Option("auto.register.schemas", "true", FORMAT, "Register the write schema when missing.", kind=Flag()),
+    Option(
+        "basic-auth.credentials-source",
+        None,
+        FORMAT,
+        "Where the registry's basic credentials come from: `USER_INFO` (`basic-auth.user-info`) or `URL`.",
+        kind=Choice(("USER_INFO", "URL")),
+    ),
+    Option("basic-auth.user-info", None, FORMAT, "`<user>:<password>` for the registry.", kind=Text()),
+    Option(
+        "bearer-auth.credentials-source",
+        None,
+        FORMAT,
+        "Where the registry's bearer token comes from: `STATIC_TOKEN` (`bearer-auth.token`).",
+        kind=Choice(("STATIC_TOKEN",)),
+    ),
+    Option("bearer-auth.token", None, FORMAT, "The registry's bearer token.", kind=Text()),
+    Option("ssl.keystore.location", None, FORMAT, "A PEM file with this client's certificate and key.", kind=Text()),
+    Option("ssl.keystore.password", None, FORMAT, "The password of the key in the key store.", kind=Text()),
+    Option("ssl.truststore.location", None, FORMAT, "A PEM file with the registry's CA certificates.", kind=Text()),
+    Option("ssl.truststore.password", None, FORMAT, "Needs `ssl.truststore.location`.", kind=Text()),
+)
+
+
+class RegistryCodec(Codec):
+    """A format whose records name their writer schema by a Schema Registry id: the registry's settings and the
+    subjects written under, shared by avro-confluent, json-confluent and protobuf-confluent."""
+
+    def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
+        super().__init__(options, context)
+        values = self.option_values
+        self.auto_register = values.value("auto.register.schemas")
+        self.subject = (values.value("subject") or "").strip() or None
+        self.settings = _settings(values, self.prefix)
+
+    def __repr__(self) -> str:  # the options hold credentials: show only what is safe
+        return f"{type(self).__name__}({self.context.role}, {self.settings!r}, subject={self.subject!r})"
+
+    @property
+    def registry(self) -> SchemaRegistry:
+        return registry_client(self.settings)
+
+    def subjects(self) -> tuple[str, ...]:
+        """The subjects the table's schema lives under: option `subject`, else Flink's TopicNameStrategy,
+        `<topic>-key` / `<topic>-value` for every topic of a topic list."""
+        if self.subject:
+            return (self.subject,)
+        if not self.context.topics:
+            raise FormatOptionError(
+                f"option '{self.prefix}subject' is required here: the topics are given by a pattern, so "
+                "there is no default '<topic>-key' / '<topic>-value' subject"
+            )
+        return tuple(f"{topic}-{self.context.role}" for topic in self.context.topics)
+
+    def check_registrable(self, writer: Any, kind: str) -> None:
+        """A write's check before any task runs: the registry takes the writer schema (of `kind`) under every subject
+        written (registered, or with auto.register.schemas=false held there)."""
+        for subject in self.subjects():
+            refused = self.registry.refusal(subject, writer, self.auto_register, kind)
+            if refused is not None:
+                raise FormatOptionError(refused)
+
+    def one_schema_id(self, ids: Mapping[str, int], what: str) -> int:
+        """The one schema id `what` has under the subjects written (`ids`: per subject): a record's header holds one
+        id, whichever topic it goes to."""
+        if len(set(ids.values())) > 1:
+            raise FormatOptionError(
+                f"{what} has different ids under the subjects {dict(ids)}; set '{self.prefix}subject' to write every "
+                "topic under one subject"
+            )
+        return next(iter(ids.values()))
+
+    def agreed_columns(self, columns_of: Callable[[str], pa.Schema], given_by: str) -> pa.Schema:
+        """The table's columns read from the registry (`columns_of(subject)`: those of a subject's latest schema):
+        the subjects of a topic list must agree on them, else the columns are ambiguous (`given_by`: the option
+        that gives them instead)."""
+        latest = {subject: columns_of(subject) for subject in self.subjects()}
+        first, columns = next(iter(latest.items()))
+        differ = [s for s, c in latest.items() if c != columns]
+        if differ:
+            raise FormatOptionError(
+                f"the subjects {', '.join(latest)} hold different latest schemas ({differ[0]}: "
+                f"{', '.join(latest[differ[0]].names)}; {first}: {', '.join(columns.names)}), so the table's "
+                f"columns are ambiguous: give them with .schema(...) or {given_by}, or set '{self.prefix}subject' to "
+                "read them from one subject"
+            )
+        return columns
+
+
+def _settings(options: OptionValues, prefix: str) -> RegistrySettings:
+    raw_url = (options.value("url") or "").strip()
+    if not raw_url:
+        raise FormatOptionError(
+            f"option '{prefix}url' is required: the schema registry's address, e.g. http://registry:8081"
+        )
+    url, url_info = split_credentials(raw_url)
+    if not url.startswith(("http://", "https://")):
+        raise FormatOptionError(f"option '{prefix}url' must start with http:// or https://, got '{url}'")
+    basic = _basic_user_info(options, prefix, url_info)
+    bearer = _bearer_token(options, prefix)
+    if basic and bearer:
+        raise FormatOptionError(
+            f"options '{prefix}basic-auth.*' and '{prefix}bearer-auth.*' cannot both be set: choose one"
+        )
+    if options.value("ssl.truststore.password") is not None and options.value("ssl.truststore.location") is None:
+        raise FormatOptionError(f"option '{prefix}ssl.truststore.password' needs '{prefix}ssl.truststore.location'")
+    return RegistrySettings(
+        url=url,
+        user_info=basic,
+        bearer_token=bearer,
+        ca_file=_pem_file(options, "ssl.truststore.location", prefix),
+        cert_file=_pem_file(options, "ssl.keystore.location", prefix),
+        key_password=options.value("ssl.keystore.password"),
+    )
+
+
+def _basic_user_info(options: OptionValues, prefix: str, url_info: str | None) -> str | None:
+    user_info = options.value("basic-auth.user-info")
+    source = options.value("basic-auth.credentials-source") or ("USER_INFO" if user_info is not None else "URL")
+    if source == "USER_INFO":
+        if not user_info or ":" not in user_info:
+            raise FormatOptionError(
+                f"option '{prefix}basic-auth.user-info' must be '<user>:<password>' with "
+                "basic-auth.credentials-source USER_INFO"
+            )
+        return user_info
+    return url_info
+
+
+def _bearer_token(options: OptionValues, prefix: str) -> str | None:
+    token = options.value("bearer-auth.token")
+    # STATIC_TOKEN, the one source: it needs the token.
+    if options.value("bearer-auth.credentials-source") is not None and not token:
+        raise FormatOptionError(f"option '{prefix}bearer-auth.token' is required with a bearer credentials source")
+    return token or None
+
+
+def _pem_file(options: OptionValues, name: str, prefix: str) -> str | None:
+    """A trust or key store path. Python's TLS reads PEM, not Java's JKS / PKCS#12 stores."""
+    path = (options.value(name) or "").strip()
+    if not path:
+        return None
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError as e:
+        raise FormatOptionError(f"option '{prefix}{name}': cannot read '{path}': {e.strerror}") from None
+    if b"-----BEGIN" not in head:
+        raise FormatOptionError(
+            f"option '{prefix}{name}': '{path}' is not a PEM file. Python reads PEM certificates and keys: "
+            "convert a JKS or PKCS#12 store, e.g. `openssl pkcs12 -in store.p12 -out store.pem -nodes`"
+        )
+    return path

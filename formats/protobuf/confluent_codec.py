@@ -1,0 +1,382 @@
+"""Protobuf in the Confluent wire format, with a Schema Registry: what confluent-kafka's (and Confluent's Java)
+ProtobufSerializer writes and ProtobufDeserializer reads; Confluent's Flink names the format `proto-registry`.
+
+A record: magic byte 0, the 4-byte big-endian schema id, the message indexes (which message of the schema's
+file: a zigzag-varint count then that many zigzag-varint indexes, nested types after their parents; a single 0
+for the file's first message), then the message. Reading fetches each record's writer schema by id (as a
+serialized FileDescriptorProto, references resolved: the files it imports, each under its own subject) and reads
+the message it names into the table's columns by field name. Writing registers (or looks up) the message type
+options `message-class-name` and `descriptor-file` / `python-module` give (else one derived from the columns:
+derived.py), its imported files first under their file names (confluent-kafka's reference subject strategy),
+under the subjects avro-confluent uses.
+
+Registry settings, subjects and the registration checks are every registry format's (confluent/registry_codec.py);
+the message conversions are the protobuf format's (schema.py, read.py, write.py), per record for the reason codec.py
+gives.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from functools import partial
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from google.protobuf import descriptor_pb2
+from google.protobuf.message import DecodeError
+
+from ...kernel.errors import FormatOptionError
+from ..codec import IGNORE_PARSE_ERRORS, CodecContext, Decoded, Decoder, Encoder, empty_batch
+from ..confluent.registry import RegistryError, SchemaNotUsable
+from ..confluent.registry_codec import REGISTRY_OPTIONS, RegistryCodec
+from ..confluent.wire import HEADER, MAGIC, framed_ids, header, not_framed
+from ..payloads import Layout
+from .codec import (
+    MESSAGE_CLASS_NAME,
+    MESSAGE_OPTIONS,
+    ProtobufEncoder,
+    message_options,
+    messages_to_batch,
+    parse_all,
+)
+from .derived import derived_message
+from .read import messages_reader
+from .schema import (
+    PROTOBUF_TYPES,
+    arrow_schema,
+    is_builtin,
+    message_class,
+    pool_of,
+)
+from .write import row_writer
+
+NOT_FRAMED = not_framed("the message indexes and the Protobuf message")
+
+
+class ProtobufConfluentCodec(RegistryCodec):
+    name = "protobuf-confluent"
+    declared_options = (
+        *REGISTRY_OPTIONS,
+        replace(
+            MESSAGE_CLASS_NAME,
+            doc=MESSAGE_CLASS_NAME.doc
+            + " When set, the message type written and the table's columns on read; when not, a message `Row` "
+            "derived from the columns is written.",
+            note="",
+        ),
+        *MESSAGE_OPTIONS[1:],
+        IGNORE_PARSE_ERRORS,
+    )
+    column_types = PROTOBUF_TYPES
+
+    def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
+        super().__init__(options, context)
+        self.message, self.read_defaults, self.null_literal = message_options(self, required=False)
+
+    def _writer_type(self, schema: pa.Schema) -> Any:
+        """The message type given, else the one derived from the columns (as avro-confluent derives its schema)."""
+        if self.message is None:
+            return derived_message(schema, self.prefix + MESSAGE_CLASS_NAME.name)
+        return self.message.descriptor
+
+    def decoder(self, schema: pa.Schema) -> Decoder:
+        return ProtobufConfluentDecoder(self.registry, schema, self.read_defaults)
+
+    def check_writable(self, schema: pa.Schema) -> None:
+        descriptor = self._writer_type(schema)
+        row_writer(descriptor, schema, self.null_literal)
+        versions: dict[str, int] = {}
+        for name, text, imports in _files_to_register(descriptor.file):
+            if any(i not in versions for i in imports):
+                return  # it imports a file the registry does not hold yet (registered on write): nothing to check
+            refs = [(i, i, versions[i]) for i in imports]
+            main = name == descriptor.file.name
+            for subject in self.subjects() if main else (name,):  # an imported file: under its own subject
+                refused = self.registry.refusal(subject, text, self.auto_register, "PROTOBUF", refs, imported=not main)
+                if refused is not None:
+                    raise FormatOptionError(refused)
+            if not main:
+                held = self.registry.held_version(name, text, "PROTOBUF", refs)
+                if held is None:
+                    return
+                versions[name] = held
+
+    def encoder(self, schema: pa.Schema) -> Encoder:
+        descriptor = self._writer_type(schema)
+        fill = row_writer(descriptor, schema, self.null_literal)
+        references = {}
+        ids = {}
+        for name, text, imports in _files_to_register(descriptor.file):
+            refs = [references[i] for i in imports]
+            if name != descriptor.file.name:  # as confluent-kafka's serializer: registered, then its version looked up
+                self.registry.schema_id(name, text, self.auto_register, "PROTOBUF", refs, imported=True)
+                references[name] = (name, name, self.registry.version(name, text, "PROTOBUF", refs))
+                continue
+            for subject in self.subjects():
+                ids[subject] = self.registry.schema_id(subject, text, self.auto_register, "PROTOBUF", refs)
+        framing = header(self.one_schema_id(ids, "the message type")) + message_indexes(descriptor)
+        return ProtobufEncoder(message_class(descriptor), fill, framing)
+
+    def inferred_schema(self) -> pa.Schema | None:
+        """The given message type's columns, else the first message of the subjects' latest schema (they must
+        agree)."""
+        if self.message is not None:
+            return arrow_schema(self.message.descriptor)
+        return self.agreed_columns(self._latest_columns, f"'{self.prefix}message-class-name'")
+
+    def _latest_columns(self, subject: str) -> pa.Schema:
+        """The columns of the first message of the subject's latest schema."""
+        fetch = partial(self.registry.latest_text, subject, "PROTOBUF")
+        schema_id, text, refs = serialized_schema(fetch, f"subject '{subject}'")
+        return arrow_schema(_writer_descriptor(schema_id, text, refs, [0]))
+
+
+def _files_to_register(file: Any) -> list[tuple[str, str, list[str]]]:
+    """(name, base64 FileDescriptorProto, imported non-builtin names) of `file` and what it imports, imports first,
+    `file` last: what confluent-kafka's serializer registers (builtin files are never registered)."""
+    out: list[tuple[str, str, list[str]]] = []
+    seen: set[str] = set()
+
+    def visit(f: Any) -> None:
+        if f.name in seen:
+            return
+        seen.add(f.name)
+        imports = [d for d in f.dependencies if not is_builtin(d.name)]
+        for d in imports:
+            visit(d)
+        out.append((f.name, base64.standard_b64encode(_as_generated(f)).decode("ascii"), [d.name for d in imports]))
+
+    visit(file)
+    return out
+
+
+def _as_generated(file: Any) -> bytes:
+    """A file's FileDescriptorProto as protoc's Python generator serializes it (what confluent-kafka's serializer
+    registers from a generated module): a field's `json_name` only where the .proto sets one. A descriptor set
+    (`protoc --descriptor_set_out`) holds every field's json_name; registered so, the same file would be another
+    schema to the registry, which a look-up does not find and a registration makes a new version of."""
+    proto = descriptor_pb2.FileDescriptorProto.FromString(file.serialized_pb)
+    stripped = False
+    messages = list(proto.message_type)
+    fields = list(proto.extension)
+    while messages:
+        message = messages.pop()
+        messages.extend(message.nested_type)
+        fields.extend([*message.field, *message.extension])
+    for field in fields:
+        if field.HasField("json_name") and field.json_name == _default_json_name(field.name):
+            field.ClearField("json_name")
+            stripped = True
+    return proto.SerializeToString() if stripped else file.serialized_pb
+
+
+def _default_json_name(name: str) -> str:
+    """protoc's json_name of a field that sets none: lowerCamelCase, each `_` dropped and the next letter upper."""
+    parts = name.split("_")
+    return parts[0] + "".join(p[:1].upper() + p[1:] for p in parts[1:])
+
+
+def message_indexes(descriptor: Any) -> bytes:
+    """The wire format's message indexes of a message type: its path from the file's top-level messages."""
+    path = []
+    while descriptor is not None:
+        parent = descriptor.containing_type
+        siblings = parent.nested_types if parent is not None else list(descriptor.file.message_types_by_name.values())
+        path.append(next(i for i, s in enumerate(siblings) if s.full_name == descriptor.full_name))
+        descriptor = parent
+    path.reverse()
+    if path == [0]:
+        return b"\x00"
+    return b"".join(_zigzag(v) for v in (len(path), *path))
+
+
+def _zigzag(v: int) -> bytes:
+    v = (v << 1) ^ (v >> 63)
+    out = bytearray()
+    while v > 0x7F:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    """A zigzag varint at `pos`: its value and the position after it (IndexError past the end)."""
+    shift = raw = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        raw |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return (raw >> 1) ^ -(raw & 1), pos
+        shift += 7
+        if shift > 63:
+            raise ValueError("a varint longer than 10 bytes")
+
+
+def split_record(payload: bytes) -> tuple[int, tuple[int, ...], int]:
+    """(schema id, message indexes, where the message starts); ValueError when not in the wire format."""
+    if len(payload) <= HEADER or payload[0] != MAGIC:
+        raise ValueError(NOT_FRAMED)
+    try:
+        count, pos = _varint(payload, HEADER)
+        if count == 0:
+            return int.from_bytes(payload[1:HEADER], "big"), (0,), pos
+        if not 0 < count <= 64:
+            raise ValueError
+        indexes = []
+        for _ in range(count):
+            index, pos = _varint(payload, pos)
+            indexes.append(index)
+    except (IndexError, ValueError):
+        raise ValueError(NOT_FRAMED + ": its message indexes cannot be read") from None
+    return int.from_bytes(payload[1:HEADER], "big"), tuple(indexes), pos
+
+
+def _serialized(text: str) -> bytes | None:
+    """A base64 FileDescriptorProto's bytes; None for anything else (.proto source text)."""
+    try:
+        data = base64.b64decode(text, validate=True)
+        descriptor_pb2.FileDescriptorProto.FromString(data)
+    except (binascii.Error, ValueError, DecodeError):
+        return None
+    return data
+
+
+def serialized_schema(fetch: Callable[[str | None], tuple], what: str) -> tuple:
+    """A schema as `fetch(fmt)` returns it (its text and its references' texts last), the texts base64
+    FileDescriptorProtos. A registry may hold a Protobuf schema as .proto source text: Confluent's converts it
+    when asked with format `serialized`; Apicurio keeps each schema as it was registered (confluent-kafka's
+    Python serializer registers serialized descriptors) and answers `serialized` with HTTP 500, so the plain
+    answer is tried first."""
+    found = fetch(None)
+    if all(_serialized(t) is not None for t in (found[-2], *found[-1].values())):
+        return found
+    try:
+        found = fetch("serialized")
+    except SchemaNotUsable:
+        raise
+    except RegistryError as e:
+        raise SchemaNotUsable(
+            f"{what} is .proto source text, which this format does not compile, and the registry does not serve it "
+            f"serialized ({e}); register Protobuf schemas as serialized descriptors, as confluent-kafka's Python "
+            "ProtobufSerializer does"
+        ) from None
+    return found
+
+
+def _file_proto(text: str, name: str, what: str) -> descriptor_pb2.FileDescriptorProto:
+    data = _serialized(text)
+    if data is None:
+        raise SchemaNotUsable(
+            f"{what} is .proto source text, which this format does not compile: it reads Protobuf schemas as "
+            "serialized descriptors (what Confluent's registry returns for format=serialized, and what "
+            "confluent-kafka's Python serializer registers)"
+        )
+    proto = descriptor_pb2.FileDescriptorProto.FromString(data)
+    if name:
+        proto.name = name
+    return proto
+
+
+def _writer_descriptor(schema_id: int, text: str, refs: Mapping[str, str], indexes: Sequence[int]) -> Any:
+    """The message type a record names: its schema's file (and the files it imports), then the indexes' path."""
+    what = f"schema id {schema_id}"
+    files = [_file_proto(t, name, f"{what}'s reference '{name}'") for name, t in refs.items()]
+    main = _file_proto(text, "", what)
+    main.name = main.name or f"schema-{schema_id}.proto"
+    try:
+        pool = pool_of([*files, main])
+        file = pool.FindFileByName(main.name)
+    except (TypeError, KeyError, FormatOptionError) as e:
+        raise SchemaNotUsable(f"{what} cannot be loaded as a Protobuf file: {e}") from None
+    candidates = list(file.message_types_by_name.values())
+    descriptor = None
+    for index in indexes:
+        if not 0 <= index < len(candidates):
+            raise SchemaNotUsable(f"{what} has no message at the record's message indexes {list(indexes)}")
+        descriptor = candidates[index]
+        candidates = list(descriptor.nested_types)
+    return descriptor
+
+
+Groups = dict[tuple[int, tuple[int, ...]], tuple[list[int], list[int]]]
+
+
+def _framing(payloads: Sequence[bytes]) -> tuple[Groups, list[tuple[int, str]]]:
+    """The records grouped by (schema id, message indexes): (payload indexes, where each message starts); and the
+    records not in the wire format (index, why). The common record, the file's first message (the
+    single index byte 0), is found column-wise; the others are split one by one."""
+    layout = Layout.of(payloads)
+    framed, ids = framed_ids(layout)
+    first = framed & (layout.ends - layout.begins > HEADER) & (layout.data[layout.begins + HEADER] == 0)
+    groups: Groups = {}
+    failures: list[tuple[int, str]] = []
+    for schema_id in np.unique(ids[first]).tolist():
+        where = np.flatnonzero(first & (ids == schema_id)).tolist()
+        groups[(schema_id, (0,))] = (where, [HEADER + 1] * len(where))
+    for i in np.flatnonzero(~first).tolist():
+        try:
+            schema_id, indexes, start = split_record(payloads[i])
+        except ValueError as e:
+            failures.append((i, str(e)))
+            continue
+        where, starts = groups.setdefault((schema_id, indexes), ([], []))
+        where.append(i)
+        starts.append(start)
+    return groups, failures
+
+
+class ProtobufConfluentDecoder(Decoder):
+    def __init__(self, registry: Any, schema: pa.Schema, read_defaults: bool) -> None:
+        self.registry, self.schema, self.read_defaults = registry, schema, read_defaults
+        self.schemas: dict[int, tuple[str, dict[str, str]] | str] = {}
+        # Per (schema id, message indexes): (parse, read), or why no record naming them can be read.
+        self.readers: dict[tuple[int, tuple[int, ...]], tuple[Callable, Callable] | str] = {}
+
+    def decode(self, payloads: Sequence[bytes]) -> Decoded:
+        groups, failures = _framing(payloads)
+        batches, placed = [], []
+        for key, (where, starts) in groups.items():
+            reader = self.readers.get(key)
+            if reader is None:
+                reader = self.readers[key] = self._reader(*key)
+            if isinstance(reader, str):
+                failures.extend((i, reader) for i in where)
+                continue
+            parse, read = reader
+            messages, parsed = parse_all(parse, payloads, where, starts, failures)
+            batches.append(messages_to_batch(messages, parsed, read, self.schema, failures))
+            placed.append(parsed)
+        failures.sort()
+        failed = {i for i, _ in failures}
+        kept = [i for parsed in placed for i in parsed if i not in failed]
+        if len(batches) == 1 and kept == sorted(kept):
+            return Decoded(batches[0], tuple(failures))
+        if not batches:
+            return Decoded(empty_batch(self.schema), tuple(failures))
+        # Records of several message types (or message indexes spelled two ways): their rows back in payload order.
+        order = pa.array(sorted(range(len(kept)), key=kept.__getitem__), pa.int64())
+        table = pa.Table.from_batches(batches, self.schema).take(order).combine_chunks()
+        return Decoded(pa.RecordBatch.from_struct_array(table.to_struct_array().combine_chunks()), tuple(failures))
+
+    def _reader(self, schema_id: int, indexes: tuple[int, ...]) -> tuple[Callable, Callable] | str:
+        """The parser and row reader of records naming this schema id and message, or why none can be read. A
+        registry that cannot be reached or refuses us fails the task (RegistryError): that is no record's fault."""
+        try:
+            found = self.schemas.get(schema_id)
+            if found is None:
+                fetch = partial(self.registry.schema_text, schema_id, "PROTOBUF")
+                found = self.schemas[schema_id] = serialized_schema(fetch, f"schema id {schema_id}")
+            descriptor = _writer_descriptor(schema_id, *found, indexes)
+            return message_class(descriptor).FromString, messages_reader(descriptor, self.schema, self.read_defaults)
+        except SchemaNotUsable as e:
+            return f"the record's writer schema (id {schema_id}) cannot be had: {e}"
+        except RegistryError:
+            raise
+        except FormatOptionError as e:
+            return f"the record's message type (schema id {schema_id}) cannot be read into the table's columns: {e}"

@@ -1,0 +1,168 @@
+"""Reading the protobuf formats: parsed messages -> the table's columns, a column at a time (writing:
+write.py).
+
+Why a column at a time: protobuf has no batch decoder in Python, so each payload is parsed by protobuf's C (upb)
+parser alone, and every field read is an attribute access on a message. A column whose field is a scalar read as
+it is (no range check, no enum name) is read for all messages in one `map` over them, without a Python frame per
+message; other columns call their converter (built once per message type and columns) per message. Every
+narrowing is checked (an int64 into an INT column, a uint64 above BIGINT's maximum, a Timestamp with nanoseconds
+into microseconds): the value fails its record (BadValue) instead of wrapping or truncating.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from decimal import Decimal
+from operator import attrgetter, methodcaller
+from typing import Any
+
+import pyarrow as pa
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+
+from .schema import (
+    INT_RANGES,
+    SCALARS,
+    TIMESTAMP,
+    WRAPPERS,
+    BadValue,
+    F,
+    fields_for,
+    is_map,
+    is_repeated,
+    mismatch,
+    same,
+)
+
+Column = Callable[[list], tuple[list, dict[int, str]]]  # [msg] -> (a column's values, {index: why it fails})
+MessagesReader = Callable[[list], tuple[list[list], dict[int, str]]]
+
+
+def messages_reader(descriptor: Descriptor, columns: Iterable[pa.Field], defaults: bool) -> MessagesReader:
+    """[msg] -> (one list of values per column, {message index: why its record fails}). `defaults`: absent fields
+    with presence read as their default value (Flink's read-default-values) instead of null. A record that fails
+    has a value in every column still (None where it failed): leave it out."""
+    readers = [_column_reader(fd, c.type, defaults) for c, fd in fields_for(descriptor, columns)]
+
+    def read(messages: list) -> tuple[list[list], dict[int, str]]:
+        columns, failed = [], {}
+        for column in readers:
+            values, bad = column(messages)
+            columns.append(values)
+            for j, why in bad.items():
+                failed.setdefault(j, why)  # the first column's reason, as a row read field by field gives
+        return columns, failed
+
+    return read
+
+
+def _column_reader(fd: FieldDescriptor, t: pa.DataType, defaults: bool) -> Column:
+    name = fd.name
+    plain = not (is_map(fd) or is_repeated(fd)) and fd.type not in (F.TYPE_MESSAGE, F.TYPE_ENUM)
+    if plain and _value_reader(fd, t, defaults) is same:
+        get = attrgetter(name)
+        if fd.has_presence and not defaults:
+            has = methodcaller("HasField", name)
+            return lambda msgs: ([v if h else None for v, h in zip(map(get, msgs), map(has, msgs))], {})
+        return lambda msgs: (list(map(get, msgs)), {})
+    read = _field_reader(fd, t, defaults)
+
+    def column(msgs: list) -> tuple[list, dict[int, str]]:
+        try:
+            return [read(m) for m in msgs], {}
+        except BadValue:
+            pass
+        values, bad = [], {}
+        for j, m in enumerate(msgs):  # again, one by one, to name the records at fault
+            try:
+                values.append(read(m))
+            except BadValue as e:
+                values.append(None)
+                bad[j] = str(e)
+        return values, bad
+
+    return column
+
+
+def row_reader(descriptor: Descriptor, columns: Iterable[pa.Field], defaults: bool) -> Callable[[Any], dict]:
+    """msg -> {column: value} for pa.array with the columns' struct type. `defaults`: absent fields with presence
+    read as their default value (Flink's read-default-values) instead of null."""
+    readers = [(c.name, _field_reader(fd, c.type, defaults)) for c, fd in fields_for(descriptor, columns)]
+    return lambda msg: {name: read(msg) for name, read in readers}
+
+
+def _field_reader(fd: FieldDescriptor, t: pa.DataType, defaults: bool) -> Callable[[Any], Any]:
+    name = fd.name
+    if is_map(fd):
+        if not pa.types.is_map(t):
+            raise mismatch(fd, t)
+        key = _value_reader(fd.message_type.fields_by_name["key"], t.key_type, defaults)
+        value = _value_reader(fd.message_type.fields_by_name["value"], t.item_type, defaults)
+        return lambda m: [(key(k), value(v)) for k, v in getattr(m, name).items()]
+    if is_repeated(fd):
+        if not pa.types.is_list(t):
+            raise mismatch(fd, t)
+        element = _value_reader(fd, t.value_type, defaults)
+        return lambda m: [element(v) for v in getattr(m, name)]
+    value = _value_reader(fd, t, defaults)
+    if fd.has_presence and not defaults:
+        return lambda m: value(getattr(m, name)) if m.HasField(name) else None
+    return lambda m: value(getattr(m, name))
+
+
+def _value_reader(fd: FieldDescriptor, t: pa.DataType, defaults: bool) -> Callable[[Any], Any]:
+    """One value of field `fd` (an element, for a repeated field) -> what its column takes."""
+    if fd.type == F.TYPE_MESSAGE:
+        name = fd.message_type.full_name
+        if name == TIMESTAMP and (pa.types.is_timestamp(t)):
+            return _timestamp_reader(fd)
+        if name in WRAPPERS and not pa.types.is_struct(t):
+            inner = _value_reader(fd.message_type.fields_by_name["value"], t, defaults)
+            return lambda w: inner(w.value)
+        if not pa.types.is_struct(t):
+            raise mismatch(fd, t)
+        return row_reader(fd.message_type, list(t), defaults)
+    natural = SCALARS[fd.type]
+    if fd.type == F.TYPE_ENUM:
+        if t != pa.string():
+            raise mismatch(fd, t)
+        names = {v.number: v.name for v in fd.enum_type.values}
+
+        def enum_name(number: int) -> str:
+            if number not in names:
+                raise BadValue(f"field '{fd.full_name}': {number} is not a value of enum '{fd.enum_type.full_name}'")
+            return names[number]
+
+        return enum_name
+    if natural == t or (natural == pa.float32() and t == pa.float64()):
+        if fd.type in (F.TYPE_UINT64, F.TYPE_FIXED64):
+            return _int_in_range(fd, 63)
+        return same
+    if pa.types.is_integer(natural) and t in INT_RANGES:
+        return _int_in_range(fd, INT_RANGES[t])
+    if fd.type in (F.TYPE_UINT64, F.TYPE_FIXED64) and pa.types.is_decimal(t) and t.precision - t.scale >= 20:
+        return Decimal
+    raise mismatch(fd, t)
+
+
+def _int_in_range(fd: FieldDescriptor, bits: int) -> Callable[[int], int]:
+    low, high = -(1 << bits), (1 << bits) - 1
+
+    def checked(v: int) -> int:
+        if low <= v <= high:
+            return v
+        hint = " (a DECIMAL(20, 0) column holds every uint64)" if bits == 63 else ""
+        raise BadValue(f"field '{fd.full_name}': {v} does not fit the column's {bits + 1}-bit integer{hint}")
+
+    return checked
+
+
+def _timestamp_reader(fd: FieldDescriptor) -> Callable[[Any], int]:
+    def micros(ts: Any) -> int:
+        if ts.nanos % 1000:
+            raise BadValue(
+                f"field '{fd.full_name}': a Timestamp with nanoseconds ({ts.seconds}s {ts.nanos}ns) does not fit a "
+                "TIMESTAMP column (microseconds); read it as STRUCT<seconds BIGINT, nanos INT>"
+            )
+        return ts.seconds * 1_000_000 + ts.nanos // 1000
+
+    return micros
