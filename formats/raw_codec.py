@@ -54,28 +54,28 @@ class Charset(Kind):
         return name
 
 
+CHARSET = Option("charset", "UTF-8", FORMAT, "The charset of a STRING column's bytes.", kind=Charset())
+ENDIANNESS = Option(
+    "endianness",
+    "big-endian",
+    FORMAT,
+    "The byte order of numbers: `big-endian` or `little-endian`.",
+    kind=Choice(("big-endian", "little-endian")),
+)
+
+
 class RawCodec(Codec):
     name = "raw"
-    declared_options = (
-        Option("charset", "UTF-8", FORMAT, "The charset of a STRING column's bytes.", kind=Charset()),
-        Option(
-            "endianness",
-            "big-endian",
-            FORMAT,
-            "The byte order of numbers: `big-endian` or `little-endian`.",
-            kind=Choice(("big-endian", "little-endian")),
-        ),
-        IGNORE_PARSE_ERRORS,
-    )
+    declared_options = (CHARSET, ENDIANNESS, IGNORE_PARSE_ERRORS)
     column_types = ColumnTypes(
         ("BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "STRING", "BINARY"), columns=1
     )
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
-        self.charset = self.option_values.value("charset")
+        self.charset = self.option_values.value(CHARSET)
         self.utf8 = codecs.lookup(self.charset).name == "utf-8"
-        endianness = self.option_values.value("endianness")
+        endianness = self.option_values.value(ENDIANNESS)
         self.swap = (endianness == "big-endian") == (array.array("H", [1]).tobytes() == b"\x01\x00")
 
     def _field(self, schema: pa.Schema) -> pa.Field:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -28,6 +27,7 @@ from ..errors import (
     KafkaClientError,
     KafkaUnavailableError,
 )
+from ..kernel.clock import SYSTEM_CLOCK, Clock
 from .spec import KafkaSpec
 from .token_provider import authentication_hint
 
@@ -222,26 +222,27 @@ def with_retries(
     grant: str | None = None,
     transient: Callable[[KafkaError], bool] = is_transient,
     hint: Callable[[KafkaError], str] | None = None,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> T:
     """`attempt(timeout_s)` until it returns, retrying transient errors within the spec's bound.
 
     reset: called before a retry (e.g. to drop a client whose metadata may be stale). transient: the caller's
-    rule, when it knows more than the code. grant, hint: as for kafka_error."""
-    started = time.monotonic()
+    rule, when it knows more than the code. grant, hint: as for kafka_error. clock: the bound's and the pauses'."""
+    started = clock.monotonic()
     deadline = started + kafka.patience_s
     for attempt_no in range(kafka.retries + 1):
         try:
-            return attempt(max(0.5, min(kafka.timeout_s, deadline - time.monotonic())))
+            return attempt(max(0.5, min(kafka.timeout_s, deadline - clock.monotonic())))
         except KafkaException as e:
             error = e.args[0] if e.args and isinstance(e.args[0], KafkaError) else None
             final = errors.check() if errors is not None else None
             if final is not None:  # the callback knows the true cause: a timeout only followed from it
                 raise kafka_error(kafka, what, final, grant, hint) from None
-            left = deadline - time.monotonic()
+            left = deadline - clock.monotonic()
             if error is None or not transient(error):
                 raise kafka_error(kafka, what, e, grant, hint) from None
             if attempt_no == kafka.retries or left <= 0:
-                raise unavailable(kafka, what, error, time.monotonic() - started) from None
+                raise unavailable(kafka, what, error, clock.monotonic() - started) from None
             log.info(
                 "upsert-kafka: could not %s (%s); retry %d of %d in %g s",
                 what,
@@ -250,7 +251,7 @@ def with_retries(
                 kafka.retries,
                 kafka.retry_interval_s,
             )
-            time.sleep(min(kafka.retry_interval_s, left))
+            clock.sleep(min(kafka.retry_interval_s, left))
             if reset is not None:
                 reset()
     raise AssertionError("unreachable")  # the loop returns or raises
@@ -276,6 +277,7 @@ def within(timeout_s: float, fn: Callable[[], T]) -> T:
             done.set()
 
     threading.Thread(target=run, name="upsert-kafka-bounded-call", daemon=True).start()
+    # Real time, not a Clock's: the bound of a librdkafka call that runs (or hangs) in its own thread.
     if not done.wait(timeout_s + _OVERRUN_S):
         raise KafkaException(
             KafkaError(KafkaError._TIMED_OUT, f"librdkafka did not return within {timeout_s + _OVERRUN_S:g} s")

@@ -18,12 +18,12 @@ Before a process's first client is made, the function is called once here: confl
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, MutableMapping
 from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import KafkaAuthenticationError, OptionError
+from ..kernel.clock import SYSTEM_CLOCK, Clock
 from .pool import CLIENT_POOL
 from .references import load_reference
 
@@ -79,9 +79,10 @@ class TokenProvider:
     """The `oauth_cb` of this process's clients with one provider: calls the user's function, checks its answer,
     and keeps the last failure (never a token) for the error a client then meets."""
 
-    def __init__(self, reference: str, function: Callable[[str], Any]) -> None:
+    def __init__(self, reference: str, function: Callable[[str], Any], clock: Clock = SYSTEM_CLOCK) -> None:
         self.reference = reference
         self._function = function
+        self.clock = clock  # its wall clock tells an expired token
         self.failure: str | None = None
         self._checked: set[str] = set()
 
@@ -124,10 +125,10 @@ class TokenProvider:
             answer = self._function(config)
         except Exception as e:  # the provider's own failure: its cause goes to the user
             raise _Failed(f"raised {type(e).__name__}: {e}") from None
-        return _checked(answer)
+        return _checked(answer, self.clock.time())
 
 
-def _checked(answer: Any) -> tuple:
+def _checked(answer: Any, now: float) -> tuple:
     """The provider's answer as confluent-kafka takes it, or _Failed saying what is wrong (never the token)."""
     if not isinstance(answer, (tuple, list)):
         raise _Failed(f"returned {_kind(answer)}, not {_SHAPE}")
@@ -144,7 +145,6 @@ def _checked(answer: Any) -> tuple:
         raise _Failed(f"returned {_kind(expiry)} as the expiry, not a number of seconds since the epoch")
     if expiry > 1e11:  # past the year 5000: milliseconds
         raise _Failed(f"returned an expiry of {expiry:.0f}, which reads as milliseconds; give seconds since the epoch")
-    now = time.time()
     if expiry <= now:
         raise _Failed(
             f"returned a token that expired at {_utc(expiry)} (now {_utc(now)}); the expiry is in seconds since the "

@@ -1,5 +1,7 @@
-"""Time as the connector's timers read it, passed in rather than read from the `time` module, so that a test
-drives a timer with a manual clock instead of sleeping (as Spark injects its `Clock`)."""
+"""Time as the connector reads it, passed in rather than read from the `time` module, so that a test drives a
+timer, a deadline or a retry's pause with a manual clock instead of sleeping (as Spark injects its `Clock`). Every
+product module reads time through a Clock (tests/unit/test_clock_reads.py holds it so): the one that was passed in,
+or SYSTEM_CLOCK where the wait is real whatever a test does (a network wait; each such place says why)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,14 @@ class Clock(Protocol):
         """Seconds on a clock that never goes back."""
         ...
 
+    def time(self) -> float:
+        """The wall clock: seconds since the epoch (for comparing with instants given by others)."""
+        ...
+
+    def sleep(self, seconds: float) -> None:
+        """Let `seconds` pass on this clock."""
+        ...
+
     def wait(self, stop: threading.Event, timeout: float) -> bool:
         """Wait until `stop` is set (True) or `timeout` seconds have passed on this clock (False)."""
         ...
@@ -21,6 +31,12 @@ class Clock(Protocol):
 class SystemClock:
     def monotonic(self) -> float:
         return time.monotonic()
+
+    def time(self) -> float:
+        return time.time()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
 
     def wait(self, stop: threading.Event, timeout: float) -> bool:
         return stop.wait(timeout)

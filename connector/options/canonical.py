@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from ..errors import OptionError, did_you_mean
 from ..kernel.option_kinds import OptionValues, parse_values, same_option_twice
-from .catalog import CHANGELOG_COLUMN, OPTIONS, PASS_THROUGH_PREFIXES
+from .catalog import CHANGELOG_COLUMN, OPTIONS, PASS_THROUGH_PREFIXES, TOPIC
 from .flink_only import not_in_spark
 
 # Spark spellings are camelCase; Spark hands us lower-cased keys: each is folded onto its declared spelling.
@@ -45,8 +45,8 @@ def canonical_options(raw: Mapping[str, str]) -> OptionValues:
             continue
         if name == "path":
             raise OptionError(
-                f"upsert-kafka reads and writes the topic named by option 'topic', not a path: call "
-                f'.load() / .save() with no argument and set .option("topic", "{value}")'
+                f"upsert-kafka reads and writes the topic named by option '{TOPIC.name}', not a path: call "
+                f'.load() / .save() with no argument and set .option("{TOPIC.name}", "{value}")'
             )
         if name.startswith("kafka."):
             name = "properties." + name[len("kafka.") :]
@@ -92,5 +92,5 @@ def _unknown_option_message(key: str) -> str:
 def changelog_column_name(options: Mapping[str, str]) -> str:
     name = parse_options(options).value(CHANGELOG_COLUMN).strip()
     if not name:
-        raise OptionError("option 'changelog.column' must name a column, e.g. '_change_type'")
+        raise OptionError(f"option '{CHANGELOG_COLUMN.name}' must name a column, e.g. '_change_type'")
     return name

@@ -33,7 +33,15 @@ from ..formats import ChangelogCodec, Codec, FormatOptionError, codec_class
 from ..kernel.option_kinds import OptionValues
 from ..spark_internals import from_arrow_type, to_arrow_type
 from .canonical import changelog_column_name, parse_options
-from .catalog import KEY_FIELDS, KEY_FIELDS_PREFIX, METADATA_COLUMNS, VALUE_FIELDS_INCLUDE, VALUE_FORMAT
+from .catalog import (
+    CHANGELOG_COLUMN,
+    KEY_FIELDS,
+    KEY_FIELDS_PREFIX,
+    METADATA_COLUMNS,
+    SCHEMA,
+    VALUE_FIELDS_INCLUDE,
+    VALUE_FORMAT,
+)
 from .values import require
 
 # Flink's kafka connector metadata keys and their types in Spark.
@@ -100,25 +108,30 @@ def parse_column_options(given: Mapping[str, str]) -> ColumnOptions:
         value_format = _value_codec_class(options)
         if issubclass(value_format, ChangelogCodec):
             raise OptionError(
-                f"option 'value.fields-include': value format '{value_format.name}' carries whole rows (the key "
-                "columns among them): it needs 'value.fields-include' = ALL and no 'key.fields-prefix'"
+                f"option '{VALUE_FIELDS_INCLUDE.name}': value format '{value_format.name}' carries whole rows (the "
+                f"key columns among them): it needs '{VALUE_FIELDS_INCLUDE.name}' = ALL and no "
+                f"'{KEY_FIELDS_PREFIX.name}'"
             )
     if prefix and include != "EXCEPT_KEY":
         raise OptionError(
-            "option 'key.fields-prefix' requires 'value.fields-include' to be EXCEPT_KEY (the prefix keeps "
-            "key and value field names apart, so the value must not hold the key fields)"
+            f"option '{KEY_FIELDS_PREFIX.name}' requires '{VALUE_FIELDS_INCLUDE.name}' to be EXCEPT_KEY (the prefix "
+            "keeps key and value field names apart, so the value must not hold the key fields)"
         )
-    reserved = {changelog.lower(): "the change-type column (option 'changelog.column')"}
+    reserved = {changelog.lower(): f"the change-type column (option '{CHANGELOG_COLUMN.name}')"}
     reserved |= {c.column.lower(): "a metadata column" for c in metadata}
     key_fields: list[str] = []
     raw = require(options, KEY_FIELDS, "id")
     for name in (part.strip() for part in raw.split(";")):
         if not name:
-            raise OptionError(f"option 'key.fields' has an empty column name in '{raw}': separate the names by ';'")
+            raise OptionError(
+                f"option '{KEY_FIELDS.name}' has an empty column name in '{raw}': separate the names by ';'"
+            )
         if name.lower() in reserved:
-            raise OptionError(f"option 'key.fields': column '{name}' is {reserved[name.lower()]}, not a data column")
+            raise OptionError(
+                f"option '{KEY_FIELDS.name}': column '{name}' is {reserved[name.lower()]}, not a data column"
+            )
         if name.lower() in (k.lower() for k in key_fields):
-            raise OptionError(f"option 'key.fields' lists column '{name}' twice")
+            raise OptionError(f"option '{KEY_FIELDS.name}' lists column '{name}' twice")
         key_fields.append(name)
     return ColumnOptions(changelog, metadata, tuple(key_fields), prefix, include == "EXCEPT_KEY")
 
@@ -138,19 +151,20 @@ def _parse_metadata(options: OptionValues, changelog: str) -> tuple[MetadataColu
             none = kind.startswith(VALUE_METADATA) and len(known) == len(METADATA_TYPES)
             note = f" (value format '{value_format}' has none)" if none else ""
             raise OptionError(
-                f"option 'metadata.columns': unknown metadata '{kind}'{note}.{hint} Available: {', '.join(known)}"
+                f"option '{METADATA_COLUMNS.name}': unknown metadata '{kind}'{note}.{hint} Available: "
+                f"{', '.join(known)}"
             )
         if "=" in column or "`" in column:
             raise OptionError(
-                f"option 'metadata.columns': cannot read '{entry}'; write `kind` or `column=kind`, e.g. "
+                f"option '{METADATA_COLUMNS.name}': cannot read '{entry}'; write `kind` or `column=kind`, e.g. "
                 "'offset, event_time=timestamp'"
             )
         if any(c.column.lower() == column.lower() for c in columns):
-            raise OptionError(f"option 'metadata.columns' names column '{column}' twice ({_CASE})")
+            raise OptionError(f"option '{METADATA_COLUMNS.name}' names column '{column}' twice ({_CASE})")
         if column.lower() == changelog.lower():
             raise OptionError(
-                f"option 'metadata.columns': column '{column}' is the change-type column (option "
-                "'changelog.column'); name the metadata column otherwise, e.g. 'record_{kind}={kind}'"
+                f"option '{METADATA_COLUMNS.name}': column '{column}' is the change-type column (option "
+                f"'{CHANGELOG_COLUMN.name}'); name the metadata column otherwise, e.g. 'record_{{kind}}={{kind}}'"
             )
         columns.append(MetadataColumn(column, kind, known[kind]))
     return tuple(columns)
@@ -184,7 +198,7 @@ def resolve_columns(schema: StructType, columns: ColumnOptions) -> ColumnRoles:
         raise SchemaError(
             f"column '{changelog.name}' holds the change type (upsert / delete) and must have type STRING, not "
             f"{type_text(changelog.dataType)}: declare it as `{changelog.name}` STRING, or name another column "
-            "with option 'changelog.column'"
+            f"with option '{CHANGELOG_COLUMN.name}'"
         )
     metadata = tuple(replace(c, column=_metadata_field(c, fields, schema).name) for c in columns.metadata)
     reserved = {f.name.lower() for f in (changelog,) if f is not None} | {c.column.lower() for c in metadata}
@@ -205,12 +219,12 @@ def _check_unique_names(schema: StructType, columns: ColumnOptions) -> None:
         kind = {c.column.lower(): c.kind for c in columns.metadata}.get(name.lower())
         if kind is not None:
             raise SchemaError(
-                f"option 'metadata.columns': column '{name}' clashes with the data column of that name: rename the "
-                f"metadata column, e.g. 'record_{name}={kind}'"
+                f"option '{METADATA_COLUMNS.name}': column '{name}' clashes with the data column of that name: "
+                f"rename the metadata column, e.g. 'record_{name}={kind}'"
             )
         fix = "rename or drop one of them"
         if name.lower() == columns.changelog.lower():
-            fix = "it is the change-type column: list it once, as STRING (option 'schema' adds it for you)"
+            fix = f"it is the change-type column: list it once, as STRING (option '{SCHEMA.name}' adds it for you)"
         raise SchemaError(f"column '{name}' appears twice in the schema{spelled}: {fix}")
     for f in schema.fields:
         _check_unique_fields(f.name, f.dataType)
@@ -248,13 +262,13 @@ def _metadata_field(c: MetadataColumn, fields: dict[str, StructField], schema: S
     f = fields.get(c.column.lower())
     if f is None:
         raise SchemaError(
-            f"option 'metadata.columns': column '{c.column}' ({c.kind}) is not in the schema "
+            f"option '{METADATA_COLUMNS.name}': column '{c.column}' ({c.kind}) is not in the schema "
             f"({', '.join(schema.names)}); add `{c.column}` {expected} to .schema(...) or to the DataFrame "
-            "written, or give a read's data columns with option 'schema' and it is added for you"
+            f"written, or give a read's data columns with option '{SCHEMA.name}' and it is added for you"
         )
     if type_text(f.dataType) != expected:
         raise SchemaError(
-            f"option 'metadata.columns': column '{f.name}' holds the record {c.kind} and must have "
+            f"option '{METADATA_COLUMNS.name}': column '{f.name}' holds the record {c.kind} and must have "
             f"type {expected}, not {type_text(f.dataType)}"
         )
     return f
@@ -280,21 +294,22 @@ def _key_field(name: str, data: list[StructField], prefix: str) -> str:
     names = [f.name for f in data]
     column = next((n for n in names if n == name), None) or next((n for n in names if n.lower() == name.lower()), None)
     if column is None:
-        separator = " (key.fields separates columns with ';')" if "," in name else ""
+        separator = f" ({KEY_FIELDS.name} separates columns with ';')" if "," in name else ""
         listed = ", ".join(names) if names else "no data columns"
         raise OptionError(
-            f"option 'key.fields': column '{name}' is not in the schema ({listed}).{did_you_mean(name, names)}"
+            f"option '{KEY_FIELDS.name}': column '{name}' is not in the schema ({listed})."
+            f"{did_you_mean(name, names)}"
             f"{separator}"
         )
     if not column.startswith(prefix):
         raise OptionError(
-            f"option 'key.fields': column '{column}' does not start with the 'key.fields-prefix' "
+            f"option '{KEY_FIELDS.name}': column '{column}' does not start with the '{KEY_FIELDS_PREFIX.name}' "
             f"'{prefix}'; with a prefix, every key column is named with it"
         )
     if prefix and column == prefix:
         raise OptionError(
-            f"option 'key.fields': column '{column}' is the 'key.fields-prefix' alone, which leaves its name in "
-            "the key empty; name the key column with the prefix and its name in the key, e.g. "
+            f"option '{KEY_FIELDS.name}': column '{column}' is the '{KEY_FIELDS_PREFIX.name}' alone, which leaves "
+            "its name in the key empty; name the key column with the prefix and its name in the key, e.g. "
             f"'{prefix}id'"
         )
     return column

@@ -4,12 +4,19 @@ here. The option parser (options.canonical) turns each into one error naming the
 
 from __future__ import annotations
 
-from .catalog import SINK_PARALLELISM
+from .catalog import (
+    KEY_FORMAT,
+    PROPERTIES_BOOTSTRAP_SERVERS,
+    PROPERTIES_SASL_OAUTHBEARER_TOKEN_PROVIDER,
+    SCAN_WATERMARK_IDLE_TIMEOUT,
+    SINK_PARALLELISM,
+    VALUE_FORMAT,
+)
 
 # Java Kafka client properties (`properties.<name>`) with no librdkafka meaning, and what to use instead.
 _TOKEN_PROVIDER = (
-    "option 'properties.sasl.oauthbearer.token-provider' = 'package.module:function', a Python function making the "
-    "SASL/OAUTHBEARER token (Amazon MSK IAM, Google Managed Kafka: README 'Managed Kafka services')"
+    f"option '{PROPERTIES_SASL_OAUTHBEARER_TOKEN_PROVIDER.name}' = 'package.module:function', a Python function "
+    "making the SASL/OAUTHBEARER token (Amazon MSK IAM, Google Managed Kafka: README 'Managed Kafka services')"
 )
 JAVA_ONLY_PROPERTIES: dict[str, str] = {
     "sasl.jaas.config": "'properties.sasl.username' and 'properties.sasl.password' (with "
@@ -20,10 +27,10 @@ JAVA_ONLY_PROPERTIES: dict[str, str] = {
     "ssl.truststore.location": "'properties.ssl.ca.location' (a PEM file of the CA certificates)",
     "ssl.truststore.password": "nothing: librdkafka reads PEM CA files, set 'properties.ssl.ca.location'",
     "ssl.keystore.location": "'properties.ssl.certificate.location' and 'properties.ssl.key.location' (PEM files)",
-    "key.serializer": "option 'key.format'",
-    "value.serializer": "option 'value.format'",
-    "key.deserializer": "option 'key.format'",
-    "value.deserializer": "option 'value.format'",
+    "key.serializer": f"option '{KEY_FORMAT.name}'",
+    "value.serializer": f"option '{VALUE_FORMAT.name}'",
+    "key.deserializer": f"option '{KEY_FORMAT.name}'",
+    "value.deserializer": f"option '{VALUE_FORMAT.name}'",
 }
 
 # Options of a Flink table, job or YAML pipeline that are not options of a Spark read or write.
@@ -31,14 +38,15 @@ NOT_IN_SPARK: dict[str, str] = {
     "connector": 'Spark picks the connector with .format("upsert-kafka"); leave this option out',
     "type": 'a Flink CDC pipeline\'s sink type; Spark picks the connector with .format("upsert-kafka")',
     "name": "a Flink CDC pipeline's sink name; name a streaming query with .queryName(...) on its writeStream",
-    "table.exec.source.idle-timeout": "a Flink job setting; here the per-read option 'scan.watermark.idle-timeout'",
+    "table.exec.source.idle-timeout": "a Flink job setting; here the per-read option "
+    f"'{SCAN_WATERMARK_IDLE_TIMEOUT.name}'",
     "execution.runtime-mode": "a Flink job setting; Spark reads a bounded table with spark.read and an unbounded "
     "stream with spark.readStream (writes: df.write / df.writeStream)",
 }
 # Option prefixes of the same kind: `aliyun.kafka.accessKeyId`, `aliyun.kafka.endpoint`, ...
 NOT_IN_SPARK_PREFIXES: dict[str, str] = {
     "aliyun.kafka.": "Realtime Compute's ApsaraMQ settings (its Alibaba Cloud API credentials create topics); "
-    "here create the topics beforehand and connect as to any Kafka: 'properties.bootstrap.servers' = the "
+    f"here create the topics beforehand and connect as to any Kafka: '{PROPERTIES_BOOTSTRAP_SERVERS.name}' = the "
     "instance's endpoint, and for its SASL endpoint 'properties.security.protocol', 'properties.sasl.mechanism', "
     "'properties.sasl.username' and 'properties.sasl.password'",
 }
@@ -57,8 +65,8 @@ def sink_parallelism_message(value: str, key_columns: tuple[str, ...]) -> str:
     per partition of the DataFrame), so the DataFrame is repartitioned by the user, by key."""
     columns = ", ".join(repr(c) for c in key_columns)
     return (
-        f"option 'sink.parallelism' = '{value}' cannot be honoured: a Spark write runs one task per partition of "
-        f"the DataFrame and a Python data source cannot ask for another distribution. Do the same with "
+        f"option '{SINK_PARALLELISM.name}' = '{value}' cannot be honoured: a Spark write runs one task per partition "
+        f"of the DataFrame and a Python data source cannot ask for another distribution. Do the same with "
         f"df.repartition({value.strip()}, {columns}) before .write / .writeStream (hashing by the key keeps every key "
         "in one task, so its order is kept) and leave the option out"
     )

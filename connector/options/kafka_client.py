@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import OptionError
+from .catalog import SINK_DELIVERY_GUARANTEE, SINK_TRANSACTIONAL_ID_PREFIX
 
 
 # Client properties the connector sets itself, because its guarantees depend on them: a user value is refused
@@ -25,13 +26,15 @@ RESERVED_PROPERTIES: dict[str, ReservedProperty] = {
     ),
     "partitioner": ReservedProperty((), "records are partitioned by key like the Java client (murmur2)"),
     "transactional.id": ReservedProperty(
-        (), "with sink.delivery-guarantee=exactly-once each task derives its own from 'sink.transactional-id-prefix'"
+        (),
+        f"with {SINK_DELIVERY_GUARANTEE.name}=exactly-once each task derives its own from "
+        f"'{SINK_TRANSACTIONAL_ID_PREFIX.name}'",
     ),
     "enable.idempotence": ReservedProperty(
-        ("true",), "option 'sink.delivery-guarantee' decides it (at-least-once and exactly-once need it)"
+        ("true",), f"option '{SINK_DELIVERY_GUARANTEE.name}' decides it (at-least-once and exactly-once need it)"
     ),
     "acks": ReservedProperty(
-        ("all", "-1"), "option 'sink.delivery-guarantee' decides it (at-least-once and exactly-once need all)"
+        ("all", "-1"), f"option '{SINK_DELIVERY_GUARANTEE.name}' decides it (at-least-once and exactly-once need all)"
     ),
     "delivery.report.only.error": ReservedProperty(("true",), "the writer counts only failed deliveries"),
 }

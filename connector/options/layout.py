@@ -22,7 +22,7 @@ from ..formats.codec import Role
 from ..formats.flink_types import primary_key_not_null, with_precision
 from ..spark_internals import from_arrow_type, to_arrow_schema
 from .canonical import FORMAT_OPTION, canonical_options, parse_options
-from .catalog import FLINK_COLUMN_TYPES, KEY_FORMAT, READ_MODE, SCHEMA, VALUE_FORMAT
+from .catalog import FLINK_COLUMN_TYPES, KEY_FIELDS, KEY_FORMAT, READ_MODE, SCHEMA, VALUE_FIELDS_INCLUDE, VALUE_FORMAT
 from .catalog_read import ReadMode
 from .columns import (
     ColumnOptions,
@@ -179,10 +179,13 @@ def _check_format_types(layout: Layout, columns: ColumnOptions) -> None:
 def _column_count_hint(role: Role, layout: Layout, columns: ColumnOptions) -> str:
     several = "or choose a format that holds several columns (json, csv, avro)"
     if role is Role.KEY:
-        return f"list one column in option 'key.fields', {several}"
+        return f"list one column in option '{KEY_FIELDS.name}', {several}"
     rest = [n for n in layout.value_fields if n not in layout.key_fields]
     if not columns.except_key and len(rest) == 1:
-        return f"set option 'value.fields-include' to EXCEPT_KEY so that the value holds '{rest[0]}' alone, {several}"
+        return (
+            f"set option '{VALUE_FIELDS_INCLUDE.name}' to EXCEPT_KEY so that the value holds '{rest[0]}' alone, "
+            f"{several}"
+        )
     return f"give the value one column, {several}"
 
 
@@ -254,7 +257,8 @@ def table_schema(raw: Mapping[str, str]) -> StructType:
     data = parse_ddl(options.text(SCHEMA)) if options.given(SCHEMA) else _inferred_schema(options, columns)
     if data is None:
         raise OptionError(
-            "upsert-kafka needs the table's columns: give them with .schema(\"id INT, name STRING\") or option 'schema'"
+            'upsert-kafka needs the table\'s columns: give them with .schema("id INT, name STRING") or option '
+            f"'{SCHEMA.name}'"
         )
     fields = list(data.fields)
     listed = {f.name.lower() for f in fields}

@@ -36,13 +36,14 @@ class TopicSelection:
             return f"topics matching '{self.pattern}'"
         if self.assigned is not None:
             listed = "; ".join(f"topic '{t}' partition(s) {', '.join(map(str, ps))}" for t, ps in self.assigned)
-            return f"{listed} (option 'assign')"
+            return f"{listed} (option '{ASSIGN.name}')"
         return f"topic '{self.names[0]}'" if len(self.names) == 1 else f"topics {', '.join(self.names)}"
 
     @property
     def option(self) -> str:
         """The option that selected the topics, for errors."""
-        return "topic-pattern" if self.pattern is not None else "assign" if self.assigned is not None else "topic"
+        selector = TOPIC_PATTERN if self.pattern is not None else ASSIGN if self.assigned is not None else TOPIC
+        return selector.name
 
 
 _SELECTORS = (TOPIC, TOPIC_PATTERN, ASSIGN)
@@ -67,7 +68,7 @@ def parse_topic_selection(raw: Mapping[str, str]) -> TopicSelection:
     # ';' is Flink's list separator and ',' Spark's (subscribe); neither can occur in a topic name.
     names = tuple(dict.fromkeys(t.strip() for t in re.split(r"[;,]", listed) if t.strip()))
     for name in names or ("",):
-        _check_topic_name(name, "topic", "; several topics are separated by ';'")
+        _check_topic_name(name, TOPIC.name, "; several topics are separated by ';'")
     return TopicSelection(names)
 
 
@@ -82,23 +83,25 @@ def parse_assign(raw: str) -> TopicSelection:
         parsed = None
     if not isinstance(parsed, dict) or not parsed:
         raise OptionError(
-            f"option 'assign' must be a JSON object of topics and their partitions, like {_ASSIGN_EXAMPLE}; got '{raw}'"
+            f"option '{ASSIGN.name}' must be a JSON object of topics and their partitions, like {_ASSIGN_EXAMPLE}; "
+            f"got '{raw}'"
         )
     assigned = []
     for topic, partitions in sorted(parsed.items()):
-        _check_topic_name(topic, "assign", "")
+        _check_topic_name(topic, ASSIGN.name, "")
         if (
             not isinstance(partitions, list)
             or not partitions
             or any(type(p) is not int or p < 0 for p in partitions)  # JSON true or 1.5 is no partition
         ):
             raise OptionError(
-                f"option 'assign': topic '{topic}' must have a non-empty list of partition numbers (0 or more), like "
+                f"option '{ASSIGN.name}': topic '{topic}' must have a non-empty list of partition numbers (0 or "
+                "more), like "
                 f"{_ASSIGN_EXAMPLE}; got {json.dumps(partitions)}"
             )
         if len(set(partitions)) != len(partitions):
             twice = next(p for p in partitions if partitions.count(p) > 1)
-            raise OptionError(f"option 'assign' names partition {twice} of topic '{topic}' twice")
+            raise OptionError(f"option '{ASSIGN.name}' names partition {twice} of topic '{topic}' twice")
         assigned.append((topic, tuple(sorted(partitions))))
     return TopicSelection(tuple(t for t, _ in assigned), assigned=tuple(assigned))
 

@@ -12,7 +12,6 @@ partition's records from the range's start, whatever it was assigned before.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +23,7 @@ from ..kafka.clients import UNUSED_GROUP_ERRORS, borrow_consumer, give_back
 from ..kafka.errors import ClientErrors, is_transient, kafka_error, with_retries
 from ..kafka.pool import Pooled
 from ..kafka.spec import KafkaSpec
+from ..kernel.clock import SYSTEM_CLOCK, Clock
 from .data_loss import lost
 from .range_calculator import PartitionRange
 
@@ -113,10 +113,11 @@ def _chunks(
     readers: list,
     chunk_records: int,
     fail_on_data_loss: bool,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> Iterator[Records]:
     # A broker restart or a leader change only pauses the records: librdkafka reconnects and fetches from the
     # new leader by itself. No record for the spec's whole bound, or an error no retry cures, fails the task.
-    position, last_progress = rng.start, time.monotonic()
+    position, last_progress = rng.start, clock.monotonic()
     while position < rng.end:
         messages = client.consume(num_messages=min(chunk_records, rng.end - position), timeout=1.0)
         if errors.final is not None:
@@ -138,7 +139,7 @@ def _chunks(
                     if is_transient(error) or error.code() in UNUSED_GROUP_ERRORS:
                         continue  # librdkafka goes on by itself; the stall bound below applies
                     raise kafka_error(kafka, f"read {rng} (at offset {position})", error, _read_grant(rng))
-                position, last_progress = _past_lost(client, kafka, rng, position, fail_on_data_loss), time.monotonic()
+                position, last_progress = _past_lost(client, kafka, rng, position, fail_on_data_loss), clock.monotonic()
                 break  # what this call returned after the error predates the new position
             offset = m.offset()
             if offset < position:  # below the range (or read already): never the planned records
@@ -153,14 +154,14 @@ def _chunks(
                 records.meta[kind].append(read(m))
             position = offset + 1
         if offsets:
-            last_progress = time.monotonic()
+            last_progress = clock.monotonic()
             yield records
-        elif position < rng.end and time.monotonic() - last_progress > kafka.timeout_s:
+        elif position < rng.end and clock.monotonic() - last_progress > kafka.timeout_s:
             first, end = _log_bounds(client, kafka, rng, position)
             if end < rng.end:  # planned up to rng.end, the log now ends before it: truncated or recreated
                 lost(rng.topic, rng.partition, position, rng.end, fail_on_data_loss, _shrunk(first, end))
                 return
-            if time.monotonic() - last_progress <= kafka.patience_s:
+            if clock.monotonic() - last_progress <= kafka.patience_s:
                 continue  # the records are there: a broker restarting or a leader moving, waited for
             raise KafkaUnavailableError(
                 f"no record arrived for {kafka.patience_s:g} s while reading {rng} at offset {position} "

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 from collections.abc import Callable
 
 from confluent_kafka.admin import OffsetSpec
@@ -18,6 +17,7 @@ from confluent_kafka.admin import OffsetSpec
 from ..errors import DataLossError, KafkaAuthorizationError, OptionError, TopicError
 from ..kafka.brokers import Brokers
 from ..kafka.spec import KafkaSpec
+from ..kernel.clock import SYSTEM_CLOCK, Clock
 from ..options.topics import TopicSelection
 from .bounds import EARLIEST, LATEST, Bound, BoundKind, Fallback
 from .data_loss import data_loss, lost
@@ -30,15 +30,22 @@ Partitions = dict[str, list[int]]
 
 
 class Planner:
-    def __init__(self, spec: ReadSpec) -> None:
-        self.spec = spec
+    def __init__(self, spec: ReadSpec, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.spec, self.clock = spec, clock  # the discovery interval's
         self.brokers = Brokers(spec.kafka, **{"allow.auto.create.topics": False})  # asking never creates
         self._partitions: Partitions | None = None
         self._discovered_at = 0.0
         self._bound: dict | None = None  # a bounded stream's end, resolved once
 
     def __getstate__(self) -> dict:
-        return {"spec": self.spec, "brokers": self.brokers, "_partitions": None, "_discovered_at": 0.0, "_bound": None}
+        return {
+            "spec": self.spec,
+            "clock": self.clock,
+            "brokers": self.brokers,
+            "_partitions": None,
+            "_discovered_at": 0.0,
+            "_bound": None,
+        }
 
     def close(self) -> None:
         self.brokers.close()
@@ -47,12 +54,12 @@ class Planner:
 
     def partitions(self, refresh: bool = False) -> Partitions:
         """The topics' partitions; looked up again only after the discovery interval (or on refresh)."""
-        due = time.monotonic() - self._discovered_at >= self.spec.discovery_interval_s
+        due = self.clock.monotonic() - self._discovered_at >= self.spec.discovery_interval_s
         if self._partitions is None or refresh or due:
             found = self._lookup_partitions()
             if self._partitions is not None and found != self._partitions:
                 log.info("upsert-kafka: partitions changed from %s to %s", self._partitions, found)
-            self._partitions, self._discovered_at = found, time.monotonic()
+            self._partitions, self._discovered_at = found, self.clock.monotonic()
         return self._partitions
 
     def _lookup_partitions(self) -> Partitions:

@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 
 from ..errors import RecordError, escaped_prefix
 from ..formats import Codec
+from ..formats.codec import IGNORE_PARSE_ERRORS
 from .fetch import CHUNK_RECORDS, Records
 from .latest_per_key import HEADER_LIST, LatestPerKey
 from .range_calculator import PartitionRange
@@ -104,8 +105,8 @@ class RangeDecoder(ABC):
         if not codec.ignore_parse_errors:
             index, reason = failures[0]
             hint = (
-                f" To skip such records set '{role}.{codec.name}.ignore-parse-errors' to true."
-                if "ignore-parse-errors" in codec.option_names
+                f" To skip such records set '{role}.{codec.name}.{IGNORE_PARSE_ERRORS.name}' to true."
+                if IGNORE_PARSE_ERRORS.name in codec.option_names
                 else ""
             )
             raise RecordError(

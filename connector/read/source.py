@@ -9,7 +9,6 @@ Arrow batches.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
@@ -17,6 +16,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
 
 from ..errors import UpsertKafkaError
+from ..kernel.clock import SYSTEM_CLOCK, Clock
 from ..options.catalog_read import ReadMode
 from ..spark_internals import ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows, SupportsTriggerAvailableNow
 from .bounds import BoundKind, Fallback
@@ -104,14 +104,15 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
     JSON form, which the methods Spark calls with offsets (initialOffset, latestOffset, partitions, commit) convert,
     and nothing else sees."""
 
-    def __init__(self, spec: ReadSpec) -> None:
+    def __init__(self, spec: ReadSpec, clock: Clock = SYSTEM_CLOCK) -> None:
         self.spec = spec
-        self.planner = Planner(spec)
-        self.tracker = WatermarkTracker(self.planner)
+        self.clock = clock  # the discovery interval's, idleness's and maxTriggerDelay's
+        self.planner = Planner(spec, clock)
+        self.tracker = WatermarkTracker(self.planner, clock)
         self.available_now: dict | None = None  # Trigger.AvailableNow's fixed target
         self.initial: StreamOffset | None = None
         self.latest: dict | None = None  # the log ends latestOffset last looked up, for reportLatestOffset
-        self.last_trigger: float | None = None  # when minOffsetsPerTrigger last let a batch go (monotonic s)
+        self.last_trigger: float | None = None  # when minOffsetsPerTrigger last let a batch go (on `clock`)
         # The end of the last batch Spark planned (the next one's start), as Spark handed it: see latestOffset.
         self.planned_end: dict | None = None
         self.warned_capped = False
@@ -184,7 +185,7 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         minimum = limit.min_rows if isinstance(limit, ReadMinRows) else self.spec.min_records_per_trigger
         if minimum is None or isinstance(limit, ReadAllAvailable) or self.available_now is not None:
             return False
-        now = time.monotonic()
+        now = self.clock.monotonic()
         if self.last_trigger is None or now - self.last_trigger >= self.spec.max_trigger_delay_s:
             self.last_trigger = now
             return False

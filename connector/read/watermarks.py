@@ -14,7 +14,6 @@ and offsets-for-times for the cap.
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import replace
 
 from confluent_kafka import TopicPartition
@@ -141,9 +140,10 @@ class WatermarkTracker:
         client.assign([TopicPartition(t, p, o) for (t, p), o in positions.items()])
         found: dict[TP, int] = {}
         pending = {tp for tp in positions if positions[tp] < ends[tp]}
-        deadline = time.monotonic() + self.spec.kafka.timeout_s  # a network wait: real time
+        # A network wait: real time, not the tracker's clock (a test's manual clock would never end it).
+        deadline = SYSTEM_CLOCK.monotonic() + self.spec.kafka.timeout_s
         try:
-            while pending and time.monotonic() < deadline:
+            while pending and SYSTEM_CLOCK.monotonic() < deadline:
                 # A short wait per call: consume() returns only when the batch is full or the wait is over.
                 for m in client.consume(num_messages=_LAST_WINDOW * len(pending), timeout=0.02):
                     tp = (m.topic(), m.partition())

@@ -3,6 +3,10 @@ twice. `ExactlyOnce` is the write's (planned on the driver, pickled into its tas
 what earlier runs and failed tasks left open, and gives each task its `ExactlyOnceTask`, which the task's
 producer (write.producer) opens its transaction with (write.transactions: the Kafka side of it).
 
+Without exactly-once (sink.delivery-guarantee at-least-once or none) the write plans `NoTransactions` instead,
+chosen once (write.plan): the same faces, `NoTransactionTask` and write.transactions' `NoTransaction`, each step
+the at-least-once one or nothing, so that the task, its producer and the sink never ask which they have.
+
 Identity. A task's transactional id is `<sink.transactional-id-prefix>-<scope>-<Spark partition id>`. The
 scope names what a replay shares: the streaming query (its id survives restarts), a batch write's
 `sink.write-id`, or else the one job. So every attempt and every micro-batch of a query reuse the same ids —
@@ -46,7 +50,7 @@ from ..kafka.pool import CLIENT_POOL, Pooled
 from ..spark_internals import MicroBatch
 from .spec import WriteSpec
 from .target import DEFAULT_TRANSACTION_TIMEOUT_MS, WriteTarget
-from .transactions import TaskTransaction
+from .transactions import NoTransaction, TaskTransaction
 
 log = logging.getLogger("upsert_kafka")
 
@@ -200,13 +204,29 @@ class ExactlyOnceTask:
     def settings(self) -> dict[str, Any]:
         return self.write.settings(self.transactional_id)
 
+    @property
+    def scope(self) -> str | None:
+        """The scope of the task's transactional id, reported to the driver (which fences by it after a failure)."""
+        return self.identity.scope
+
     def transaction(self, lent: Pooled) -> TaskTransaction:
         """The task's transaction on the producer lent to it (write.producer asks again for a new producer)."""
         timeout_ms = self.settings()["transaction.timeout.ms"]
-        return TaskTransaction(lent, self.write.spec, self.transactional_id, self.identity.write_id, timeout_ms)
+        return TaskTransaction(
+            lent, self.write.spec, self.transactional_id, self.identity.write_id, timeout_ms, self.fingerprint
+        )
 
     def count(self, keys: list[bytes], deletes: int) -> None:
         self.fingerprint.add(keys, deletes)
+
+    def input_unknown(self) -> None:
+        """Spark cannot tell whether it handed the task its whole input: fail closed, as a partial commit would make
+        every retry skip the rest."""
+        raise WriteTaskError(
+            f"exactly-once write to {self.write.spec.topics.describe()}: cannot tell whether Spark handed this task "
+            "its whole input (the PySpark worker's input stream was not found), so nothing of it is committed. "
+            "Run the write in a PySpark 4.3 Python worker, or use sink.delivery-guarantee=at-least-once"
+        )
 
     def check_replay(self, committed: str) -> None:
         """A replayed task skips what an earlier attempt committed: only right if it holds the same rows."""
@@ -224,3 +244,46 @@ class ExactlyOnceTask:
 
 def _ignore(error: Any, message: Any) -> None:
     """No records are sent by a fencing producer."""
+
+
+class NoTransactionTask:
+    """One task's part of a write without exactly-once: ExactlyOnceTask's face, each step nothing (or the warning
+    where exactly-once would fail closed)."""
+
+    scope: str | None = None  # no transactional id to fence
+
+    def settings(self) -> dict[str, Any]:
+        return {}
+
+    def transaction(self, lent: Pooled) -> NoTransaction:
+        return NoTransaction(lent)
+
+    def count(self, keys: list[bytes], deletes: int) -> None:
+        """No fingerprint to keep."""
+
+    def check_replay(self, committed: str) -> None:
+        """Never asked: without a transaction no earlier attempt is found to have committed the task."""
+
+    def input_unknown(self) -> None:
+        log.warning("upsert-kafka: cannot tell whether this task's input is complete (not in a PySpark worker)")
+
+
+NO_TRANSACTION_TASK = NoTransactionTask()
+
+
+@dataclass(frozen=True)
+class NoTransactions:
+    """A write without exactly-once (sink.delivery-guarantee at-least-once or none), as the driver planned it:
+    ExactlyOnce's face, with nothing to fence or abort."""
+
+    def task(self, partition_id: int, batch: MicroBatch | None) -> NoTransactionTask:
+        return NO_TRANSACTION_TASK
+
+    def fence_earlier_runs(self, query_id: str | None) -> None:
+        """No earlier run left a transaction open."""
+
+    def abort_failed(self, scope: str | None, partition_ids: list[int]) -> None:
+        """No failed task left a transaction open (what it had queued was dropped, what was acknowledged stays)."""
+
+
+NO_TRANSACTIONS = NoTransactions()

@@ -1,7 +1,7 @@
 """Driver side: a write planned in two steps, once before any task starts. `parse_write` turns the options into
 a WriteSpec and checks what the save mode allows (no I/O); `resolve_write` asks the schema registry and the
 brokers (write.target) and fences what an earlier run left open (write.exactly_once), giving the WritePlan
-pickled into every task."""
+pickled into every task. Whether the write has transactions is decided here, once: ExactlyOnce or NoTransactions."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from ..errors import OptionError
 from ..formats import ChangelogCodec
 from ..kafka.pool import CLIENT_POOL
 from ..options.layout import check_codecs
-from .exactly_once import ExactlyOnce
+from .exactly_once import NO_TRANSACTIONS, ExactlyOnce, NoTransactions
 from .spec import EXACTLY_ONCE, WriteSpec, parse_write_spec
 from .target import WriteTarget, describe_write_target
 
@@ -30,7 +30,7 @@ class WritePlan:
 
     spec: WriteSpec
     target: WriteTarget
-    exactly_once: ExactlyOnce | None = None  # sink.delivery-guarantee exactly-once
+    transactions: ExactlyOnce | NoTransactions = NO_TRANSACTIONS  # ExactlyOnce: sink.delivery-guarantee exactly-once
     collect_keys: bool = False  # overwrite: tasks report every key they were given
 
 
@@ -70,11 +70,11 @@ def resolve_write(
         target = CLIENT_POOL.shared(("write-target", spec.kafka, spec.topics, timeout), describe, _TARGET_TTL_S)
     else:
         target = describe()
-    exactly_once = None
+    transactions: ExactlyOnce | NoTransactions = NO_TRANSACTIONS
     if spec.guarantee == EXACTLY_ONCE:
-        exactly_once = ExactlyOnce(spec, target, uuid.uuid4().hex, streaming)
-        exactly_once.fence_earlier_runs(query_id)
-    return WritePlan(spec, target, exactly_once, collect_keys=overwrite)
+        transactions = ExactlyOnce(spec, target, uuid.uuid4().hex, streaming)
+    transactions.fence_earlier_runs(query_id)
+    return WritePlan(spec, target, transactions, collect_keys=overwrite)
 
 
 def plan_write(

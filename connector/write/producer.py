@@ -3,14 +3,15 @@ producer is borrowed from the Python worker's pool (kafka/pool.py) and goes back
 
 `none`: acks=1, no idempotence. `at-least-once` (default): idempotent, acks=all; the task succeeds only
 after every record is acknowledged. `exactly-once`: the same inside one transaction per task, which the task's
-ExactlyOnceTask opens (write.exactly_once). In every mode a record that fails fails the task, naming its topic and key.
+ExactlyOnceTask opens (write.exactly_once); in the other modes the task's NoTransactionTask gives the producer a
+NoTransaction, whose steps are the at-least-once ones. In every mode a record that fails fails the task, naming its
+topic and key.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -19,7 +20,8 @@ from confluent_kafka import KafkaError, KafkaException
 from ..errors import KafkaUnavailableError, RecordError, TopicError, escaped_prefix
 from ..kafka.clients import borrow_producer, give_back
 from ..kafka.errors import ACCESS_CODES, kafka_error, with_retries
-from .exactly_once import ExactlyOnceTask
+from ..kernel.clock import SYSTEM_CLOCK, Clock
+from .exactly_once import NO_TRANSACTION_TASK, ExactlyOnceTask, NoTransactionTask
 from .partitioners import load_partitioner
 from .spec import NONE, WriteSpec
 from .target import WriteTarget
@@ -53,12 +55,18 @@ class Sender:
     """Produces one task's records; raises the first delivery failure, naming the record's topic and key. Its
     producer is borrowed from the worker's pool and given back by `release`."""
 
-    def __init__(self, spec: WriteSpec, target: WriteTarget, exactly_once: ExactlyOnceTask | None = None) -> None:
-        self.spec, self.target, self.exactly_once = spec, target, exactly_once
+    def __init__(
+        self,
+        spec: WriteSpec,
+        target: WriteTarget,
+        transactions: ExactlyOnceTask | NoTransactionTask = NO_TRANSACTION_TASK,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        self.spec, self.target, self.transactions, self.clock = spec, target, transactions, clock
         self.failure: tuple[Any, str, bytes | None] | None = None  # (error, topic, key) of the first failure
         self.failures = 0
         self.defaults = producer_settings(spec, target)
-        self.owned = exactly_once.settings() if exactly_once is not None else {}
+        self.owned = transactions.settings()
         self._borrow()
         self.partitioner = load_partitioner(spec.partitioner) if spec.partitioner else None
         self.partition_counts: dict[str, int] = {}
@@ -70,15 +78,13 @@ class Sender:
         self.client = self.lent.client
         # Authentication, TLS and fatal errors reach only the error callback; without it they are timeouts.
         self.errors = self.lent.errors
-        self.transaction = self.exactly_once.transaction(self.lent) if self.exactly_once is not None else None
+        self.transaction = self.transactions.transaction(self.lent)
 
     # -- lifecycle ----------------------------------------------------------------------------------
 
     def begin(self) -> str | None:
         """Exactly-once: the fingerprint of the rows an earlier attempt committed this write with, if one did
         (then nothing is to be sent); None otherwise."""
-        if self.transaction is None:
-            return None
         try:
             return self.transaction.begin()
         except StaleProducer:  # fenced while pooled; nothing was sent: go on with a new producer
@@ -90,21 +96,16 @@ class Sender:
     def finish(self) -> None:
         """Everything acknowledged (and, with exactly-once, committed with the rows' fingerprint) or an error."""
         self.flush()
-        if self.transaction is not None:
-            self.transaction.commit(self.first_topic, str(self.exactly_once.fingerprint))  # type: ignore[union-attr]
+        self.transaction.commit(self.first_topic)
 
     def fail(self) -> None:
         """The task failed: send nothing more (Spark runs it again whole)."""
-        if self.transaction is not None and self.transaction.started is not None:
-            self.transaction.abort()
-        else:
-            self.client.purge()
+        self.transaction.abort()
 
     def release(self, clean: bool) -> None:
         """Give the producer back to the pool: kept for the next task only when `clean` (this task ended without
         error, every record acknowledged and its transaction, if any, committed)."""
-        if self.transaction is not None:
-            self.transaction.release(clean)
+        self.transaction.release(clean)
         give_back(self.lent, self.spec.kafka, clean and self.failure is None)
 
     # -- records --------------------------------------------------------------------------------------
@@ -179,11 +180,11 @@ class Sender:
 
     def flush(self) -> None:
         """Wait until every record sent so far is acknowledged; raise the first failure."""
-        deadline = time.monotonic() + 130 + self.spec.kafka.timeout_s  # beyond message.timeout.ms
+        deadline = self.clock.monotonic() + 130 + self.spec.kafka.timeout_s  # beyond message.timeout.ms
         remaining = self._flush()
         while remaining:
             self._raise_failure()
-            if time.monotonic() > deadline:
+            if self.clock.monotonic() > deadline:
                 raise KafkaUnavailableError(
                     f"{remaining} record(s) were still unacknowledged by {self.spec.kafka.describe()} after the "
                     "flush timeout; nothing of this task is reported as written"
@@ -223,9 +224,9 @@ class Sender:
         final = self.errors.check()
         if final is None and self.failure is not None and self.failure[0].code() in _PURGED:
             # The error that made librdkafka purge follows its reports (seconds later on a loaded machine).
-            deadline = time.monotonic() + min(5.0, self.spec.kafka.timeout_s)
-            while final is None and time.monotonic() < deadline:
-                time.sleep(0.05)
+            deadline = self.clock.monotonic() + min(5.0, self.spec.kafka.timeout_s)
+            while final is None and self.clock.monotonic() < deadline:
+                self.clock.sleep(0.05)
                 final = self.errors.check()
         if final is not None:
             raise self._access_error(final, self.failure[1] if self.failure is not None else self.first_topic)

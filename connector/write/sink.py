@@ -118,10 +118,9 @@ def _summary(messages: list[WriterCommitMessage | None]) -> str:
 
 
 def _abort(plan: WritePlan, messages: list[WriterCommitMessage | None]) -> None:
-    """Exactly-once: abort at once what the failed tasks may have left open."""
-    if plan.exactly_once is not None:
-        scope = next((m.scope for m in messages if isinstance(m, WriteResult) and m.scope), None)
-        plan.exactly_once.abort_failed(scope, [i for i, m in enumerate(messages) if m is None])
+    """Exactly-once: abort at once what the failed tasks may have left open (without it: nothing to abort)."""
+    scope = next((m.scope for m in messages if isinstance(m, WriteResult) and m.scope), None)
+    plan.transactions.abort_failed(scope, [i for i, m in enumerate(messages) if m is None])
 
 
 class UpsertKafkaWriter(DataSourceArrowWriter):

@@ -3,13 +3,13 @@
 The task's rows become Pending rows with encoded keys (write.encode), go through the reducing buffer when
 `sink.buffer-flush.*` asks for it (write.buffer, a decorator of the output), then get their values encoded
 and leave through the task's producer (write.producer), which applies the delivery guarantee. With
-exactly-once the task's ExactlyOnceTask (write.exactly_once) fingerprints the rows and tells a replay.
+exactly-once the task's ExactlyOnceTask (write.exactly_once) fingerprints the rows and tells a replay; without it,
+its NoTransactionTask does nothing in their place.
 """
 
 from __future__ import annotations
 
 import itertools
-import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -23,8 +23,6 @@ from .buffer import Output, Pending, ReducingOutput
 from .encode import RecordEncoder
 from .plan import WritePlan
 from .producer import Sender
-
-log = logging.getLogger("upsert_kafka")
 
 
 @dataclass(frozen=True)
@@ -86,14 +84,14 @@ class RecordWriter:
     def __init__(self, plan: WritePlan, partition_id: int, batch: MicroBatch | None) -> None:
         self.plan, self.spec = plan, plan.spec
         self.encoder = RecordEncoder(plan.spec)
-        self.exactly_once = plan.exactly_once.task(partition_id, batch) if plan.exactly_once is not None else None
+        self.transactions = plan.transactions.task(partition_id, batch)
         self.seen = SeenKeys() if plan.collect_keys else None
         self.kafka: KafkaOutput | None = None
         self.output: Output | None = None
 
     def write(self, batches: Iterator[pa.RecordBatch]) -> WriteResult:
         # The producer first: a new one connects (and gets its producer id) while the first rows are read.
-        sender = Sender(self.spec, self.plan.target, self.exactly_once)
+        sender = Sender(self.spec, self.plan.target, self.transactions)
         clean = False  # the producer goes back to the worker's pool only after a task without error
         try:
             first = next(batches, None)
@@ -106,7 +104,7 @@ class RecordWriter:
                 for batch in batches:  # its rows are read to check they are the ones committed
                     self._pending(batch)
                 self._check_input_complete()
-                self.exactly_once.check_replay(committed)  # type: ignore[union-attr]
+                self.transactions.check_replay(committed)
                 clean = True
                 return self._result(replayed=True)
             self.kafka = self.output = KafkaOutput(self.encoder, sender)
@@ -134,8 +132,7 @@ class RecordWriter:
         pending = self.encoder.pending(batch)
         if pending is None:
             return None
-        if self.exactly_once is not None:
-            self.exactly_once.count(pending.keys, pc.sum(pending.deletes).as_py() or 0)
+        self.transactions.count(pending.keys, pc.sum(pending.deletes).as_py() or 0)
         if self.seen is not None:
             self.seen.add(pending)
         return pending
@@ -150,15 +147,8 @@ class RecordWriter:
                 f"the input of this write task to {self.spec.topics.describe()} ended early because the task is "
                 "failing (see the error of the step before the write); nothing of it is committed"
             )
-        if complete is None and self.exactly_once is not None:
-            # Fail closed: with exactly-once a partial commit would make every retry skip the rest.
-            raise WriteTaskError(
-                f"exactly-once write to {self.spec.topics.describe()}: cannot tell whether Spark handed this task "
-                "its whole input (the PySpark worker's input stream was not found), so nothing of it is committed. "
-                "Run the write in a PySpark 4.3 Python worker, or use sink.delivery-guarantee=at-least-once"
-            )
-        if complete is None:
-            log.warning("upsert-kafka: cannot tell whether this task's input is complete (not in a PySpark worker)")
+        if complete is None:  # exactly-once fails closed, a partial commit would make every retry skip the rest
+            self.transactions.input_unknown()
 
     def _result(self, replayed: bool = False) -> WriteResult:
         keys, topics = self.seen.arrays() if self.seen is not None else (None, None)
@@ -169,7 +159,7 @@ class RecordWriter:
             self.encoder.skipped,
             self.output.reduced if isinstance(self.output, ReducingOutput) else 0,
             replayed,
-            self.exactly_once.identity.scope if self.exactly_once is not None else None,
+            self.transactions.scope,
             keys,
             topics,
         )

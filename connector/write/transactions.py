@@ -1,11 +1,11 @@
 """The Kafka side of exactly-once (write.exactly_once): one task's transaction on its pooled producer, and the
 marker committed with it (the write id and the fingerprint of the task's rows, as the metadata of a
-consumer-group offset in the group named like the transactional id)."""
+consumer-group offset in the group named like the transactional id). A task without exactly-once has a
+NoTransaction instead: the same steps, each the at-least-once one or nothing, so the producer never asks which."""
 
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
@@ -13,6 +13,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from ..kafka.clients import borrow_group_consumer, give_back
 from ..kafka.errors import ClientErrors, is_transient, with_retries, within
 from ..kafka.pool import Pooled
+from ..kernel.clock import SYSTEM_CLOCK, Clock
 from .spec import WriteSpec
 
 log = logging.getLogger("upsert_kafka")
@@ -33,13 +34,22 @@ class TaskTransaction:
     new producer."""
 
     def __init__(
-        self, producer: Pooled, spec: WriteSpec, transactional_id: str, write_id: str, transaction_timeout_ms: int
+        self,
+        producer: Pooled,
+        spec: WriteSpec,
+        transactional_id: str,
+        write_id: str,
+        transaction_timeout_ms: int,
+        fingerprint: object,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.client, self.errors, self.memo = producer.client, producer.errors, producer.memo
         self.spec, self.id, self.write_id = spec, transactional_id, write_id
+        self.fingerprint = fingerprint  # the task's rows (exactly_once.Fingerprint), counted as they go out
         self.timeout_s = spec.kafka.timeout_s
         self.transaction_timeout_ms = transaction_timeout_ms
-        self.started: float | None = None
+        self.clock = clock  # how long the transaction was open, for a timeout's hint
+        self.started: float | None = None  # on `clock`
         # The marker group's consumer reports its own errors (an ACL on the group): served by polling it, which
         # consumes nothing (it has no assignment).
         self._group = borrow_group_consumer(spec.kafka, transactional_id)
@@ -58,7 +68,7 @@ class TaskTransaction:
             log.info("upsert-kafka: %s already committed write '%s'", self.id, self.write_id)
             return committed
         self.client.begin_transaction()
-        self.started = time.monotonic()
+        self.started = self.clock.monotonic()
         if initialized:
             self._check_not_fenced(marks)
         return None
@@ -98,10 +108,10 @@ class TaskTransaction:
             log.info("upsert-kafka: the pooled producer of %s is not reused: %s", self.id, e.args[0].str())
             raise StaleProducer(self.id) from None
 
-    def commit(self, marker_topic: str | None, fingerprint: str) -> None:
+    def commit(self, marker_topic: str | None) -> None:
         """Commit the records and, with them, the marker (on partition 0 of a topic the task wrote)."""
         if marker_topic is not None:
-            marker = TopicPartition(marker_topic, 0, 0, metadata=f"{self.write_id}|{fingerprint}")
+            marker = TopicPartition(marker_topic, 0, 0, metadata=f"{self.write_id}|{self.fingerprint}")
             group = self._group.client.consumer_group_metadata()
 
             def send_marker(timeout: float) -> None:
@@ -111,7 +121,11 @@ class TaskTransaction:
         self._call("commit the transaction", self.client.commit_transaction)
 
     def abort(self) -> None:
-        """Best effort: an abandoned transaction is aborted anyway by the next attempt or by its timeout."""
+        """The task failed: send nothing more of it. An open transaction is aborted, best effort (an abandoned one is
+        aborted anyway by the next attempt or by its timeout); before one opened, what is queued is dropped."""
+        if self.started is None:
+            self.client.purge()
+            return
         try:
             self.client.abort_transaction(self.timeout_s)
         except KafkaException as e:
@@ -149,7 +163,7 @@ class TaskTransaction:
 
     def _hint(self, error: KafkaError) -> str:
         name = error.name()
-        open_ms = (time.monotonic() - self.started) * 1000 if self.started is not None else 0
+        open_ms = (self.clock.monotonic() - self.started) * 1000 if self.started is not None else 0
         if self.transaction_timeout_ms and open_ms >= self.transaction_timeout_ms:
             return (
                 f" (the transaction was open for {open_ms / 1000:.0f} s, longer than its timeout of "
@@ -166,3 +180,25 @@ class TaskTransaction:
         if error.txn_requires_abort():
             return " (the transaction must be aborted: the task's records are discarded and Spark runs it again)"
         return ""
+
+
+class NoTransaction:
+    """The producer of a task without exactly-once (sink.delivery-guarantee at-least-once or none): TaskTransaction's
+    steps, each the at-least-once one or nothing."""
+
+    def __init__(self, producer: Pooled) -> None:
+        self.client = producer.client
+
+    def begin(self) -> str | None:
+        """No earlier attempt committed anything to skip: every record is sent."""
+        return None
+
+    def commit(self, marker_topic: str | None) -> None:
+        """Nothing to commit: the records count once acknowledged (the producer's flush)."""
+
+    def abort(self) -> None:
+        """The task failed: send nothing more of it (Spark runs it again whole)."""
+        self.client.purge()
+
+    def release(self, clean: bool) -> None:
+        """No marker consumer to give back."""

@@ -75,30 +75,32 @@ class AvroSchema(Kind):
         return schema
 
 
+SCHEMA = Option(
+    "schema",
+    None,
+    FORMAT,
+    "The Avro schema records are written and read with, JSON text (default: derived from the columns).",
+    kind=AvroSchema(),
+)
+#: Both avro formats' (avro-confluent's namespace has another default: confluent_codec.py).
+RECORD_NAME = Option("record-name", "record", FORMAT, "The record name of a derived schema.", kind=Text())
+RECORD_NAMESPACE = Option(
+    "record-namespace", None, FORMAT, "The namespace of a derived schema (none by default).", kind=Text()
+)
+
+
 class AvroCodec(Codec):
     name = "avro"
-    declared_options = (
-        Option(
-            "schema",
-            None,
-            FORMAT,
-            "The Avro schema records are written and read with, JSON text (default: derived from the columns).",
-            kind=AvroSchema(),
-        ),
-        Option("record-name", "record", FORMAT, "The record name of a derived schema.", kind=Text()),
-        Option("record-namespace", None, FORMAT, "The namespace of a derived schema (none by default).", kind=Text()),
-        TIMESTAMP_MAPPING_LEGACY,
-        IGNORE_PARSE_ERRORS,
-    )
+    declared_options = (SCHEMA, RECORD_NAME, RECORD_NAMESPACE, TIMESTAMP_MAPPING_LEGACY, IGNORE_PARSE_ERRORS)
     column_types = AVRO_TYPES
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
         values = self.option_values
-        self.record_name = values.value("record-name").strip()
-        self.record_namespace = (values.value("record-namespace") or "").strip() or None
-        self.given_schema = values.value("schema")
-        self.legacy_timestamps = values.value(TIMESTAMP_MAPPING_LEGACY.name)
+        self.record_name = values.value(RECORD_NAME).strip()
+        self.record_namespace = (values.value(RECORD_NAMESPACE) or "").strip() or None
+        self.given_schema = values.value(SCHEMA)
+        self.legacy_timestamps = values.value(TIMESTAMP_MAPPING_LEGACY)
 
     def writer_schema(self, schema: pa.Schema) -> AvroType:
         """The schema records are written with: the given one, or the table's as Flink derives it (a key's

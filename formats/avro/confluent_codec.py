@@ -21,24 +21,30 @@ from ..confluent.registry import RegistryError, SchemaNotUsable, SchemaRegistry
 from ..confluent.registry_codec import REGISTRY_OPTIONS, RegistryCodec
 from ..confluent.wire import HEADER, framed_ids, header, not_framed
 from ..payloads import Layout
-from .codec import TIMESTAMP_MAPPING_LEGACY, AvroBodyReader, AvroEncoder, AvroSchema
+from .codec import RECORD_NAME, TIMESTAMP_MAPPING_LEGACY, AvroBodyReader, AvroEncoder, AvroSchema
 from .schema import AVRO_TYPES, arrow_schema, table_avro_schema
 
 NOT_FRAMED = not_framed("the Avro body")
 # Flink's name for a schema derived from a table, so both write compatible versions of one subject.
 FLINK_NAMESPACE = "org.apache.flink.avro.generated"
 
+# avro's options as avro-confluent declares them (record-name is avro's own).
+SCHEMA = Option(
+    "schema", None, FORMAT, "The Avro schema to write (default: derived from the columns).", kind=AvroSchema()
+)
+RECORD_NAMESPACE = Option(
+    "record-namespace", FLINK_NAMESPACE, FORMAT, "The namespace of a derived schema.", kind=Text()
+)
+
 
 class AvroConfluentCodec(RegistryCodec):
     name = "avro-confluent"
     declared_options = (
         *REGISTRY_OPTIONS[:2],
-        Option(
-            "schema", None, FORMAT, "The Avro schema to write (default: derived from the columns).", kind=AvroSchema()
-        ),
+        SCHEMA,
         *REGISTRY_OPTIONS[2:],
-        Option("record-name", "record", FORMAT, "The record name of a derived schema.", kind=Text()),
-        Option("record-namespace", FLINK_NAMESPACE, FORMAT, "The namespace of a derived schema.", kind=Text()),
+        RECORD_NAME,
+        RECORD_NAMESPACE,
         TIMESTAMP_MAPPING_LEGACY,
         IGNORE_PARSE_ERRORS,
     )
@@ -47,10 +53,10 @@ class AvroConfluentCodec(RegistryCodec):
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
         values = self.option_values
-        self.given_schema = values.value("schema")
-        self.record_name = values.value("record-name").strip()
-        self.record_namespace = values.value("record-namespace").strip() or None
-        self.legacy_timestamps = values.value(TIMESTAMP_MAPPING_LEGACY.name)
+        self.given_schema = values.value(SCHEMA)
+        self.record_name = values.value(RECORD_NAME).strip()
+        self.record_namespace = values.value(RECORD_NAMESPACE).strip() or None
+        self.legacy_timestamps = values.value(TIMESTAMP_MAPPING_LEGACY)
 
     def decoder(self, schema: pa.Schema) -> Decoder:
         return ConfluentDecoder(self.registry, schema, self.legacy_timestamps)

@@ -30,27 +30,29 @@ _ROW_TYPES = ("INSERT", "UPDATE", "DELETE")
 _SNAPSHOT = "INIT"  # a row of the initial snapshot: an insert (Flink's reading)
 
 
+DATABASE_INCLUDE = Option(
+    "database.include",
+    None,
+    FORMAT,
+    "Read only messages whose `database` fully matches this regular expression (Python's `re`); a "
+    "message without the name fails.",
+    kind=Regex(),
+)
+TABLE_INCLUDE = Option(
+    "table.include",
+    None,
+    FORMAT,
+    "Read only messages whose `table` fully matches this regular expression (Python's `re`); a message "
+    "without the name fails.",
+    kind=Regex(),
+)
+# The envelope's field each option matches.
+_INCLUDES = {"database": DATABASE_INCLUDE, "table": TABLE_INCLUDE}
+
+
 class CanalJsonCodec(EnvelopeCodec):
     name = "canal-json"
-    declared_options = (
-        *EnvelopeCodec.declared_options,
-        Option(
-            "database.include",
-            None,
-            FORMAT,
-            "Read only messages whose `database` fully matches this regular expression (Python's `re`); a "
-            "message without the name fails.",
-            kind=Regex(),
-        ),
-        Option(
-            "table.include",
-            None,
-            FORMAT,
-            "Read only messages whose `table` fully matches this regular expression (Python's `re`); a message "
-            "without the name fails.",
-            kind=Regex(),
-        ),
-    )
+    declared_options = (*EnvelopeCodec.declared_options, DATABASE_INCLUDE, TABLE_INCLUDE)
     readable_metadata = {
         "database": pa.string(),
         "table": pa.string(),
@@ -62,7 +64,7 @@ class CanalJsonCodec(EnvelopeCodec):
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
-        self.include = {name: self.option_values.value(f"{name}.include") for name in ("database", "table")}
+        self.include = {name: self.option_values.value(option) for name, option in _INCLUDES.items()}
 
     def changelog_decoder(self, schema: pa.Schema, metadata: Sequence[str] = ()) -> ChangelogDecoder:
         return CanalDecoder(self, schema, metadata)
@@ -166,7 +168,7 @@ class CanalDecoder(EnvelopeDecoder):
                 continue
             value = envelope.get(name)
             if not isinstance(value, str):
-                raise ValueError(f"no '{name}' name to match option '{self._option(name + '.include')}'")
+                raise ValueError(f"no '{name}' name to match option '{self.codec.prefix}{_INCLUDES[name].name}'")
             if not pattern.fullmatch(value):
                 return [], {}
         kind = envelope.get("type")
@@ -202,9 +204,6 @@ class CanalDecoder(EnvelopeDecoder):
             types = envelope.get("sqlType")
             return None if types is None else [(k, _sql_type(v)) for k, v in types.items()]
         return text(envelope.get(key))
-
-    def _option(self, name: str) -> str:
-        return self.codec.prefix + name
 
 
 def _update(row: Any, old: dict) -> list[tuple[str, Any]]:

@@ -40,19 +40,19 @@ _SOURCE = pa.struct(
 _REPLICA_IDENTITY = "for PostgreSQL, set the table's REPLICA IDENTITY (e.g. FULL) so that its events carry it"
 
 
+SCHEMA_INCLUDE = Option(
+    "schema-include",
+    "false",
+    FORMAT,
+    'The messages are `{"schema": ..., "payload": ...}` (Kafka Connect\'s `value.converter.schemas.enable`); '
+    "read only: writes carry no schema (as Flink's).",
+    kind=Flag(),
+)
+
+
 class DebeziumJsonCodec(EnvelopeCodec):
     name = "debezium-json"
-    declared_options = (
-        *EnvelopeCodec.declared_options,
-        Option(
-            "schema-include",
-            "false",
-            FORMAT,
-            'The messages are `{"schema": ..., "payload": ...}` (Kafka Connect\'s `value.converter.schemas.enable`); '
-            "read only: writes carry no schema (as Flink's).",
-            kind=Flag(),
-        ),
-    )
+    declared_options = (*EnvelopeCodec.declared_options, SCHEMA_INCLUDE)
     readable_metadata = {
         "schema": pa.string(),
         "ingestion-timestamp": TIMESTAMP_MS,
@@ -65,7 +65,7 @@ class DebeziumJsonCodec(EnvelopeCodec):
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
-        self.schema_include = self.option_values.value("schema-include")
+        self.schema_include = self.option_values.value(SCHEMA_INCLUDE)
 
     def changelog_decoder(self, schema: pa.Schema, metadata: Sequence[str] = ()) -> ChangelogDecoder:
         return DebeziumDecoder(self, schema, metadata)
@@ -115,11 +115,11 @@ class DebeziumDecoder(EnvelopeDecoder):
             if not isinstance(event, dict):
                 raise ValueError(
                     "no 'payload' object: the message is not a {schema, payload} envelope; set "
-                    f"'{self._option('schema-include')}' to false for events without their schema"
+                    f"'{self.codec.prefix}{SCHEMA_INCLUDE.name}' to false for events without their schema"
                 )
         elif "payload" in envelope and "op" not in envelope:
             raise ValueError(
-                f"the message is a {{schema, payload}} envelope: set '{self._option('schema-include')}' to true"
+                f"the message is a {{schema, payload}} envelope: set '{self.codec.prefix}{SCHEMA_INCLUDE.name}' to true"
             )
         rows = debezium_rows(event.get("op"), event.get("before"), event.get("after"))
         return rows, {k: self._metadata_value(k, envelope, event) for k in self.metadata}
@@ -143,9 +143,6 @@ class DebeziumDecoder(EnvelopeDecoder):
             table = source.get("table")
             return text(source.get("collection") if table is None else table)
         return text(source.get({"source.database": "db", "source.schema": "schema"}[key]))
-
-    def _option(self, name: str) -> str:
-        return f"{self.codec.context.role}.{self.codec.name}.{name}"
 
 
 def debezium_slots(before: pa.Array, after: pa.Array, op: pa.Array) -> tuple[list[Slot], pa.BooleanArray]:

@@ -16,7 +16,8 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..avro.confluent_codec import AvroConfluentCodec, ConfluentDecoder
+from ..avro.codec import RECORD_NAME
+from ..avro.confluent_codec import RECORD_NAMESPACE, SCHEMA, AvroConfluentCodec, ConfluentDecoder
 from ..avro.schema import AVRO_TYPES
 from ..codec import (
     ChangelogCodec,
@@ -28,25 +29,24 @@ from ..codec import (
     FormatOptionError,
 )
 from .debezium import debezium_rows, debezium_slots
-from .envelope import EnvelopeCodec, lay_out
+from .envelope import CHANGELOG_MODE, lay_out
 
 # avro-confluent's options that mean something for an envelope (a given `schema` or record names would be the
 # envelope's, which Flink derives itself).
 _REGISTRY_OPTIONS = tuple(
-    o for o in AvroConfluentCodec.declared_options if o.name not in ("schema", "record-name", "record-namespace")
+    o for o in AvroConfluentCodec.declared_options if o not in (SCHEMA, RECORD_NAME, RECORD_NAMESPACE)
 )
-_CHANGELOG_MODE = next(o for o in EnvelopeCodec.declared_options if o.name == "changelog-mode")
 
 
 class DebeziumAvroConfluentCodec(ChangelogCodec):
     name = "debezium-avro-confluent"
-    declared_options = (*_REGISTRY_OPTIONS, _CHANGELOG_MODE)
+    declared_options = (*_REGISTRY_OPTIONS, CHANGELOG_MODE)
     column_types = AVRO_TYPES
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
-        self.full_changelog = self.option_values.value("changelog-mode") == "all"
-        registry_options = {k: v for k, v in options.items() if k.rsplit(".", 1)[-1] != "changelog-mode"}
+        self.full_changelog = self.option_values.value(CHANGELOG_MODE) == "all"
+        registry_options = {k: v for k, v in options.items() if k.rsplit(".", 1)[-1] != CHANGELOG_MODE.name}
         self.envelopes = AvroConfluentCodec.named(self.name, registry_options, context)
 
     def __repr__(self) -> str:  # the options hold credentials: show only what is safe

@@ -33,7 +33,7 @@ from ..codec import (
     nested_type_has,
 )
 from ..decimals import decimals_fit
-from ..json.codec import JsonCodec, JsonEncoder, arrow_reads_exactly, read_json_lines
+from ..json.codec import FAIL_ON_MISSING_FIELD, JsonCodec, JsonEncoder, arrow_reads_exactly, read_json_lines
 from ..json.values import (
     RECORD_ERRORS,
     Convert,
@@ -49,7 +49,7 @@ class RowJson(JsonCodec):
     """The JSON of the row images: Flink's json options, named with the changelog format's prefix."""
 
     declared_options = tuple(
-        o for o in JsonCodec.declared_options if o.name not in ("fail-on-missing-field", IGNORE_PARSE_ERRORS.name)
+        o for o in JsonCodec.declared_options if o not in (FAIL_ON_MISSING_FIELD, IGNORE_PARSE_ERRORS)
     )
 
     def __init__(self, name: str, options: Mapping[str, str], context: CodecContext) -> None:
@@ -57,29 +57,28 @@ class RowJson(JsonCodec):
         super().__init__(options, context)
 
 
+CHANGELOG_MODE = Option(
+    "changelog-mode",
+    "upsert",
+    FORMAT,
+    "Not in Flink: `upsert` (rows are upserts and deletes of their key) or `all` (Flink's row kinds, "
+    "pre-images included; needs them in the envelopes).",
+    kind=Choice(("upsert", "all")),
+)
+
+
 class EnvelopeCodec(ChangelogCodec):
     """Options of every envelope format: Flink's (ignore-parse-errors and the json options of the row images)
     and `changelog-mode` (ours): `upsert` reads rows as upserts and deletes of their key, `all` as Flink's
     full changelog with pre-images."""
 
-    declared_options = (
-        *RowJson.declared_options,
-        IGNORE_PARSE_ERRORS,
-        Option(
-            "changelog-mode",
-            "upsert",
-            FORMAT,
-            "Not in Flink: `upsert` (rows are upserts and deletes of their key) or `all` (Flink's row kinds, "
-            "pre-images included; needs them in the envelopes).",
-            kind=Choice(("upsert", "all")),
-        ),
-    )
+    declared_options = (*RowJson.declared_options, IGNORE_PARSE_ERRORS, CHANGELOG_MODE)
     # The row images are Flink's json (read by json's conversions; Canal's texts of numbers too).
     column_types = JsonCodec.column_types
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
-        self.full_changelog = self.option_values.value("changelog-mode") == "all"
+        self.full_changelog = self.option_values.value(CHANGELOG_MODE) == "all"
         self.rows = RowJson(self.name, {k: v for k, v in options.items() if k in RowJson.option_names}, context)
 
     def envelope_encoder(

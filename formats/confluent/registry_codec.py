@@ -15,48 +15,72 @@ from ...kernel.option_kinds import FORMAT, Choice, Flag, Option, OptionValues, T
 from ..codec import Codec, CodecContext, FormatOptionError
 from .registry import RegistrySettings, SchemaRegistry, registry_client, split_credentials
 
+# `schema-registry.url` / `.subject`: Flink's older spellings (its 1.13 release notes; Flink keeps them).
+URL = Option(
+    "url",
+    None,
+    FORMAT,
+    "The schema registry's address.",
+    ("schema-registry.url",),
+    kind=Text(),
+    note="required",
+)
+SUBJECT = Option(
+    "subject",
+    None,
+    FORMAT,
+    "The subject the schema is registered under (required with `topic-pattern`).",
+    ("schema-registry.subject",),
+    kind=Text(),
+    note="`<topic>-key` / `<topic>-value`",
+)
+AUTO_REGISTER_SCHEMAS = Option(
+    "auto.register.schemas", "true", FORMAT, "Register the write schema when missing.", kind=Flag()
+)
+BASIC_AUTH_CREDENTIALS_SOURCE = Option(
+    "basic-auth.credentials-source",
+    None,
+    FORMAT,
+    "Where the registry's basic credentials come from: `USER_INFO` (`basic-auth.user-info`) or `URL`.",
+    kind=Choice(("USER_INFO", "URL")),
+)
+BASIC_AUTH_USER_INFO = Option(
+    "basic-auth.user-info", None, FORMAT, "`<user>:<password>` for the registry.", kind=Text()
+)
+BEARER_AUTH_CREDENTIALS_SOURCE = Option(
+    "bearer-auth.credentials-source",
+    None,
+    FORMAT,
+    "Where the registry's bearer token comes from: `STATIC_TOKEN` (`bearer-auth.token`).",
+    kind=Choice(("STATIC_TOKEN",)),
+)
+BEARER_AUTH_TOKEN = Option("bearer-auth.token", None, FORMAT, "The registry's bearer token.", kind=Text())
+SSL_KEYSTORE_LOCATION = Option(
+    "ssl.keystore.location", None, FORMAT, "A PEM file with this client's certificate and key.", kind=Text()
+)
+SSL_KEYSTORE_PASSWORD = Option(
+    "ssl.keystore.password", None, FORMAT, "The password of the key in the key store.", kind=Text()
+)
+SSL_TRUSTSTORE_LOCATION = Option(
+    "ssl.truststore.location", None, FORMAT, "A PEM file with the registry's CA certificates.", kind=Text()
+)
+SSL_TRUSTSTORE_PASSWORD = Option(
+    "ssl.truststore.password", None, FORMAT, "Needs `ssl.truststore.location`.", kind=Text()
+)
+
 #: The registry options of every Confluent-registry format: Flink's names.
 REGISTRY_OPTIONS = (
-    # `schema-registry.url` / `.subject`: Flink's older spellings (its 1.13 release notes; Flink keeps them).
-    Option(
-        "url",
-        None,
-        FORMAT,
-        "The schema registry's address.",
-        ("schema-registry.url",),
-        kind=Text(),
-        note="required",
-    ),
-    Option(
-        "subject",
-        None,
-        FORMAT,
-        "The subject the schema is registered under (required with `topic-pattern`).",
-        ("schema-registry.subject",),
-        kind=Text(),
-        note="`<topic>-key` / `<topic>-value`",
-    ),
-    Option("auto.register.schemas", "true", FORMAT, "Register the write schema when missing.", kind=Flag()),
-    Option(
-        "basic-auth.credentials-source",
-        None,
-        FORMAT,
-        "Where the registry's basic credentials come from: `USER_INFO` (`basic-auth.user-info`) or `URL`.",
-        kind=Choice(("USER_INFO", "URL")),
-    ),
-    Option("basic-auth.user-info", None, FORMAT, "`<user>:<password>` for the registry.", kind=Text()),
-    Option(
-        "bearer-auth.credentials-source",
-        None,
-        FORMAT,
-        "Where the registry's bearer token comes from: `STATIC_TOKEN` (`bearer-auth.token`).",
-        kind=Choice(("STATIC_TOKEN",)),
-    ),
-    Option("bearer-auth.token", None, FORMAT, "The registry's bearer token.", kind=Text()),
-    Option("ssl.keystore.location", None, FORMAT, "A PEM file with this client's certificate and key.", kind=Text()),
-    Option("ssl.keystore.password", None, FORMAT, "The password of the key in the key store.", kind=Text()),
-    Option("ssl.truststore.location", None, FORMAT, "A PEM file with the registry's CA certificates.", kind=Text()),
-    Option("ssl.truststore.password", None, FORMAT, "Needs `ssl.truststore.location`.", kind=Text()),
+    URL,
+    SUBJECT,
+    AUTO_REGISTER_SCHEMAS,
+    BASIC_AUTH_CREDENTIALS_SOURCE,
+    BASIC_AUTH_USER_INFO,
+    BEARER_AUTH_CREDENTIALS_SOURCE,
+    BEARER_AUTH_TOKEN,
+    SSL_KEYSTORE_LOCATION,
+    SSL_KEYSTORE_PASSWORD,
+    SSL_TRUSTSTORE_LOCATION,
+    SSL_TRUSTSTORE_PASSWORD,
 )
 
 
@@ -67,8 +91,8 @@ class RegistryCodec(Codec):
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
         values = self.option_values
-        self.auto_register = values.value("auto.register.schemas")
-        self.subject = (values.value("subject") or "").strip() or None
+        self.auto_register = values.value(AUTO_REGISTER_SCHEMAS)
+        self.subject = (values.value(SUBJECT) or "").strip() or None
         self.settings = _settings(values, self.prefix)
 
     def __repr__(self) -> str:  # the options hold credentials: show only what is safe
@@ -85,7 +109,7 @@ class RegistryCodec(Codec):
             return (self.subject,)
         if not self.context.topics:
             raise FormatOptionError(
-                f"option '{self.prefix}subject' is required here: the topics are given by a pattern, so "
+                f"option '{self.prefix}{SUBJECT.name}' is required here: the topics are given by a pattern, so "
                 "there is no default '<topic>-key' / '<topic>-value' subject"
             )
         return tuple(f"{topic}-{self.context.role}" for topic in self.context.topics)
@@ -103,8 +127,8 @@ class RegistryCodec(Codec):
         id, whichever topic it goes to."""
         if len(set(ids.values())) > 1:
             raise FormatOptionError(
-                f"{what} has different ids under the subjects {dict(ids)}; set '{self.prefix}subject' to write every "
-                "topic under one subject"
+                f"{what} has different ids under the subjects {dict(ids)}; set '{self.prefix}{SUBJECT.name}' to "
+                "write every topic under one subject"
             )
         return next(iter(ids.values()))
 
@@ -119,63 +143,68 @@ class RegistryCodec(Codec):
             raise FormatOptionError(
                 f"the subjects {', '.join(latest)} hold different latest schemas ({differ[0]}: "
                 f"{', '.join(latest[differ[0]].names)}; {first}: {', '.join(columns.names)}), so the table's "
-                f"columns are ambiguous: give them with .schema(...) or {given_by}, or set '{self.prefix}subject' to "
-                "read them from one subject"
+                f"columns are ambiguous: give them with .schema(...) or {given_by}, or set "
+                f"'{self.prefix}{SUBJECT.name}' to read them from one subject"
             )
         return columns
 
 
 def _settings(options: OptionValues, prefix: str) -> RegistrySettings:
-    raw_url = (options.value("url") or "").strip()
+    raw_url = (options.value(URL) or "").strip()
     if not raw_url:
         raise FormatOptionError(
-            f"option '{prefix}url' is required: the schema registry's address, e.g. http://registry:8081"
+            f"option '{prefix}{URL.name}' is required: the schema registry's address, e.g. http://registry:8081"
         )
     url, url_info = split_credentials(raw_url)
     if not url.startswith(("http://", "https://")):
-        raise FormatOptionError(f"option '{prefix}url' must start with http:// or https://, got '{url}'")
+        raise FormatOptionError(f"option '{prefix}{URL.name}' must start with http:// or https://, got '{url}'")
     basic = _basic_user_info(options, prefix, url_info)
     bearer = _bearer_token(options, prefix)
     if basic and bearer:
         raise FormatOptionError(
             f"options '{prefix}basic-auth.*' and '{prefix}bearer-auth.*' cannot both be set: choose one"
         )
-    if options.value("ssl.truststore.password") is not None and options.value("ssl.truststore.location") is None:
-        raise FormatOptionError(f"option '{prefix}ssl.truststore.password' needs '{prefix}ssl.truststore.location'")
+    if options.value(SSL_TRUSTSTORE_PASSWORD) is not None and options.value(SSL_TRUSTSTORE_LOCATION) is None:
+        raise FormatOptionError(
+            f"option '{prefix}{SSL_TRUSTSTORE_PASSWORD.name}' needs '{prefix}{SSL_TRUSTSTORE_LOCATION.name}'"
+        )
     return RegistrySettings(
         url=url,
         user_info=basic,
         bearer_token=bearer,
-        ca_file=_pem_file(options, "ssl.truststore.location", prefix),
-        cert_file=_pem_file(options, "ssl.keystore.location", prefix),
-        key_password=options.value("ssl.keystore.password"),
+        ca_file=_pem_file(options, SSL_TRUSTSTORE_LOCATION, prefix),
+        cert_file=_pem_file(options, SSL_KEYSTORE_LOCATION, prefix),
+        key_password=options.value(SSL_KEYSTORE_PASSWORD),
     )
 
 
 def _basic_user_info(options: OptionValues, prefix: str, url_info: str | None) -> str | None:
-    user_info = options.value("basic-auth.user-info")
-    source = options.value("basic-auth.credentials-source") or ("USER_INFO" if user_info is not None else "URL")
+    user_info = options.value(BASIC_AUTH_USER_INFO)
+    source = options.value(BASIC_AUTH_CREDENTIALS_SOURCE) or ("USER_INFO" if user_info is not None else "URL")
     if source == "USER_INFO":
         if not user_info or ":" not in user_info:
             raise FormatOptionError(
-                f"option '{prefix}basic-auth.user-info' must be '<user>:<password>' with "
-                "basic-auth.credentials-source USER_INFO"
+                f"option '{prefix}{BASIC_AUTH_USER_INFO.name}' must be '<user>:<password>' with "
+                f"{BASIC_AUTH_CREDENTIALS_SOURCE.name} USER_INFO"
             )
         return user_info
     return url_info
 
 
 def _bearer_token(options: OptionValues, prefix: str) -> str | None:
-    token = options.value("bearer-auth.token")
+    token = options.value(BEARER_AUTH_TOKEN)
     # STATIC_TOKEN, the one source: it needs the token.
-    if options.value("bearer-auth.credentials-source") is not None and not token:
-        raise FormatOptionError(f"option '{prefix}bearer-auth.token' is required with a bearer credentials source")
+    if options.value(BEARER_AUTH_CREDENTIALS_SOURCE) is not None and not token:
+        raise FormatOptionError(
+            f"option '{prefix}{BEARER_AUTH_TOKEN.name}' is required with a bearer credentials source"
+        )
     return token or None
 
 
-def _pem_file(options: OptionValues, name: str, prefix: str) -> str | None:
+def _pem_file(options: OptionValues, option: Option, prefix: str) -> str | None:
     """A trust or key store path. Python's TLS reads PEM, not Java's JKS / PKCS#12 stores."""
-    path = (options.value(name) or "").strip()
+    name = option.name
+    path = (options.value(option) or "").strip()
     if not path:
         return None
     try:

@@ -52,57 +52,72 @@ from .text import (
     textual,
 )
 
+FIELD_DELIMITER = Option(
+    "field-delimiter", ",", FORMAT, "The field separator, one character (`\\t` for a tab).", kind=Char()
+)
+QUOTE_CHARACTER = Option("quote-character", '"', FORMAT, "The character that quotes a field.", kind=Char())
+DISABLE_QUOTE_CHARACTER = Option("disable-quote-character", "false", FORMAT, "Never quote fields.", kind=Flag())
+ALLOW_COMMENTS = Option("allow-comments", "false", FORMAT, "Skip lines starting with `#`.", kind=Flag())
+ARRAY_ELEMENT_DELIMITER = Option(
+    "array-element-delimiter", ";", FORMAT, "The separator of an ARRAY's elements.", kind=Text()
+)
+ESCAPE_CHARACTER = Option("escape-character", None, FORMAT, "The escape character (none by default).", kind=Char())
+NULL_LITERAL = Option("null-literal", None, FORMAT, "The text of a null field (none by default: empty).", kind=Text())
+WRITE_BIGDECIMAL_IN_SCIENTIFIC_NOTATION = Option(
+    "write-bigdecimal-in-scientific-notation",
+    "false",
+    FORMAT,
+    "`true`: a DECIMAL without trailing zeros, in scientific notation where Java's `BigDecimal.toString` uses "
+    "it (`1E+2`); `false`: plain, with all the scale's digits (`100.00`). Flink declares `true` as its default "
+    "but writes plain unless the option is set: so does this.",
+    kind=Flag(),
+)
+
 
 class CsvCodec(Codec):
     name = "csv"
     declared_options = (
-        Option("field-delimiter", ",", FORMAT, "The field separator, one character (`\\t` for a tab).", kind=Char()),
-        Option("quote-character", '"', FORMAT, "The character that quotes a field.", kind=Char()),
-        Option("disable-quote-character", "false", FORMAT, "Never quote fields.", kind=Flag()),
-        Option("allow-comments", "false", FORMAT, "Skip lines starting with `#`.", kind=Flag()),
+        FIELD_DELIMITER,
+        QUOTE_CHARACTER,
+        DISABLE_QUOTE_CHARACTER,
+        ALLOW_COMMENTS,
         IGNORE_PARSE_ERRORS,
-        Option("array-element-delimiter", ";", FORMAT, "The separator of an ARRAY's elements.", kind=Text()),
-        Option("escape-character", None, FORMAT, "The escape character (none by default).", kind=Char()),
-        Option("null-literal", None, FORMAT, "The text of a null field (none by default: empty).", kind=Text()),
-        Option(
-            "write-bigdecimal-in-scientific-notation",
-            "false",
-            FORMAT,
-            "`true`: a DECIMAL without trailing zeros, in scientific notation where Java's `BigDecimal.toString` uses "
-            "it (`1E+2`); `false`: plain, with all the scale's digits (`100.00`). Flink declares `true` as its default "
-            "but writes plain unless the option is set: so does this.",
-            kind=Flag(),
-        ),
+        ARRAY_ELEMENT_DELIMITER,
+        ESCAPE_CHARACTER,
+        NULL_LITERAL,
+        WRITE_BIGDECIMAL_IN_SCIENTIFIC_NOTATION,
     )
     column_types = STRING_KEYED_TYPES  # a MAP is a field of JSON text
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
         prefix, values = self.prefix, self.option_values
-        self.delimiter = values.value("field-delimiter")
-        self.quote: str | None = values.value("quote-character")
-        if values.value("disable-quote-character"):
-            if "quote-character" in options:
+        self.delimiter = values.value(FIELD_DELIMITER)
+        self.quote: str | None = values.value(QUOTE_CHARACTER)
+        if values.value(DISABLE_QUOTE_CHARACTER):
+            if values.given(QUOTE_CHARACTER):
                 raise FormatOptionError(
-                    f"options '{prefix}disable-quote-character' and '{prefix}quote-character' cannot be set together"
+                    f"options '{prefix}{DISABLE_QUOTE_CHARACTER.name}' and '{prefix}{QUOTE_CHARACTER.name}' cannot be "
+                    "set together"
                 )
             self.quote = None
-        self.escape = values.value("escape-character")
-        self.allow_comments = values.value("allow-comments")
-        self.element_delimiter = values.value("array-element-delimiter")
+        self.escape = values.value(ESCAPE_CHARACTER)
+        self.allow_comments = values.value(ALLOW_COMMENTS)
+        self.element_delimiter = values.value(ARRAY_ELEMENT_DELIMITER)
         if not self.element_delimiter:
-            raise FormatOptionError(f"option '{prefix}array-element-delimiter' must not be empty")
-        self.null_literal = values.value("null-literal")
+            raise FormatOptionError(f"option '{prefix}{ARRAY_ELEMENT_DELIMITER.name}' must not be empty")
+        self.null_literal = values.value(NULL_LITERAL)
         if self.null_literal is not None and self.escape is not None and self.escape in self.null_literal:
             raise FormatOptionError(  # the reader takes the escape away before it compares with the literal
-                f"option '{prefix}null-literal' must not hold the '{prefix}escape-character' '{self.escape}'"
+                f"option '{prefix}{NULL_LITERAL.name}' must not hold the '{prefix}{ESCAPE_CHARACTER.name}' "
+                f"'{self.escape}'"
             )
-        self.decimal_scientific = values.value("write-bigdecimal-in-scientific-notation")
+        self.decimal_scientific = values.value(WRITE_BIGDECIMAL_IN_SCIENTIFIC_NOTATION)
         specials = [c for c in (self.delimiter, self.quote, self.escape) if c is not None]
         if len(set(specials)) != len(specials):
             raise FormatOptionError(
-                f"options '{prefix}field-delimiter', '{prefix}quote-character' and '{prefix}escape-character' "
-                "must differ"
+                f"options '{prefix}{FIELD_DELIMITER.name}', '{prefix}{QUOTE_CHARACTER.name}' and "
+                f"'{prefix}{ESCAPE_CHARACTER.name}' must differ"
             )
 
     def decoder(self, schema: pa.Schema) -> Decoder:
@@ -273,9 +288,9 @@ class CsvEncoder(Encoder):
             as_null = pc.fill_null(pc.equal(text, self.null_text), False)
             if pc.any(as_null).as_py():
                 value = column[pc.index(as_null, True).as_py()].as_py()
-                quote = f"drop '{codec.prefix}disable-quote-character'"
+                quote = f"drop '{codec.prefix}{DISABLE_QUOTE_CHARACTER.name}'"
                 literal = "(e.g. \\N)" if codec.null_literal is None else "to text the column does not hold"
-                fix = quote if value == [None] else f"set '{codec.prefix}null-literal' {literal}, or {quote}"
+                fix = quote if value == [None] else f"set '{codec.prefix}{NULL_LITERAL.name}' {literal}, or {quote}"
                 raise ValueError(
                     f"the value {value!r} is written as {self.null_text!r}, which reads back as null without a quote "
                     f"character: {fix}"
@@ -289,7 +304,7 @@ class CsvEncoder(Encoder):
             row = pc.index(needs, True).as_py()
             raise ValueError(
                 f"the value {text[row].as_py()!r} holds the delimiter or a line break, and quoting is "
-                "disabled: set escape-character"
+                f"disabled: set {ESCAPE_CHARACTER.name}"
             )
         if codec.quote is None:  # escape the special characters instead
             escaped = pc.replace_substring_regex(

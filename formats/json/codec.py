@@ -49,51 +49,58 @@ from .values import (
     rows_to_batch,
 )
 
+FAIL_ON_MISSING_FIELD = Option(
+    "fail-on-missing-field",
+    "false",
+    FORMAT,
+    "A field absent from the JSON object fails the record (a `null` field does not).",
+    kind=Flag(),
+)
+TIMESTAMP_FORMAT_STANDARD = Option(
+    "timestamp-format.standard",
+    "SQL",
+    FORMAT,
+    "How TIMESTAMP columns are written (either form is read): `SQL` (`2024-05-06 07:08:09.12`) or `ISO-8601` "
+    "(`2024-05-06T07:08:09.12`); `Z` is added for `TIMESTAMP` (with time zone), not for `TIMESTAMP_NTZ`.",
+    kind=Choice(("SQL", "ISO-8601")),
+)
+MAP_NULL_KEY_MODE = Option(
+    "map-null-key.mode",
+    "FAIL",
+    FORMAT,
+    "A MAP's null key on write: `FAIL`, `DROP` the entry, or write `LITERAL` (`map-null-key.literal`); Spark "
+    "maps hold no null key, so this is for Flink compatibility.",
+    kind=Choice(("FAIL", "DROP", "LITERAL")),
+)
+MAP_NULL_KEY_LITERAL = Option(
+    "map-null-key.literal", "null", FORMAT, "The key written for a null MAP key in LITERAL mode.", kind=Text()
+)
+ENCODE_DECIMAL_AS_PLAIN_NUMBER = Option(
+    "encode.decimal-as-plain-number",
+    "false",
+    FORMAT,
+    "Write DECIMALs as plain numbers (`100`, `0.000000027`), never in scientific notation (`1E+2`).",
+    kind=Flag(),
+)
+ENCODE_IGNORE_NULL_FIELDS = Option(
+    "encode.ignore-null-fields",
+    "false",
+    FORMAT,
+    "Leave null columns out of written objects (a change envelope's null image too, as Flink does).",
+    kind=Flag(),
+)
+
 
 class JsonCodec(Codec):
     name = "json"
     declared_options = (
-        Option(
-            "fail-on-missing-field",
-            "false",
-            FORMAT,
-            "A field absent from the JSON object fails the record (a `null` field does not).",
-            kind=Flag(),
-        ),
+        FAIL_ON_MISSING_FIELD,
         IGNORE_PARSE_ERRORS,
-        Option(
-            "timestamp-format.standard",
-            "SQL",
-            FORMAT,
-            "How TIMESTAMP columns are written (either form is read): `SQL` (`2024-05-06 07:08:09.12`) or `ISO-8601` "
-            "(`2024-05-06T07:08:09.12`); `Z` is added for `TIMESTAMP` (with time zone), not for `TIMESTAMP_NTZ`.",
-            kind=Choice(("SQL", "ISO-8601")),
-        ),
-        Option(
-            "map-null-key.mode",
-            "FAIL",
-            FORMAT,
-            "A MAP's null key on write: `FAIL`, `DROP` the entry, or write `LITERAL` (`map-null-key.literal`); Spark "
-            "maps hold no null key, so this is for Flink compatibility.",
-            kind=Choice(("FAIL", "DROP", "LITERAL")),
-        ),
-        Option(
-            "map-null-key.literal", "null", FORMAT, "The key written for a null MAP key in LITERAL mode.", kind=Text()
-        ),
-        Option(
-            "encode.decimal-as-plain-number",
-            "false",
-            FORMAT,
-            "Write DECIMALs as plain numbers (`100`, `0.000000027`), never in scientific notation (`1E+2`).",
-            kind=Flag(),
-        ),
-        Option(
-            "encode.ignore-null-fields",
-            "false",
-            FORMAT,
-            "Leave null columns out of written objects (a change envelope's null image too, as Flink does).",
-            kind=Flag(),
-        ),
+        TIMESTAMP_FORMAT_STANDARD,
+        MAP_NULL_KEY_MODE,
+        MAP_NULL_KEY_LITERAL,
+        ENCODE_DECIMAL_AS_PLAIN_NUMBER,
+        ENCODE_IGNORE_NULL_FIELDS,
     )
     column_types = STRING_KEYED_TYPES
 
@@ -101,18 +108,19 @@ class JsonCodec(Codec):
         super().__init__(options, context)
         prefix, values = self.prefix, self.option_values  # a changelog format's row JSON: its own name
         # A changelog format's row JSON does not declare it (an envelope's rows are whole).
-        self.fail_on_missing_field = "fail-on-missing-field" in self.option_names and values.value(
-            "fail-on-missing-field"
+        self.fail_on_missing_field = FAIL_ON_MISSING_FIELD.name in self.option_names and values.value(
+            FAIL_ON_MISSING_FIELD
         )
         if self.fail_on_missing_field and self.ignore_parse_errors:
             raise FormatOptionError(
-                f"options '{prefix}fail-on-missing-field' and '{prefix}ignore-parse-errors' cannot both be true"
+                f"options '{prefix}{FAIL_ON_MISSING_FIELD.name}' and '{prefix}{IGNORE_PARSE_ERRORS.name}' cannot both "
+                "be true"
             )
-        self.iso8601 = values.value("timestamp-format.standard") == "ISO-8601"
-        self.map_null_key_mode = values.value("map-null-key.mode")
-        self.map_null_key_literal = values.value("map-null-key.literal")
-        self.decimal_plain = values.value("encode.decimal-as-plain-number")
-        self.ignore_null_fields = values.value("encode.ignore-null-fields")
+        self.iso8601 = values.value(TIMESTAMP_FORMAT_STANDARD) == "ISO-8601"
+        self.map_null_key_mode = values.value(MAP_NULL_KEY_MODE)
+        self.map_null_key_literal = values.value(MAP_NULL_KEY_LITERAL)
+        self.decimal_plain = values.value(ENCODE_DECIMAL_AS_PLAIN_NUMBER)
+        self.ignore_null_fields = values.value(ENCODE_IGNORE_NULL_FIELDS)
 
     def decoder(self, schema: pa.Schema) -> Decoder:
         return JsonDecoder(schema, self.fail_on_missing_field)

@@ -97,27 +97,31 @@ class MessageType:
 def given_message_type(codec: Codec, required: bool) -> MessageType | None:
     """The message type options `message-class-name` and `descriptor-file` / `python-module` give."""
     values, prefix = codec.option_values, codec.prefix
+    # By name: protobuf-confluent declares message-class-name with a doc of its own (another Option).
     name = (values.value(MESSAGE_CLASS_NAME.name) or "").strip()
-    path = (values.value(DESCRIPTOR_FILE.name) or "").strip()
-    module = (values.value(PYTHON_MODULE.name) or "").strip()
+    path = (values.value(DESCRIPTOR_FILE) or "").strip()
+    module = (values.value(PYTHON_MODULE) or "").strip()
+    message_option, file_option, module_option = (
+        prefix + o.name for o in (MESSAGE_CLASS_NAME, DESCRIPTOR_FILE, PYTHON_MODULE)
+    )
     if path and module:
         raise FormatOptionError(
-            f"options '{prefix}descriptor-file' and '{prefix}python-module' both define the message type: choose one"
+            f"options '{file_option}' and '{module_option}' both define the message type: choose one"
         )
     if not name:
         if required or path or module:
             raise FormatOptionError(
-                f"option '{prefix}message-class-name' is required: the full protobuf name of the records' message "
-                f"type (package.Message), defined by '{prefix}descriptor-file' or '{prefix}python-module'"
+                f"option '{message_option}' is required: the full protobuf name of the records' message "
+                f"type (package.Message), defined by '{file_option}' or '{module_option}'"
             )
         return None
     if not (path or module):
         raise FormatOptionError(
-            f"option '{prefix}message-class-name' needs '{prefix}descriptor-file' (a compiled descriptor set) or "
-            f"'{prefix}python-module' (a generated Python module) to define message '{name}'"
+            f"option '{message_option}' needs '{file_option}' (a compiled descriptor set) or "
+            f"'{module_option}' (a generated Python module) to define message '{name}'"
         )
-    descriptor_set = read_descriptor_set(path, prefix + DESCRIPTOR_FILE.name) if path else None
-    message = MessageType(name, prefix + MESSAGE_CLASS_NAME.name, descriptor_set, module or None)
+    descriptor_set = read_descriptor_set(path, file_option) if path else None
+    message = MessageType(name, message_option, descriptor_set, module or None)
     _ = message.descriptor  # fail on the driver, before any task runs
     return message
 
@@ -132,8 +136,8 @@ def message_options(codec: Codec, required: bool) -> tuple[MessageType | None, b
     values = codec.option_values
     return (
         given_message_type(codec, required),
-        values.value(READ_DEFAULT_VALUES.name),
-        values.value(WRITE_NULL_STRING_LITERAL.name),
+        values.value(READ_DEFAULT_VALUES),
+        values.value(WRITE_NULL_STRING_LITERAL),
     )
 
 

@@ -126,7 +126,7 @@ class ProtobufConfluentCodec(RegistryCodec):
         agree)."""
         if self.message is not None:
             return arrow_schema(self.message.descriptor)
-        return self.agreed_columns(self._latest_columns, f"'{self.prefix}message-class-name'")
+        return self.agreed_columns(self._latest_columns, f"'{self.prefix}{MESSAGE_CLASS_NAME.name}'")
 
     def _latest_columns(self, subject: str) -> pa.Schema:
         """The columns of the first message of the subject's latest schema."""

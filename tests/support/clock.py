@@ -1,4 +1,4 @@
-"""A clock that moves only when a test moves it (connector.clock.Clock), for timer paths without sleeps."""
+"""A clock that moves only when a test moves it (kernel.clock.Clock), for timer paths without sleeps."""
 
 from __future__ import annotations
 
@@ -6,17 +6,25 @@ import threading
 
 
 class ManualClock:
-    def __init__(self, now: float = 1000.0) -> None:
+    def __init__(self, now: float = 1000.0, wall: float = 1_700_000_000.0) -> None:
         self._now = now
+        self._wall = wall - now  # the wall clock moves with the monotonic one
         self._moved = threading.Condition()
 
     def monotonic(self) -> float:
         return self._now
 
+    def time(self) -> float:
+        return self._wall + self._now
+
     def advance(self, seconds: float) -> None:
         with self._moved:
             self._now += seconds
             self._moved.notify_all()
+
+    def sleep(self, seconds: float) -> None:
+        """A sleep moves the clock by as much, at once (the code under test never waits)."""
+        self.advance(seconds)
 
     def wait(self, stop: threading.Event, timeout: float) -> bool:
         deadline = self._now + timeout

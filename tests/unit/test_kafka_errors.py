@@ -18,6 +18,8 @@ from pyspark_upsert_kafka.kafka.errors import ClientErrors, is_transient, with_r
 from pyspark_upsert_kafka.kafka.spec import KafkaSpec, parse_kafka_spec
 from pyspark_upsert_kafka.options.canonical import canonical_options
 
+from tests.support.clock import ManualClock
+
 FAST = KafkaSpec("b1:9092", timeout_s=1.0, retries=3, retry_interval_s=0.01)
 
 
@@ -66,19 +68,22 @@ def test_transient_errors_beyond_the_retries_fail_naming_servers_wait_and_option
 
 
 def test_retries_stop_at_the_time_bound_even_with_retries_left():
-    spec = KafkaSpec("b1:9092", timeout_s=0.2, retries=4, retry_interval_s=0.05)  # waits 0.2 + 4 * 0.05 s
+    spec = KafkaSpec("b1:9092", timeout_s=2.0, retries=10, retry_interval_s=1.0)  # a bound of 2 + 10 * 1 s
+    clock = ManualClock()
+    started = clock.monotonic()
     attempts: list[float] = []
 
     def no_answer(timeout: float) -> None:
         attempts.append(timeout)
-        time.sleep(timeout)  # each attempt waits its whole timeout
+        clock.advance(timeout)  # each attempt waits its whole timeout
         raise KafkaException(KafkaError(KafkaError._TIMED_OUT))
 
-    started = time.monotonic()
-    with pytest.raises(KafkaUnavailableError):
-        with_retries(spec, "read metadata", no_answer)
-    assert len(attempts) < spec.retries + 1  # the time ran out first
-    assert time.monotonic() - started < spec.patience_s + 0.5
+    with pytest.raises(KafkaUnavailableError, match=r"transient errors for 12 s"):
+        with_retries(spec, "read metadata", no_answer, clock=clock)
+    # 2 s per attempt and 1 s between: the bound of 12 s is reached after four, with retries left; the last attempt
+    # is given the half second every attempt has at least.
+    assert attempts == [2.0, 2.0, 2.0, 2.0, 0.5]
+    assert clock.monotonic() - started == 12.5
 
 
 @pytest.mark.parametrize(

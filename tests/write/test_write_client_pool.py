@@ -110,7 +110,7 @@ def transactional_task(write_plan: WritePlan, txn_id: str, write_id: str, ids: r
 
 def task_of(write_plan: WritePlan, txn_id: str, write_id: str) -> ExactlyOnceTask:
     """An exactly-once task with the given transactional id and write id."""
-    return ExactlyOnceTask(write_plan.exactly_once, txn_id, WriteIdentity("q", write_id), 0)
+    return ExactlyOnceTask(write_plan.transactions, txn_id, WriteIdentity("q", write_id), 0)
 
 
 def exactly_once_plan(options, topic: str, prefix: str) -> WritePlan:
