@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame
-from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming.query import StreamingQuery
 
 from .errors import OptionError, RecordError
 from .secrets import strip_url_credentials
@@ -37,7 +37,7 @@ def mirror_to_delta(
     checkpoint_location: str,
     change_column: str = "_change_type",
     storage_options: dict[str, str] | None = None,
-    trigger: dict | None = None,
+    trigger: dict[str, str | bool] | None = None,
 ) -> StreamingQuery:
     """Start a query mirroring the changelog `changes` (an upsert-kafka stream) into the Delta table at
     `table`, keyed by `keys` (';'-separated or a list): upserts update or insert, deletes delete.
@@ -45,7 +45,8 @@ def mirror_to_delta(
     writer = changes.writeStream.foreachBatch(
         delta_mirror(table, keys, change_column=change_column, storage_options=storage_options)
     ).option("checkpointLocation", checkpoint_location)
-    return (writer.trigger(**trigger) if trigger else writer).start()
+    # pyspark's overloads of trigger() each name one keyword, which a dict of them cannot show.
+    return (writer.trigger(**trigger) if trigger else writer).start()  # type: ignore[arg-type]
 
 
 def delta_mirror(

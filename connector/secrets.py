@@ -19,8 +19,9 @@ from collections.abc import Mapping
 from typing import Any
 
 # Texts' redaction lives in the kernel (the schema registry's errors need it too), re-exported here.
-from .kernel.redaction import REDACTED, strip_url_credentials
+from .kernel.redaction import REDACTED
 from .kernel.redaction import redact as redact
+from .kernel.redaction import strip_url_credentials as strip_url_credentials
 
 # Parts of an option name that make its value a secret, whatever comes before them (`properties.`, `kafka.`,
 # `key.avro-confluent.`...): librdkafka's passwords, PEM keys, OAuth secrets and configs; the registry's

@@ -6,6 +6,9 @@ exactly-once write refuses to commit, filter pushdown is off, lag() and start-up
 Capabilities come from what the installed pyspark offers (a class, a module, a parameter), never from its
 version string. tests/compat/test_spark_internals.py holds a contract test for every probe; CI runs it on each
 supported pyspark, so the day a release moves what a probe reads, a test fails before a user meets it.
+
+One internal is read elsewhere: SparkFiles' root in a worker, by formats/user_modules.py (the formats import nothing
+of the connector), under the same rules and with its contract test in the same file.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ import struct
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 import pyarrow as pa
@@ -68,9 +72,12 @@ except ImportError:  # pyspark 4.0/4.1: latestOffset() takes no arguments; the r
 FILTER_PUSHDOWN = hasattr(_datasource, "Filter")
 # pyspark 4.1+: a stream writer handed Arrow batches; 4.0's stream writers get rows.
 STREAM_ARROW_WRITER = hasattr(_datasource, "DataSourceStreamArrowWriter")
-StreamWriter: type = getattr(_datasource, "DataSourceStreamArrowWriter", _datasource.DataSourceStreamWriter)
+if TYPE_CHECKING:  # the checker's pyspark is a 4.1+ one
+    StreamWriter = _datasource.DataSourceStreamArrowWriter
+else:
+    StreamWriter = getattr(_datasource, "DataSourceStreamArrowWriter", _datasource.DataSourceStreamWriter)
 # pyspark 4.1+: TIME(p).
-TimeType: type[DataType] | None = getattr(_types, "TimeType", None)
+TimeType: type[_types.TimeType] | None = getattr(_types, "TimeType", None)
 
 __all__ = [
     "ADMISSION_CONTROL",
@@ -195,7 +202,7 @@ def pushdown_enabled() -> bool:
     costs only speed."""
     if not FILTER_PUSHDOWN:
         return False
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         # By file: a worker module run as `python -m` is named __main__.
         worker = os.path.basename(frame.f_code.co_filename)

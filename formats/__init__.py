@@ -1,6 +1,7 @@
 """Key/value formats (codecs) for upsert-kafka: bytes <-> Arrow, per batch."""
 
 from ..kernel.change_kind import ChangeKind
+from ..kernel.errors import FormatOptionError
 from .codec import (
     SPARK_TYPES,
     ChangelogCodec,
@@ -13,7 +14,6 @@ from .codec import (
     DecodedChanges,
     Decoder,
     Encoder,
-    FormatOptionError,
     Role,
     spark_type_name,
 )

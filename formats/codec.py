@@ -10,7 +10,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import ClassVar, SupportsIndex, TypeVar
+from typing import Any, ClassVar, SupportsIndex, TypeVar
 
 import pyarrow as pa
 
@@ -233,7 +233,7 @@ class Codec(ABC):
     `option_names` takes any text for each."""
 
     name: ClassVar[str]
-    declared_options: ClassVar[tuple[Option, ...]] = ()
+    declared_options: ClassVar[tuple[Option[Any], ...]] = ()
     option_names: ClassVar[frozenset[str]] = frozenset()  # derived from declared_options
     #: The column types the format holds, checked before any task runs; None: not declared (every column is
     #: handed to the codec, whose encoder or decoder may refuse it).
@@ -253,13 +253,13 @@ class Codec(ABC):
             self.declared_options, options, prefix=prefix, error=FormatOptionError, owner=f" for format '{self.name}'"
         )
         self.context = context
-        if IGNORE_PARSE_ERRORS.name in self.option_names:
-            self.ignore_parse_errors = self.option_values.value(IGNORE_PARSE_ERRORS.name)
+        if IGNORE_PARSE_ERRORS in self.declared_options:  # the built-in option (a plug-in may name its own)
+            self.ignore_parse_errors = self.option_values.value(IGNORE_PARSE_ERRORS)
 
     #: True when records that fail to decode are skipped (counted and logged) instead of failing.
     ignore_parse_errors: bool = False
 
-    def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple:
+    def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple[object, ...]:
         """As any object, but a codec of a user's module (`module:Class`) travels into tasks behind ShippedArchives, so
         that a module shipped as a zip after the source was registered is found there too (formats/user_modules.py)."""
         reduced = super().__reduce_ex__(protocol)
@@ -296,7 +296,7 @@ class Codec(ABC):
 _OWN_MODULES = __name__.rpartition(".")[0] + "."
 
 
-def _instance_of(_archives: object, cls: type) -> object:
+def _instance_of(_archives: object, cls: type[Codec]) -> Codec:
     """An instance of `cls` for pickle to restore the state of (`_archives`: ShippedArchives, already unpickled)."""
     return cls.__new__(cls)
 
@@ -328,7 +328,7 @@ def empty_batch(schema: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays([pa.array([], type=f.type) for f in schema], schema=schema)
 
 
-def batch_from_records(records: list[dict], schema: pa.Schema) -> pa.RecordBatch:
+def batch_from_records(records: Sequence[Mapping[str, object]], schema: pa.Schema) -> pa.RecordBatch:
     """Rows given as dicts (one per record, keyed by field name) as a batch: one C++ conversion for the
     whole batch instead of one Python list per column."""
     if not records:
@@ -343,14 +343,15 @@ _UNFIT = (pa.ArrowException, ValueError, TypeError, OverflowError, ArithmeticErr
 
 
 def columns_to_batch(
-    columns: list[list], schema: pa.Schema, count: int
+    columns: Sequence[Sequence[object]], schema: pa.Schema, count: int
 ) -> tuple[pa.RecordBatch, list[tuple[int, str]]]:
     """Converted values given a column at a time (one list per field of `schema`, `count` long) as a batch, one
     Arrow conversion per column; when a value does not fit its column after all, the rows that do not (index, reason)
     are left out instead (found one by one only in a column Arrow refused)."""
     if not count or not len(schema):  # no columns: still one (empty) row per record
         return batch_from_records([{}] * count, schema), []
-    arrays, unfit = [], {}
+    arrays: list[pa.Array] = []
+    unfit: dict[int, str] = {}
     for values, f in zip(columns, schema):
         try:
             arrays.append(pa.array(values, type=f.type))

@@ -6,7 +6,8 @@ import importlib
 from collections.abc import Mapping
 from importlib.metadata import entry_points
 
-from .codec import ChangelogCodec, Codec, CodecContext, FormatOptionError
+from ..kernel.errors import FormatOptionError
+from .codec import ChangelogCodec, Codec, CodecContext
 from .user_modules import import_user_module
 
 ENTRY_POINT_GROUP = "pyspark_upsert_kafka.formats"
@@ -43,7 +44,7 @@ def _built_in(name: str) -> type[Codec] | None:
     if where is None:
         return None
     module, _, attr = where.partition(":")
-    cls = getattr(importlib.import_module(f"{__package__}.{module}"), attr)
+    cls: type[Codec] = getattr(importlib.import_module(f"{__package__}.{module}"), attr)
     assert cls.name == name, (cls.name, name)  # the table above names each class by its own name
     return cls
 

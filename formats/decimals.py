@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -46,7 +47,7 @@ def decimals_from_text(text: pa.Array, t: pa.Decimal128Type) -> pa.Array:
         column = None
     if column is not None and decimal_overflow(column) is None:
         return column
-    values = []
+    values: list[Decimal | None] = []
     for v in text.to_pylist():
         if v is None:
             values.append(None)
@@ -55,7 +56,7 @@ def decimals_from_text(text: pa.Array, t: pa.Decimal128Type) -> pa.Array:
             d = Decimal(v)
         except InvalidOperation:
             raise ValueError(f"'{v}' is not a decimal number") from None
-        values.append(fit_decimal(d, t, lambda v=v: repr(v)))
+        values.append(fit_decimal(d, t, partial(repr, v)))
     return pa.array(values, t)
 
 

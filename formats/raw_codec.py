@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
+from ..kernel.errors import FormatOptionError
 from ..kernel.option_kinds import FORMAT, Choice, Invalid, Kind, Option
 from .codec import (
     IGNORE_PARSE_ERRORS,
@@ -22,7 +23,6 @@ from .codec import (
     Decoded,
     Decoder,
     Encoder,
-    FormatOptionError,
     empty_batch,
 )
 
@@ -38,7 +38,7 @@ _FIXED: dict[pa.DataType, tuple[int, str]] = {
 }
 
 
-class Charset(Kind):
+class Charset(Kind[str]):
     """A text charset Python knows (its name as given, stripped)."""
 
     type_name = "charset"
@@ -165,7 +165,8 @@ class RawEncoder(Encoder):
         if t in _FIXED:
             return self._fixed(column)
         if pa.types.is_binary(t) or self.codec.utf8:
-            return column.cast(pa.binary()).to_pylist()
+            payloads: list[bytes] = column.cast(pa.binary()).to_pylist()
+            return payloads
         charset = self.codec.charset
         try:
             return [v.encode(charset) for v in column.to_pylist()]

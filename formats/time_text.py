@@ -60,7 +60,8 @@ def parse_time(text: object, pattern: str) -> dt.time:
     if not isinstance(text, str) or not re.match(pattern, text):
         raise ValueError(f"'{_show(text)}' is not a time ({_form(pattern)})")
     nanos = times_from_text(pa.array([text]), pattern)[0]
-    return nanos.as_py()
+    value: dt.time = nanos.as_py()
+    return value
 
 
 def time_texts(column: pa.Array, fraction: bool) -> pa.Array:
@@ -95,7 +96,8 @@ def _with_fraction(array: pa.Array) -> str | None:
     rest = pc.not_equal(pc.subtract(nanos, pc.multiply(pc.divide(nanos, _PER_SECOND), _PER_SECOND)), 0)
     if not pc.any(rest).as_py():
         return None
-    return time_texts(array.filter(rest).slice(0, 1), fraction=True)[0].as_py()
+    found: str = time_texts(array.filter(rest).slice(0, 1), fraction=True)[0].as_py()
+    return found
 
 
 def fraction_refusal(name: str, found: str, fmt: str) -> ValueError:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -36,16 +37,25 @@ def import_user_module(name: str) -> ModuleType:
     return importlib.import_module(name)
 
 
-def add_shipped_archives() -> bool:
-    """Put each archive in SparkFiles' root on `sys.path` (in a Spark worker: elsewhere `addPyFile` did already);
-    whether `sys.path` changed."""
+def shipped_files_root() -> Path | None:
+    """SparkFiles' root in a Spark worker, where `addFile`, `addPyFile` and `--py-files` land; None elsewhere, or when
+    unknown. Two PySpark internals, read here rather than in connector/spark_internals.py because the formats import
+    nothing of the connector; tests/compat/test_spark_internals.py holds their contract on every pyspark."""
     try:
         from pyspark import SparkFiles
     except ImportError:  # a Spark Connect client only: no files of its own
-        return False
-    root = SparkFiles._root_directory if SparkFiles._is_running_on_worker else None
-    folder = Path(root).resolve() if root else None  # an executor's root is its working directory, "."
-    if folder is None or not folder.is_dir():
+        return None
+    on_worker = getattr(SparkFiles, "_is_running_on_worker", None) is True
+    root = getattr(SparkFiles, "_root_directory", None) if on_worker else None
+    folder = Path(root).resolve() if isinstance(root, str) and root else None  # an executor's root is ".", its cwd
+    return folder if folder is not None and folder.is_dir() else None
+
+
+def add_shipped_archives() -> bool:
+    """Put each archive in SparkFiles' root on `sys.path` (in a Spark worker: elsewhere `addPyFile` did already);
+    whether `sys.path` changed."""
+    folder = shipped_files_root()
+    if folder is None:
         return False
     added = [str(p) for p in sorted(folder.iterdir()) if p.suffix.lower() in _ARCHIVES and str(p) not in sys.path]
     for archive in added:
@@ -59,5 +69,5 @@ class ShippedArchives:
     """Pickled ahead of an object of a user's class: unpickled, it puts the shipped archives on `sys.path` before
     that class's module is imported (pickle reads in order)."""
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Callable[[], bool], tuple[()]]:
         return (add_shipped_archives, ())

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 import orjson
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark_upsert_kafka.formats.json.values import json_bytes  # right-sized: a data set held in memory
+
+from integration import kafka
 
 PARTITIONS = 4
 # Value columns (the key is {"id": ...}); about 150 bytes of JSON per value.
@@ -52,14 +53,8 @@ def json_records(n: int) -> list[tuple[bytes, bytes]]:
 
 
 def create_topic(bootstrap: str, name: str, partitions: int = PARTITIONS, **config: str) -> str:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, partitions, 1, config=config)])[name].result(30)
-    deadline = time.monotonic() + 30
-    while len(getattr(admin.list_topics(timeout=10).topics.get(name), "partitions", None) or {}) < partitions:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"topic {name} did not appear")
-        time.sleep(0.1)
-    return name
+    """A benchmark's topic: PARTITIONS partitions unless told."""
+    return kafka.create_topic(bootstrap, name, partitions, config)
 
 
 # The raw client's ceilings run one process per core, as Spark's local[2] runs two Python workers.

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from integration import bench_kafka as kb
 from integration import bench_partitions
-from integration.kafka import CACHE_DIR, _run
+from integration.kafka import CACHE_DIR, run_command
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SPARK_KAFKA_POM = Path(__file__).resolve().parent / "spark-kafka-pom.xml"
@@ -43,7 +43,7 @@ def ensure_spark_kafka_jars() -> list[str]:
     if not folder.is_dir():
         partial = folder.with_name(folder.name + ".partial")
         mvn = ["mvn", "-q", "-B", "-f", str(SPARK_KAFKA_POM), "dependency:copy-dependencies"]
-        _run([*mvn, f"-DoutputDirectory={partial}", "-DincludeScope=runtime"], "mvn fetching spark-sql-kafka")
+        run_command([*mvn, f"-DoutputDirectory={partial}", "-DincludeScope=runtime"], "mvn fetching spark-sql-kafka")
         partial.rename(folder)
     return sorted(str(j) for j in folder.glob("*.jar") if j.name.startswith(_PEER_JARS))
 

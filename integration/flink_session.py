@@ -31,7 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from integration.kafka import CACHE_DIR, _run, fetch_maven_jars
+from integration import kafka
+from integration.kafka import CACHE_DIR, fetch_maven_jars, run_command
 
 FLINK_VERSION = "2.2.1"
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,9 +64,11 @@ def ensure_flink_venv() -> Path:
     CACHE.mkdir(parents=True, exist_ok=True)
     base = os.environ.get("FLINK_GOLDEN_PYTHON") or shutil.which("python3") or sys.executable
     if not python.is_file():
-        _run([base, "-m", "venv", str(VENV)], "creating the Flink venv")
-    _run([str(python), "-m", "pip", "install", "-q", "--upgrade", "pip"], "pip upgrade in the Flink venv")
-    _run([str(python), "-m", "pip", "install", "-q", f"apache-flink=={FLINK_VERSION}"], "pip install apache-flink")
+        run_command([base, "-m", "venv", str(VENV)], "creating the Flink venv")
+    run_command([str(python), "-m", "pip", "install", "-q", "--upgrade", "pip"], "pip upgrade in the Flink venv")
+    run_command(
+        [str(python), "-m", "pip", "install", "-q", f"apache-flink=={FLINK_VERSION}"], "pip install apache-flink"
+    )
     stamp.touch()
     return python
 
@@ -195,16 +198,8 @@ def micros(text: str) -> int:
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    config = {"retention.ms": "-1", "message.timestamp.type": "CreateTime"}
-    admin.create_topics([NewTopic(topic, partitions, 1, config=config)])[topic].result(30)
-    deadline = time.monotonic() + 30
-    while len(getattr(admin.list_topics(timeout=10).topics.get(topic), "partitions", None) or {}) < partitions:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"topic {topic} did not appear")
-        time.sleep(0.1)
+    """A golden case's topic: every record kept, each with the timestamp its writer gave."""
+    kafka.create_topic(bootstrap, topic, partitions, {"retention.ms": "-1", "message.timestamp.type": "CreateTime"})
 
 
 def consume_all(bootstrap: str, topic: str, partitions: int, timeout: float = 60) -> list[dict[str, Any]]:

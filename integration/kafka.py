@@ -33,6 +33,7 @@ import tempfile
 import time
 import uuid
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -54,7 +55,7 @@ _SLF4J = "-Dorg.slf4j.simpleLogger."
 _TIME_OPTS = [f"{_SLF4J}showDateTime=true", f"{_SLF4J}dateTimeFormat=HH:mm:ss.SSS"]
 
 
-def _run(cmd: list[str], what: str, stdin: str | None = None) -> str:
+def run_command(cmd: list[str], what: str, stdin: str | None = None) -> str:
     """Run cmd and return its stdout; on failure raise with the tail of its output."""
     proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
@@ -77,7 +78,7 @@ def fetch_maven_jars(pom: Path, target: Path, what: str) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix="libs.partial-", dir=target.parent))
     mvn = ["mvn", "-q", "-B", "-f", str(pom), "dependency:copy-dependencies", f"-DoutputDirectory={tmp}"]
     try:
-        _run([*mvn, "-DincludeScope=runtime"], what)
+        run_command([*mvn, "-DincludeScope=runtime"], what)
         try:
             tmp.rename(target)
         except OSError:
@@ -103,7 +104,7 @@ def _random_cluster_id() -> str:
             return cid
 
 
-def _log_excerpt(path: Path, lines: int = 40, start: int = 0) -> str:
+def log_excerpt(path: Path, lines: int = 40, start: int = 0) -> str:
     """First errors/exceptions (the cause; shutdown noise follows) plus the log's tail, from byte `start`."""
     try:
         with path.open(errors="replace") as f:
@@ -116,7 +117,7 @@ def _log_excerpt(path: Path, lines: int = 40, start: int = 0) -> str:
     return "".join(["first errors:\n", *errors, f"last {lines} lines:\n", *tail])
 
 
-def _ephemeral_start() -> int:
+def ephemeral_start() -> int:
     """The first port of the kernel's ephemeral range (client sockets take ports from there)."""
     try:
         return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
@@ -124,10 +125,10 @@ def _ephemeral_start() -> int:
         return 32768  # Linux's default
 
 
-def _free_ports(count: int) -> list[int]:
+def free_ports(count: int) -> list[int]:
     """Free ports for a broker, below the ephemeral range: a broker is restarted on its ports, and while it is
     down a port in that range can be taken by any client socket (a fault test's restart then fails)."""
-    low = min(_ephemeral_start(), 32768)
+    low = min(ephemeral_start(), 32768)
     rng = random.Random()
     ports: list[int] = []
     for _ in range(1000):  # bounded: a port already bound is tried again with another
@@ -178,7 +179,7 @@ def _make_tls(folder: Path) -> str:
         return str(ca)
 
     def openssl(*args: str) -> None:
-        _run(["openssl", *args], "openssl")
+        run_command(["openssl", *args], "openssl")
 
     key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
     openssl("req", "-x509", *key, "-keyout", str(folder / "ca.key"), "-out", str(ca), "-days", "7",
@@ -334,7 +335,7 @@ class KafkaBroker(ServerProcess):
 
     def _launch(self, cp: str, deadline: float, detach: bool) -> None:
         shutil.rmtree(self.workdir / "data", ignore_errors=True)
-        self.port, self.controller_port, self.sasl_plaintext_port = _free_ports(3)
+        self.port, self.controller_port, self.sasl_plaintext_port = free_ports(3)
         if not self.secured:
             self.sasl_plaintext_port = 0
         elif self.security is None:
@@ -345,7 +346,7 @@ class KafkaBroker(ServerProcess):
             )
         config = self._write_config()
         fmt = ["kafka.tools.StorageTool", "format", "-t", _random_cluster_id(), "-c", str(config)]
-        _run(["java", "-cp", cp, *fmt], "Kafka storage format")
+        run_command(["java", "-cp", cp, *fmt], "Kafka storage format")
         self.log_path.unlink(missing_ok=True)
         self._spawn(cp, config, deadline, detach)
 
@@ -385,7 +386,7 @@ class KafkaBroker(ServerProcess):
             except (OSError, KafkaException):  # not listening / not registered yet
                 time.sleep(0.2)
         why = "did not become ready in time" if self.is_running() else "exited"
-        log = _log_excerpt(self.log_path, start=self._log_start)
+        log = log_excerpt(self.log_path, start=self._log_start)
         raise RuntimeError(f"Kafka broker {why}; log {self.log_path}:\n{log}")
 
     def stop(self) -> None:
@@ -467,6 +468,23 @@ class KafkaBroker(ServerProcess):
         self.stop()
 
 
+def create_topic(
+    bootstrap: str | Mapping[str, str], name: str, partitions: int = 1, config: Mapping[str, str] | None = None
+) -> str:
+    """Creates a topic (replication 1) and waits until its metadata shows every partition, as a topic reaches every
+    listener shortly after creation. `bootstrap`: the servers, or a client configuration (a secured broker's)."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap} if isinstance(bootstrap, str) else dict(bootstrap))
+    admin.create_topics([NewTopic(name, partitions, 1, config=dict(config or {}))])[name].result(30)
+    deadline = time.monotonic() + 30
+    while len(getattr(admin.list_topics(timeout=10).topics.get(name), "partitions", None) or {}) < partitions:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"topic {name} did not appear")
+        time.sleep(0.1)
+    return name
+
+
 def java_partitions(bootstrap_servers: str, topic: str, keys: list[bytes]) -> list[int]:
     """Partitions the Java client's default partitioner picks for `keys`.
 
@@ -474,7 +492,7 @@ def java_partitions(bootstrap_servers: str, topic: str, keys: list[bytes]) -> li
     """
     quiet, cp = f"{_SLF4J}defaultLogLevel=warn", f"{ensure_kafka_jars()}/*"
     cmd = ["java", quiet, "-cp", cp, str(JAVA_PARTITIONS_SRC), bootstrap_servers, topic]
-    parts = [int(p) for p in _run(cmd, "JavaPartitions", stdin="".join(k.hex() + "\n" for k in keys)).split()]
+    parts = [int(p) for p in run_command(cmd, "JavaPartitions", stdin="".join(k.hex() + "\n" for k in keys)).split()]
     if len(parts) != len(keys):
         raise RuntimeError(f"JavaPartitions printed {len(parts)} partitions for {len(keys)} keys")
     return parts

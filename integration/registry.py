@@ -21,7 +21,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from integration.kafka import CACHE_DIR, _log_excerpt, _run, free_port
+from integration.kafka import CACHE_DIR, free_port, log_excerpt, run_command
 from integration.process import ServerProcess
 
 APICURIO_VERSION = "3.3.3"
@@ -40,9 +40,9 @@ def ensure_registry_app() -> Path:
     tmp = Path(tempfile.mkdtemp(prefix="apicurio.partial-", dir=app.parent))
     try:
         mvn = ["mvn", "-q", "-B", "dependency:copy", f"-Dartifact={ARTIFACT}", f"-DoutputDirectory={tmp}"]
-        _run(mvn, "mvn fetching Apicurio Registry")
+        run_command(mvn, "mvn fetching Apicurio Registry")
         archive = next(tmp.glob("*.tar.gz"))
-        _run(["tar", "xzf", str(archive), "-C", str(tmp)], "unpacking Apicurio Registry")
+        run_command(["tar", "xzf", str(archive), "-C", str(tmp)], "unpacking Apicurio Registry")
         archive.unlink()
         unpacked = next(p.parent for p in tmp.rglob("quarkus-run.jar"))
         try:
@@ -126,7 +126,7 @@ class SchemaRegistryServer(ServerProcess):
             except (urllib.error.URLError, OSError):
                 time.sleep(0.3)
         why = "did not answer in time" if self.is_running() else "exited"
-        raise RuntimeError(f"Apicurio Registry {why}; log {self.log_path}:\n{_log_excerpt(self.log_path)}")
+        raise RuntimeError(f"Apicurio Registry {why}; log {self.log_path}:\n{log_excerpt(self.log_path)}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from integration.kafka import _free_ports, _log_excerpt
+from integration.kafka import free_ports, log_excerpt
 from integration.process import ServerProcess
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -42,7 +42,7 @@ class ConnectServer(ServerProcess):
         if self.is_running():
             raise RuntimeError(f"Spark Connect server already running (pid {self.pid})")
         self.workdir.mkdir(parents=True, exist_ok=True)
-        (self.port,) = _free_ports(1)
+        (self.port,) = free_ports(1)
         settings = {
             "spark.connect.grpc.binding.address": "127.0.0.1",
             "spark.connect.grpc.binding.port": str(self.port),
@@ -65,7 +65,7 @@ class ConnectServer(ServerProcess):
             except OSError:
                 time.sleep(0.3)
         why = "did not listen in time" if self.is_running() else "exited"
-        raise RuntimeError(f"Spark Connect server {why}; log {self.log_path}:\n{_log_excerpt(self.log_path)}")
+        raise RuntimeError(f"Spark Connect server {why}; log {self.log_path}:\n{log_excerpt(self.log_path)}")
 
     def __enter__(self) -> ConnectServer:
         self.start()

@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.readwriter import DataFrameWriter
-from pyspark.sql.streaming import DataStreamWriter
+from pyspark.sql.streaming.readwriter import DataStreamWriter
 from pyspark.sql.types import DataType, StructField, StructType, TimestampNTZType
 
 from ..errors import OptionError
 from ..options.canonical import canonical_options
-from ..options.catalog import KEY_FIELDS, METADATA_COLUMNS, READ_MODE, SCHEMA
-from ..options.catalog_read import ReadMode
+from ..options.catalog import KEY_FIELDS, METADATA_COLUMNS, SCHEMA
+from ..options.catalog_read import READ_MODE, ReadMode
 from ..options.columns import metadata_fields, parse_column_options
 from ..options.ddl import ddl_text
 from .statement import DeclaredTable, FlinkStatement
@@ -121,9 +121,16 @@ class FlinkTable:
 def _instant_in_utc(wall_clock: Column) -> Column:
     """The TIMESTAMP a TIMESTAMP_NTZ's wall clock names in UTC, from its parts: a cast would read it in the session's
     time zone (and skip the wall clocks a daylight-saving gap there has)."""
-    parts = [F.year, F.month, F.dayofmonth, F.hour, F.minute]
     seconds = F.date_part(F.lit("SECOND"), wall_clock)  # with the fraction: DECIMAL(8, 6)
-    return F.make_timestamp(*(part(wall_clock) for part in parts), seconds, F.lit("UTC"))
+    return F.make_timestamp(
+        F.year(wall_clock),
+        F.month(wall_clock),
+        F.dayofmonth(wall_clock),
+        F.hour(wall_clock),
+        F.minute(wall_clock),
+        seconds,
+        F.lit("UTC"),
+    )
 
 
 def _sql_text(value: str) -> str:

@@ -70,13 +70,13 @@ class FlinkTypes(FlinkTokens):
             self.optional_length()
             return BinaryType() if "binary" in word else StringType()
         if word in ("decimal", "dec", "numeric"):
-            precision, scale = 10, 0
+            digits, scale = 10, 0  # the precision (digits in all) and scale
             if self.accept("("):
-                precision = self.number()
+                digits = self.number()
                 if self.accept(","):
                     scale = self.number()
                 self.expect(")")
-            return DecimalType(precision, scale)
+            return DecimalType(digits, scale)
         if word == "double":
             self.accept("precision")
             return DoubleType()

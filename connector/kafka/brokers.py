@@ -9,7 +9,12 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec
+from confluent_kafka.admin import (
+    AdminClient,
+    ConfigEntry,
+    ConfigResource,
+    OffsetSpec,
+)
 
 from ..errors import TopicError
 from .clients import admin_client
@@ -30,7 +35,7 @@ class Brokers:
         self._admin: AdminClient | None = None
         self._errors = ClientErrors()  # kept across clients: what no retry cures stays true
 
-    def __getstate__(self) -> dict:  # a client never travels: the receiver makes its own
+    def __getstate__(self) -> dict[str, object]:  # a client never travels: the receiver makes its own
         return {"kafka": self.kafka, "_owned": self._owned, "_admin": None, "_errors": ClientErrors()}
 
     @property
@@ -149,13 +154,15 @@ class Brokers:
 
         return self.call("list consumer groups", attempt, "DESCRIBE on the consumer groups")
 
-    def describe_config(self, resource: ConfigResource) -> dict[str, Any] | None:
+    def describe_config(self, resource: ConfigResource) -> dict[str, ConfigEntry] | None:
         """A resource's configuration; None when these credentials may not read it (limits are then not
         checked)."""
 
-        def attempt(admin: AdminClient, timeout: float) -> dict[str, Any] | None:
+        def attempt(admin: AdminClient, timeout: float) -> dict[str, ConfigEntry] | None:
             try:
-                return admin.describe_configs([resource], request_timeout=timeout)[resource].result()
+                future = admin.describe_configs([resource], request_timeout=timeout)[resource]
+                entries: dict[str, ConfigEntry] = future.result()  # its Future is not parameterized
+                return entries
             except KafkaException as e:
                 if e.args and e.args[0].code() in _NOT_AUTHORIZED:
                     log.info("upsert-kafka: may not read the configuration of %s; its limits are not checked", resource)

@@ -13,9 +13,10 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from ..errors import OptionError
-from ..options.catalog import GROUP_ID_PREFIX, default_of
+from ..options.catalog import default_of
+from ..options.catalog_read import GROUP_ID_PREFIX
 from .errors import ClientErrors
-from .pool import CLIENT_POOL, Pooled
+from .pool import CLIENT_POOL, ClientKey, Pooled
 from .spec import KafkaSpec
 from .token_provider import TokenProvider
 
@@ -76,7 +77,7 @@ def group_consumer(kafka: KafkaSpec, group_id: str, errors: ClientErrors | None 
 
 
 def _group_consumer_config(kafka: KafkaSpec, group_id: str, errors: ClientErrors | None) -> dict[str, Any]:
-    config = {"group.id": group_id, "enable.auto.commit": False, "isolation.level": "read_committed"}
+    config: dict[str, Any] = {"group.id": group_id, "enable.auto.commit": False, "isolation.level": "read_committed"}
     return kafka.client_config(logger=_client_log, **config, **_error_cb(errors))
 
 
@@ -174,7 +175,7 @@ def borrow_producer(
     return CLIENT_POOL.borrow(key, create, fresh)
 
 
-def give_back(pooled: Pooled, kafka: KafkaSpec, clean: bool) -> None:
+def give_back(pooled: Pooled[T], kafka: KafkaSpec, clean: bool) -> None:
     """Return a borrowed client: kept for `client.pool.idle-timeout` when `clean` (the borrower used it without
     any error and left nothing open), closed otherwise."""
     CLIENT_POOL.give_back(pooled, clean, kafka.pool_idle_timeout_s)
@@ -184,7 +185,7 @@ def give_back(pooled: Pooled, kafka: KafkaSpec, clean: bool) -> None:
 _NOT_CONFIG = ("on_delivery", "error_cb", "logger")
 
 
-def _pool_key(kind: str, config: dict[str, Any]) -> tuple:
+def _pool_key(kind: str, config: dict[str, Any]) -> ClientKey:
     return (kind, *sorted((k, str(v)) for k, v in config.items() if k not in _NOT_CONFIG))
 
 

@@ -266,13 +266,15 @@ _OVERRUN_S = 5.0
 def within(timeout_s: float, fn: Callable[[], T]) -> T:
     """`fn()`, or a _TIMED_OUT KafkaException when it has not returned `timeout_s` (+5 s) later. A call given
     up on goes on in its thread: the caller must not use the client again (a new one fences it)."""
-    done, outcome = threading.Event(), {}
+    done = threading.Event()
+    value: list[T] = []  # fn's result, once it returned
+    error: list[BaseException] = []  # or what it raised: handed to the caller
 
     def run() -> None:
         try:
-            outcome["value"] = fn()
-        except BaseException as e:  # handed to the caller
-            outcome["error"] = e
+            value.append(fn())
+        except BaseException as e:
+            error.append(e)
         finally:
             done.set()
 
@@ -282,6 +284,6 @@ def within(timeout_s: float, fn: Callable[[], T]) -> T:
         raise KafkaException(
             KafkaError(KafkaError._TIMED_OUT, f"librdkafka did not return within {timeout_s + _OVERRUN_S:g} s")
         )
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
+    if error:
+        raise error[0]
+    return value[0]

@@ -31,7 +31,7 @@ import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from ..kernel.clock import SYSTEM_CLOCK, Clock
 
@@ -39,6 +39,9 @@ log = logging.getLogger("upsert_kafka")
 
 C = TypeVar("C")
 T = TypeVar("T")
+
+# A client's key: its kind ("producer", ...), then its whole configuration.
+ClientKey = tuple[Hashable, ...]
 
 # Idle clients one worker keeps at most (an exactly-once writer pools one producer per transactional id).
 MAX_IDLE = 8
@@ -48,14 +51,14 @@ MAX_IDLE = 8
 class Pooled(Generic[C]):
     """A client lent from the pool, with what travels with it."""
 
-    key: tuple = field(repr=False)  # the configuration: may hold credentials, never shown
+    key: ClientKey = field(repr=False)  # the configuration: may hold credentials, never shown
     client: C
     errors: Any  # its error callback (errors.ClientErrors)
     reset: Callable[[C], bool]  # readies it for the next borrower; False: not reusable
-    close: Callable[[C], Any]  # ends it (a producer is dropped after a purge: its handle ends when collected)
+    close: Callable[[C], object]  # ends it (a producer is dropped after a purge: its handle ends when collected)
     relay: Any = None  # a producer's delivery-report relay (clients.DeliveryRelay)
     reused: bool = False  # lent before
-    memo: dict = field(default_factory=dict)  # what borrowers learned about this client, for the next one
+    memo: dict[str, Any] = field(default_factory=dict)  # what borrowers learned about this client, for the next one
     expires: float = 0.0
 
 
@@ -63,13 +66,14 @@ class ClientPool:
     def __init__(self, max_idle: int = MAX_IDLE, clock: Clock = SYSTEM_CLOCK) -> None:
         self.max_idle, self.clock = max_idle, clock
         self._lock = threading.Lock()
-        self._idle: OrderedDict[int, Pooled] = OrderedDict()  # least recently given back first
+        # Clients of every kind (a key's first item): least recently given back first.
+        self._idle: OrderedDict[int, Pooled[Any]] = OrderedDict()
         self._timer: threading.Timer | None = None
         self._timer_due = 0.0
         # Clients made and lent again, by kind (a key's first item): what a worker's tasks cost in clients.
-        self.made: Counter[str] = Counter()
-        self.lent_again: Counter[str] = Counter()
-        self._shared: dict[Hashable, tuple[float, float | None, Any]] = {}  # key -> (made at, ttl, value)
+        self.made: Counter[Hashable] = Counter()
+        self.lent_again: Counter[Hashable] = Counter()
+        self._shared: dict[Hashable, tuple[float, float | None, object]] = {}  # key -> (made at, ttl, value)
         self._shared_lock = threading.Lock()  # guards the dict only: making a value may ask the brokers
         self._making: dict[Hashable, threading.Lock] = {}  # a key's value is made by one thread at a time
 
@@ -80,13 +84,13 @@ class ClientPool:
         with self._shared_lock:
             found = self._fresh(key)
             if found is not None:
-                return found[2]
+                return cast(T, found[2])  # what a `make` of this key made: a key's callers all make one type
             making = self._making.setdefault(key, threading.Lock())
         with making:
             with self._shared_lock:
                 found = self._fresh(key)  # made meanwhile by the thread this one waited for
             if found is not None:
-                return found[2]
+                return cast(T, found[2])
             value = make()
             with self._shared_lock:
                 now = self.clock.monotonic()
@@ -94,7 +98,7 @@ class ClientPool:
                 self._shared[key] = (now, ttl_s, value)
             return value
 
-    def _fresh(self, key: Hashable) -> tuple[float, float | None, Any] | None:
+    def _fresh(self, key: Hashable) -> tuple[float, float | None, object] | None:
         found = self._shared.get(key)
         fresh = found is not None and (found[1] is None or self.clock.monotonic() - found[0] <= found[1])
         return found if fresh else None
@@ -105,7 +109,7 @@ class ClientPool:
             found = self._fresh(key)
             return None if found is None else found[2]
 
-    def borrow(self, key: tuple, create: Callable[[], Pooled[C]], fresh: bool = False) -> Pooled[C]:
+    def borrow(self, key: ClientKey, create: Callable[[], Pooled[C]], fresh: bool = False) -> Pooled[C]:
         """An idle client made with `key` (none when `fresh`), else a new one from `create`."""
         with self._lock:
             expired = self._take_expired(self.clock.monotonic())
@@ -121,7 +125,7 @@ class ClientPool:
         self.lent_again[key[0]] += 1
         return pooled
 
-    def give_back(self, pooled: Pooled, clean: bool, idle_timeout_s: float) -> None:
+    def give_back(self, pooled: Pooled[C], clean: bool, idle_timeout_s: float) -> None:
         """Keep `pooled` for the next borrower if it is clean and may stay idle; close it otherwise."""
         if pooled.relay is not None:
             pooled.relay.target = None
@@ -160,7 +164,7 @@ class ClientPool:
         # A provider's threads stayed in the parent; a lock held there at the fork stays held here.
         self._shared, self._shared_lock, self._making = {}, threading.Lock(), {}
 
-    def _take_expired(self, now: float) -> list[Pooled]:
+    def _take_expired(self, now: float) -> list[Pooled[Any]]:
         gone = [k for k, p in self._idle.items() if p.expires <= now]
         return [self._idle.pop(k) for k in gone]
 
@@ -184,7 +188,7 @@ class ClientPool:
         _close_all(expired)
 
 
-def _reset(pooled: Pooled) -> bool:
+def _reset(pooled: Pooled[C]) -> bool:
     try:
         return pooled.reset(pooled.client)
     except Exception as e:  # not reusable, whatever the reason: closed instead
@@ -192,18 +196,19 @@ def _reset(pooled: Pooled) -> bool:
         return False
 
 
-def _close(pooled: Pooled) -> None:
+def _close(pooled: Pooled[C]) -> None:
     try:
         pooled.close(pooled.client)
     except Exception as e:  # closing is best effort: the client is dropped either way
         log.debug("upsert-kafka: closing a Kafka client failed: %s", e)
 
 
-def _close_all(clients: list[Pooled]) -> None:
+def _close_all(clients: list[Pooled[Any]]) -> None:
     for pooled in clients:
         _close(pooled)
 
 
-_INHERITED: list = []  # in a forked child, the parent's idle clients: kept, never collected
+# In a forked child, the parent's idle clients: kept, never collected.
+_INHERITED: list[OrderedDict[int, Pooled[Any]]] = []
 CLIENT_POOL = ClientPool()
 os.register_at_fork(after_in_child=CLIENT_POOL._forget)

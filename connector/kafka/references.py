@@ -4,20 +4,20 @@ string option)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 from ..errors import OptionError
 from ..formats.user_modules import WHERE, import_user_module
 
 
-def load_reference(reference: str, option: str) -> Any:
+def load_reference(reference: str, option: str) -> Callable[..., object]:
     """The object 'module:name' (`name` may be dotted: 'module:Class.method') names; every error names the option,
     the reference and the cause."""
     module_name, colon, name = reference.strip().partition(":")
     if not colon or not module_name.strip() or not name.strip():
         raise OptionError(f"option '{option}': '{reference}' is not 'package.module:function'")
     try:
-        found: Any = import_user_module(module_name.strip())
+        found: object = import_user_module(module_name.strip())
         for part in name.strip().split("."):
             found = getattr(found, part)
     except (ImportError, AttributeError, ValueError) as e:

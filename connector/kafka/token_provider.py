@@ -36,6 +36,10 @@ _SASL_PROTOCOLS = ("sasl_ssl", "sasl_plaintext")
 _SHAPE = "(token, expiry in seconds since the epoch[, principal[, extensions]])"
 
 
+# What confluent-kafka's oauth_cb returns: (token, expiry in seconds since the epoch[, principal[, extensions]]).
+Token = tuple[str, float] | tuple[str, float, str] | tuple[str, float, str, dict[str, str]]
+
+
 class _Failed(Exception):
     """The provider gave no usable token; the message is the cause (never the token)."""
 
@@ -89,7 +93,7 @@ class TokenProvider:
     def __repr__(self) -> str:  # part of a pooled client's key: the same for every client of this provider
         return f"TokenProvider({self.reference!r})"
 
-    def __call__(self, config: str) -> tuple:
+    def __call__(self, config: str) -> Token:
         try:
             token = self._token(config)
         except _Failed as e:
@@ -120,7 +124,7 @@ class TokenProvider:
             "on the driver and on every executor"
         )
 
-    def _token(self, config: str) -> tuple:
+    def _token(self, config: str) -> Token:
         try:
             answer = self._function(config)
         except Exception as e:  # the provider's own failure: its cause goes to the user
@@ -128,7 +132,7 @@ class TokenProvider:
         return _checked(answer, self.clock.time())
 
 
-def _checked(answer: Any, now: float) -> tuple:
+def _checked(answer: Any, now: float) -> Token:
     """The provider's answer as confluent-kafka takes it, or _Failed saying what is wrong (never the token)."""
     if not isinstance(answer, (tuple, list)):
         raise _Failed(f"returned {_kind(answer)}, not {_SHAPE}")

@@ -3,6 +3,10 @@ scope and meaning. Parsing, validation, did-you-mean and the README's option tab
 the connector's catalog (connector/options/catalog.py) and every codec (`Codec.declared_options`) declare theirs
 with the same `Option` and are parsed by `parse_values`.
 
+An `Option[T]` is typed by its kind (`Kind[T]`): `OptionValues.value(option)` returns a `T`. An option with no
+default reads as None when not given, so its constant is declared `Option[T | None]` (tests/unit/test_options.py
+holds every such constant to it).
+
 Here, in the kernel, because the codecs declare options too and may import nothing else of the connector.
 """
 
@@ -13,11 +17,16 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Generic, TypeVar, cast
 
 from .errors import OptionError
 
 READ, WRITE, BOTH, FORMAT = "read", "write", "read/write", "format"
+
+T = TypeVar("T")
+# A kind only makes values (Kind[int] is a Kind[int | None]: the kind of an option with no default).
+T_co = TypeVar("T_co", covariant=True)
+E = TypeVar("E", bound=Enum)
 
 
 def same_option_twice(first: str, second: str) -> str:
@@ -42,25 +51,28 @@ def must_be(expected: str, raw: str) -> Invalid:
     return Invalid(f"must be {expected}, got '{raw}'")
 
 
-class Kind:
+class Kind(Generic[T_co]):
     """The kind of value an option takes: how it is parsed and checked, and how the README names it."""
 
     type_name: str = "string"
 
-    def parse(self, raw: str) -> Any:
+    def parse(self, raw: str) -> T_co:
         """The typed value of `raw`; raises Invalid saying what was expected."""
-        return raw
+        raise NotImplementedError
 
 
 @dataclass(frozen=True)
-class Text(Kind):
+class Text(Kind[str]):
     """Text taken as given (a name, a literal, a list or expression its own parser reads)."""
 
     type_name: str = "string"
 
+    def parse(self, raw: str) -> str:
+        return raw
+
 
 @dataclass(frozen=True)
-class Flag(Kind):
+class Flag(Kind[bool]):
     type_name: str = "boolean"
 
     def parse(self, raw: str) -> bool:
@@ -71,38 +83,52 @@ class Flag(Kind):
 
 
 @dataclass(frozen=True)
-class Choice(Kind):
-    """One of `choices`, case-insensitive unless `case_sensitive`; the value is the choice as declared, or with
-    `enum` (a str Enum whose values are the choices: `Choice.of(ReadMode)`) its member. `dashes`: '_' is read as
-    '-' (Flink's enum options take either)."""
+class OneOf(Kind[T_co]):
+    """One of `choices`, case-insensitive unless `case_sensitive`. `dashes`: '_' is read as '-' (Flink's enum
+    options take either). `Choice`: the value is the choice as declared; `EnumChoice`: the enum's member."""
 
     choices: tuple[str, ...] = ()
     case_sensitive: bool = False
     dashes: bool = False
-    enum: type[Enum] | None = None
-
-    @classmethod
-    def of(cls, enum: type[Enum], **settings: bool) -> Choice:
-        return cls(tuple(member.value for member in enum), enum=enum, **settings)
 
     @property
     def type_name(self) -> str:  # type: ignore[override]
         return "enum: " + " / ".join(f"`{c}`" for c in self.choices)
 
-    def parse(self, raw: str) -> str:
+    def choice(self, raw: str) -> str:
+        """The declared choice `raw` names; Invalid listing them when none."""
         value = raw.strip().replace("_", "-") if self.dashes else raw.strip()
         for choice in self.choices:
             if value == choice or (not self.case_sensitive and value.lower() == choice.lower()):
-                return choice if self.enum is None else self.enum(choice)
-        hint = did_you_mean(value if self.case_sensitive else value.lower(), self._folded())
+                return choice
+        folded = list(self.choices) if self.case_sensitive else [c.lower() for c in self.choices]
+        hint = did_you_mean(value if self.case_sensitive else value.lower(), folded)
         raise Invalid(f"must be one of {', '.join(self.choices)}, got '{raw}'.{hint}".rstrip("."))
-
-    def _folded(self) -> list[str]:
-        return list(self.choices) if self.case_sensitive else [c.lower() for c in self.choices]
 
 
 @dataclass(frozen=True)
-class Count(Kind):
+class Choice(OneOf[str]):
+    """One of `choices`, the value the choice as declared."""
+
+    def parse(self, raw: str) -> str:
+        return self.choice(raw)
+
+    @classmethod
+    def of(cls, enum: type[E], *, case_sensitive: bool = False, dashes: bool = False) -> EnumChoice[E]:
+        """One of a str Enum's values, the value its member (`Choice.of(ReadMode)`)."""
+        return EnumChoice(tuple(member.value for member in enum), case_sensitive, dashes, enum=enum)
+
+
+@dataclass(frozen=True)
+class EnumChoice(OneOf[E]):
+    enum: type[E] = field(kw_only=True)
+
+    def parse(self, raw: str) -> E:
+        return self.enum(self.choice(raw))
+
+
+@dataclass(frozen=True)
+class Count(Kind[int]):
     """A whole number of at least `minimum` (0: a count, 1: a positive number)."""
 
     minimum: int = 0
@@ -122,7 +148,7 @@ class Count(Kind):
 
 
 @dataclass(frozen=True)
-class Regex(Kind):
+class Regex(Kind[re.Pattern[str]]):
     """A regular expression (surrounding blanks dropped); the value is the compiled pattern."""
 
     type_name: str = "regex"
@@ -135,7 +161,7 @@ class Regex(Kind):
 
 
 @dataclass(frozen=True)
-class Char(Kind):
+class Char(Kind[str]):
     """One character; `\\t` or `tab` for a tab. Line breaks are refused (records are lines)."""
 
     type_name: str = "character"
@@ -148,8 +174,8 @@ class Char(Kind):
 
 
 @dataclass(frozen=True)
-class Option:
-    """One option, declared once.
+class Option(Generic[T]):
+    """One option, declared once; `T` is the type of its value (its kind's, or with None when it has no default).
 
     `default`: the value (in the kind's grammar) the option takes when not given, or None; `note` says what it
     means (shown after it), or stands in for it where there is no one value ('required', '`<topic>-key`').
@@ -161,7 +187,7 @@ class Option:
     scope: str
     doc: str
     aliases: tuple[str, ...] = ()
-    kind: Kind = field(kw_only=True)
+    kind: Kind[T] = field(kw_only=True)
     streaming_default: str | None = None
     note: str = ""
 
@@ -174,7 +200,7 @@ class Option:
             return self.note
         return f"{self.default} ({self.note})" if self.note else self.default
 
-    def parse(self, raw: str, shown_name: str | None = None, error: type[OptionError] = OptionError) -> Any:
+    def parse(self, raw: str, shown_name: str | None = None, error: type[OptionError] = OptionError) -> T:
         """The typed value of `raw`, or `error` naming the option as the user spells it (`shown_name`)."""
         try:
             return self.kind.parse(raw)
@@ -182,7 +208,7 @@ class Option:
             tail = str(e)
             raise error(f"option '{shown_name or self.name}'{'' if tail.startswith(':') else ' '}{tail}") from None
 
-    def default_value(self, streaming: bool = False) -> Any:
+    def default_value(self, streaming: bool = False) -> T | None:
         """The typed default (the streaming one for a streaming read), or None when the option has none."""
         text = self.streaming_default if streaming and self.streaming_default is not None else self.default
         return None if text is None else self.kind.parse(text)
@@ -193,15 +219,9 @@ class OptionValues(Mapping[str, str]):
     the one way to read an option's value (its default when not given)."""
 
     def __init__(
-        self,
-        declared: Mapping[str, Option],
-        given: Mapping[str, str],
-        typed: Mapping[str, Any],
-        *,
-        by_option_only: bool = False,
+        self, declared: Mapping[str, Option[Any]], given: Mapping[str, str], typed: Mapping[str, object]
     ) -> None:
         self._declared, self._given, self._typed = declared, dict(given), dict(typed)
-        self._by_option_only = by_option_only  # the connector's catalog: read through its constants only
 
     def __getitem__(self, name: str) -> str:
         return self._given[name]
@@ -215,34 +235,33 @@ class OptionValues(Mapping[str, str]):
     def __repr__(self) -> str:  # values may be secrets: names only
         return f"OptionValues({sorted(self._given)})"
 
-    def value(self, option: Option | str, streaming: bool = False) -> Any:
-        """The typed value of a declared option: as given, else its default (None when it has none). The connector
-        passes its catalog's constants; a codec may pass a name its `declared_options` declare."""
+    def value(self, option: Option[T], streaming: bool = False) -> T:
+        """The typed value of a declared option, read through its constant (the catalog's, or one a codec's
+        `declared_options` hold): as given, else its default; None when it has none (its constant is then an
+        `Option[T | None]`)."""
         name = self._name(option)
         if name in self._typed:
-            return self._typed[name]
-        return self._declared[name].default_value(streaming)
+            return cast(T, self._typed[name])  # parsed by this option's kind
+        return cast(T, option.default_value(streaming))  # None only for an option declared without a default
 
-    def given(self, option: Option) -> bool:
+    def given(self, option: Option[Any]) -> bool:
         """Whether the option was given (under any of its names)."""
         return self._name(option) in self._given
 
-    def text(self, option: Option) -> str | None:
+    def text(self, option: Option[Any]) -> str | None:
         """The option's text as given, or None."""
         return self._given.get(self._name(option))
 
-    def _name(self, option: Option | str) -> str:
-        if isinstance(option, str) and self._by_option_only:
-            raise TypeError(f"option '{option}' read by its name: read it through the catalog's constant")
-        name = option if isinstance(option, str) else option.name
-        declared = self._declared[name]  # a KeyError here is a name no option declares
-        if not isinstance(option, str) and declared is not option:
-            raise KeyError(f"option '{name}' is not the one these values declare")
-        return name
+    def _name(self, option: Option[Any]) -> str:
+        if not isinstance(option, Option):
+            raise TypeError(f"option {option!r} read by its name: read it through its constant")
+        if self._declared.get(option.name) is not option:  # a stranger, or a name no option here declares
+            raise KeyError(f"option '{option.name}' is not the one these values declare")
+        return option.name
 
 
 def parse_values(
-    declared: Sequence[Option],
+    declared: Sequence[Option[Any]],
     given: Mapping[str, str],
     *,
     prefix: str = "",
@@ -250,7 +269,6 @@ def parse_values(
     unknown_ok: bool = False,
     owner: str = "",
     spelled: Mapping[str, str] | None = None,
-    by_option_only: bool = False,
 ) -> OptionValues:
     """Every given option of `declared` parsed once by its kind (aliases folded onto the declared name). Unknown
     names are an `error` listing the valid ones of `owner` (with a did-you-mean), unless `unknown_ok` (the
@@ -274,4 +292,4 @@ def parse_values(
     # A kind's error names the option as the user spelled it.
     shown = {**given_as, **(spelled or {})}
     typed = {n: by_name[n].parse(raw, prefix + shown[n], error) for n, raw in folded.items() if n in by_name}
-    return OptionValues(by_name, folded, typed, by_option_only=by_option_only)
+    return OptionValues(by_name, folded, typed)

@@ -59,7 +59,7 @@ def canonical_options(raw: Mapping[str, str]) -> OptionValues:
             raise OptionError(same_option_twice(given_as[name], key))
         out[name], given_as[name], spelled[name] = value, key, spelling or name
     # Pass-through and format options are not the catalog's: their users check them.
-    return parse_values(OPTIONS, out, unknown_ok=True, spelled=spelled, by_option_only=True)
+    return parse_values(OPTIONS, out, unknown_ok=True, spelled=spelled)
 
 
 def _value_format_option(name: str) -> str:

@@ -4,14 +4,9 @@ here. The option parser (options.canonical) turns each into one error naming the
 
 from __future__ import annotations
 
-from .catalog import (
-    KEY_FORMAT,
-    PROPERTIES_BOOTSTRAP_SERVERS,
-    PROPERTIES_SASL_OAUTHBEARER_TOKEN_PROVIDER,
-    SCAN_WATERMARK_IDLE_TIMEOUT,
-    SINK_PARALLELISM,
-    VALUE_FORMAT,
-)
+from .catalog import KEY_FORMAT, PROPERTIES_BOOTSTRAP_SERVERS, PROPERTIES_SASL_OAUTHBEARER_TOKEN_PROVIDER, VALUE_FORMAT
+from .catalog_read import SCAN_WATERMARK_IDLE_TIMEOUT
+from .catalog_write import SINK_PARALLELISM
 
 # Java Kafka client properties (`properties.<name>`) with no librdkafka meaning, and what to use instead.
 _TOKEN_PROVIDER = (

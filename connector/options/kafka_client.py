@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import OptionError
-from .catalog import SINK_DELIVERY_GUARANTEE, SINK_TRANSACTIONAL_ID_PREFIX
+from .catalog_write import SINK_DELIVERY_GUARANTEE, SINK_TRANSACTIONAL_ID_PREFIX
 
 
 # Client properties the connector sets itself, because its guarantees depend on them: a user value is refused

@@ -28,7 +28,7 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zµ]*)\s*$")
 
 
 @dataclass(frozen=True)
-class Duration(Kind):
+class Duration(Kind[float]):
     """A Flink duration ('30 s', '500 ms', '2 min'; a bare number is milliseconds), in seconds; positive, or zero
     too with `allow_zero`."""
 
@@ -60,7 +60,7 @@ _SIZE = re.compile(r"^\s*(\d+)\s*([a-z]*)\s*$")
 
 
 @dataclass(frozen=True)
-class MemorySize(Kind):
+class MemorySize(Kind[int]):
     """A Flink memory size ('256 mb', '1 gb', '64m', '512 kb'; a bare number is bytes), in bytes, positive."""
 
     type_name: str = "memory size"
@@ -77,7 +77,7 @@ _SPARK_UNIT_SECONDS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0
 
 
 @dataclass(frozen=True)
-class SparkTime(Kind):
+class SparkTime(Kind[float]):
     """A Spark time string ('15m', '30s', '500ms', '1h'; a bare number is milliseconds), in seconds, positive."""
 
     type_name: str = "Spark time string"
@@ -90,7 +90,7 @@ class SparkTime(Kind):
 
 
 @dataclass(frozen=True)
-class EpochMillis(Kind):
+class EpochMillis(Kind[int]):
     type_name: str = "epoch ms"
 
     def parse(self, raw: str) -> int:
@@ -107,7 +107,7 @@ FLINK_OFFSETS_EXAMPLE = "partition:0,offset:42;partition:1,offset:300"
 
 
 @dataclass(frozen=True)
-class FlinkOffsets(Kind):
+class FlinkOffsets(Kind[PartitionValues]):
     """Flink's specific offsets, `partition:0,offset:42;partition:1,offset:300`: (partition, offset) pairs; blank:
     none (the mode that needs them says so)."""
 
@@ -127,7 +127,7 @@ class FlinkOffsets(Kind):
 
 
 @dataclass(frozen=True)
-class SparkOffsets(Kind):
+class SparkOffsets(Kind[str | TopicValues]):
     """Spark's startingOffsets / endingOffsets: `earliest`, `latest` (an end: `latest` only) or JSON
     `{"topic":{"0":23,"1":-2}}` (-2 earliest, -1 latest; an end cannot be -2): the word, or offsets per topic."""
 
@@ -154,7 +154,7 @@ class SparkOffsets(Kind):
 
 
 @dataclass(frozen=True)
-class SparkTimestamps(Kind):
+class SparkTimestamps(Kind[TopicValues]):
     """Spark's ...OffsetsByTimestamp: JSON `{"topic":{"0":1700000000000}}`, epoch ms per partition."""
 
     type_name: str = "JSON timestamps"
@@ -203,7 +203,7 @@ COLUMN_TYPES_EXAMPLE = "ts TIMESTAMP(3), created TIMESTAMP_LTZ(3), payload.at TI
 
 
 @dataclass(frozen=True)
-class FlinkColumnTypes(Kind):
+class FlinkColumnTypes(Kind[dict[ColumnPath, FlinkTimestamp]]):
     """`ts TIMESTAMP(3), r.at TIMESTAMP_LTZ(3)`: the Flink timestamp type of each listed column (a dotted path for a
     STRUCT's field), where Spark's type (microseconds: precision 6) carries less; blank: none."""
 

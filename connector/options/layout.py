@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pyarrow as pa
-from pyspark.sql.types import StringType, StructField, StructType
+from pyspark.sql.types import DataType, StringType, StructField, StructType
 
 from ..errors import OptionError, SchemaError
 from ..formats import ChangelogCodec, Codec, CodecContext, FormatOptionError, codec_class, make_codec, spark_type_name
@@ -22,8 +22,8 @@ from ..formats.codec import Role
 from ..formats.flink_types import primary_key_not_null, with_precision
 from ..spark_internals import from_arrow_type, to_arrow_schema
 from .canonical import FORMAT_OPTION, canonical_options, parse_options
-from .catalog import FLINK_COLUMN_TYPES, KEY_FIELDS, KEY_FORMAT, READ_MODE, SCHEMA, VALUE_FIELDS_INCLUDE, VALUE_FORMAT
-from .catalog_read import ReadMode
+from .catalog import FLINK_COLUMN_TYPES, KEY_FIELDS, KEY_FORMAT, SCHEMA, VALUE_FIELDS_INCLUDE, VALUE_FORMAT
+from .catalog_read import READ_MODE, ReadMode
 from .columns import (
     ColumnOptions,
     MetadataColumn,
@@ -109,7 +109,7 @@ def _flink_types(options: Mapping[str, str], schema: StructType) -> Mapping[Colu
     for path, flink_type in given.items():
         struct: StructType | None = schema
         names: list[str] = []
-        data_type = None
+        data_type: DataType | None = None
         for part in path:
             found = None if struct is None else _field_named(struct, part)
             if found is None:
@@ -121,6 +121,7 @@ def _flink_types(options: Mapping[str, str], schema: StructType) -> Mapping[Colu
             names.append(found.name)
             data_type = found.dataType
             struct = data_type if isinstance(data_type, StructType) else None
+        assert data_type is not None  # a path names one field at least (its kind parses no empty one)
         expected = "TIMESTAMP" if flink_type.zoned else "TIMESTAMP_NTZ"
         if type_text(data_type).upper() != expected:
             raise SchemaError(
@@ -135,7 +136,7 @@ def _flink_types(options: Mapping[str, str], schema: StructType) -> Mapping[Colu
 def _field_named(struct: StructType, name: str) -> StructField | None:
     exact = [f for f in struct.fields if f.name == name]
     loose = [f for f in struct.fields if f.name.lower() == name.lower()]
-    return (exact or loose or [None])[0]
+    return next(iter(exact or loose), None)
 
 
 def _with_flink_types(f: pa.Field, path: ColumnPath, types: Mapping[ColumnPath, FlinkTimestamp]) -> pa.Field:
@@ -254,7 +255,8 @@ def table_schema(raw: Mapping[str, str]) -> StructType:
     checked as a read's schema is."""
     options = canonical_options(raw)
     columns = parse_column_options(options)
-    data = parse_ddl(options.text(SCHEMA)) if options.given(SCHEMA) else _inferred_schema(options, columns)
+    given = options.text(SCHEMA)
+    data = parse_ddl(given) if given is not None else _inferred_schema(options, columns)
     if data is None:
         raise OptionError(
             'upsert-kafka needs the table\'s columns: give them with .schema("id INT, name STRING") or option '

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from ..errors import OptionError
 from .canonical import parse_options
-from .catalog import ASSIGN, TOPIC, TOPIC_PATTERN
+from .catalog import TOPIC
+from .catalog_read import ASSIGN, TOPIC_PATTERN
 from .values import require
 
 
@@ -60,10 +61,11 @@ def parse_topic_selection(raw: Mapping[str, str]) -> TopicSelection:
             f"options {named} exclude each other; give one of them (Spark's kafka source: exactly one of subscribe, "
             "subscribePattern, assign)"
         )
-    if TOPIC_PATTERN.name in given:
-        return TopicSelection(pattern=options.value(TOPIC_PATTERN).pattern)  # compiled by its kind
+    pattern = options.value(TOPIC_PATTERN)  # compiled by its kind
+    if TOPIC_PATTERN.name in given and pattern is not None:
+        return TopicSelection(pattern=pattern.pattern)
     if options.given(ASSIGN) and given != [TOPIC.name]:
-        return parse_assign(options.text(ASSIGN))  # an empty one too: its error says what to write
+        return parse_assign(options.text(ASSIGN) or "")  # an empty one too: its error says what to write
     listed = require(options, TOPIC, "orders")
     # ';' is Flink's list separator and ',' Spark's (subscribe); neither can occur in a topic name.
     names = tuple(dict.fromkeys(t.strip() for t in re.split(r"[;,]", listed) if t.strip()))

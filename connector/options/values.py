@@ -3,11 +3,13 @@ kind in canonical.canonical_options)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..errors import OptionError
 from ..kernel.option_kinds import Option, OptionValues
 
 
-def require(options: OptionValues, option: Option, example: str) -> str:
+def require(options: OptionValues, option: Option[Any], example: str) -> str:
     name = option.name
     value = (options.text(option) or "").strip()
     if not value:

@@ -6,10 +6,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 from ..errors import OptionError
 from ..kernel.option_kinds import Option, OptionValues
-from ..options.catalog import (
+from ..options.catalog_read import (
     ENDING_OFFSETS,
     ENDING_OFFSETS_BY_TIMESTAMP,
     ENDING_TIMESTAMP,
@@ -23,9 +24,9 @@ from ..options.catalog import (
     STARTING_OFFSETS_BY_TIMESTAMP,
     STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY,
     STARTING_TIMESTAMP,
+    STARTUP_MODES,
 )
-from ..options.catalog_read import STARTUP_MODES
-from ..options.kinds import EARLIEST, FLINK_OFFSETS_EXAMPLE, LATEST
+from ..options.kinds import EARLIEST, FLINK_OFFSETS_EXAMPLE, LATEST, PartitionValues, TopicValues
 from ..options.topics import TopicSelection
 
 __all__ = [
@@ -129,12 +130,12 @@ _FLINK_MODES = dict(
 class _Side:
     """The options of one side of a read: Flink's mode and its two companions, and Spark's three spellings."""
 
-    mode: Option
-    timestamp: Option
-    offsets: Option
-    spark_offsets: Option
-    spark_timestamp: Option
-    spark_by_timestamp: Option
+    mode: Option[str]
+    timestamp: Option[int | None]
+    offsets: Option[PartitionValues | None]
+    spark_offsets: Option[str | TopicValues | None]
+    spark_timestamp: Option[int | None]
+    spark_by_timestamp: Option[TopicValues | None]
 
 
 _SIDES = {
@@ -182,17 +183,15 @@ def _bound(options: OptionValues, which: str, side: _Side) -> Bound:
         named = " and ".join(f"'{g.name}'" for g in given)
         raise OptionError(f"options {named} both set where to {_verb(which)}; give one")
     strategy = _timestamp_strategy(options, which, given)
-    if options.given(side.spark_timestamp):
-        at = options.value(side.spark_timestamp)
+    # Spark's options have no default: a value is one given.
+    if (at := options.value(side.spark_timestamp)) is not None:
         return Bound(BoundKind.TIMESTAMP, timestamp_ms=at, option=side.spark_timestamp.name, no_match=strategy)
-    if options.given(side.spark_by_timestamp):
-        at = options.value(side.spark_by_timestamp)
-        return Bound(BoundKind.TIMESTAMPS, specific=at, option=side.spark_by_timestamp.name, no_match=strategy)
-    if options.given(side.spark_offsets):
-        offsets = options.value(side.spark_offsets)  # 'earliest', 'latest' or offsets per topic
-        if isinstance(offsets, str):
-            return Bound(BoundKind(offsets))
-        return Bound(BoundKind.SPECIFIC, specific=offsets, option=side.spark_offsets.name)
+    if (stamps := options.value(side.spark_by_timestamp)) is not None:
+        return Bound(BoundKind.TIMESTAMPS, specific=stamps, option=side.spark_by_timestamp.name, no_match=strategy)
+    if (spark_offsets := options.value(side.spark_offsets)) is not None:  # 'earliest', 'latest' or per topic
+        if isinstance(spark_offsets, str):
+            return Bound(BoundKind(spark_offsets))
+        return Bound(BoundKind.SPECIFIC, specific=spark_offsets, option=side.spark_offsets.name)
     if not options.given(side.mode):
         return UNBOUNDED
     kind = _FLINK_MODES[options.value(side.mode)]  # the catalog's choices are these modes' names
@@ -207,7 +206,7 @@ def _bound(options: OptionValues, which: str, side: _Side) -> Bound:
     if kind is BoundKind.SPECIFIC:
         name = side.offsets.name
         offsets = options.value(side.offsets)
-        if not offsets:
+        if offsets is None or not offsets:
             raise OptionError(
                 f"option '{name}' is required by the specific-offsets mode, e.g. '{FLINK_OFFSETS_EXAMPLE}', since "
                 f"option '{mode}' is specific-offsets"
@@ -218,7 +217,7 @@ def _bound(options: OptionValues, which: str, side: _Side) -> Bound:
     return Bound(kind)
 
 
-def _timestamp_strategy(options: OptionValues, which: str, given: list[Option]) -> Fallback:
+def _timestamp_strategy(options: OptionValues, which: str, given: list[Option[Any]]) -> Fallback:
     """Spark's startingOffsetsByTimestampStrategy (error | latest; error by default) for its timestamp starts;
     an end, and Flink's timestamp mode, take the latest offset where no record is at or after the timestamp."""
     strategy = STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY

@@ -16,6 +16,8 @@ reducer: within scan.table.memory-budget, spilled to local disk beyond it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -79,7 +81,7 @@ class ChangeRangeDecoder(RangeDecoder):
     def _rows_and_kinds(self, chunk: Records) -> tuple[pa.RecordBatch, pa.Array]:
         """The chunk's rows in the table's schema, and each row's kind (also in the changelog column)."""
         with_value = [i for i, v in enumerate(chunk.values) if v is not None]
-        payloads = [chunk.values[i] for i in with_value]
+        payloads = [v for v in chunk.values if v is not None]  # the values of with_value, in order
         offsets = [chunk.offsets[i] for i in with_value]
         decoded = self.decoder.decode_changes(payloads)
         bad = self._failed("value", self.codec, self._faults(decoded), payloads, offsets)
@@ -135,8 +137,8 @@ class ChangeRangeDecoder(RangeDecoder):
         return pa.concat_arrays([same, pa.array([True])])
 
     def _upserts(
-        self, rows: pa.RecordBatch, kinds: pa.Array, records: pa.Array, metadata: dict[str, pa.Array]
-    ) -> tuple[pa.RecordBatch, pa.Array, pa.Array, dict[str, pa.Array]]:
+        self, rows: pa.RecordBatch, kinds: pa.Array, records: pa.Array, metadata: Mapping[str, pa.Array]
+    ) -> tuple[pa.RecordBatch, pa.Array, pa.Array, Mapping[str, pa.Array]]:
         """Upserts and deletes of keys: pre-images dropped, a delete's value columns null."""
         keep = pc.not_equal(kinds, ChangeKind.UPDATE_BEFORE)
         if not pc.all(keep).as_py():
@@ -155,7 +157,7 @@ class ChangeRangeDecoder(RangeDecoder):
         rows: pa.RecordBatch,
         kinds: pa.Array,
         row_records: pa.Array,
-        metadata: dict[str, pa.Array],
+        metadata: Mapping[str, pa.Array],
         chunk: Records,
     ) -> pa.RecordBatch:
         """Columns in the table's order: the change kind, record metadata, format metadata, the row's columns."""

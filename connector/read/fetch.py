@@ -12,11 +12,11 @@ partition's records from the range's start, whatever it was assigned before.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeVar
 
-from confluent_kafka import KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
 from ..errors import KafkaUnavailableError
 from ..kafka.clients import UNUSED_GROUP_ERRORS, borrow_consumer, give_back
@@ -30,6 +30,8 @@ from .range_calculator import PartitionRange
 CHUNK_RECORDS = 10_000
 _TIMESTAMP_TYPES = {0: "NoTimestampType", 1: "CreateTime", 2: "LogAppendTime"}
 
+T = TypeVar("T")
+
 
 @dataclass
 class Records:
@@ -38,13 +40,13 @@ class Records:
     keys: list[bytes | None]
     values: list[bytes | None]
     offsets: list[int]
-    meta: dict[str, list[Any]] = field(default_factory=dict)
+    meta: dict[str, list[object]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.offsets)
 
     def take(self, indices: list[int]) -> Records:
-        def pick(items: list) -> list:
+        def pick(items: list[T]) -> list[T]:
             return [items[i] for i in indices]
 
         return Records(
@@ -52,13 +54,13 @@ class Records:
         )
 
 
-def _headers(m: Any) -> list:
+def _headers(m: Message) -> object:
     return m.headers() or []  # librdkafka's list: the record's order, repeated keys kept
 
 
 # How each per-record metadata kind is read off a confluent_kafka Message. Both header kinds take the list;
 # they differ in their column type (range_decoder.py).
-_META_READERS = {
+_META_READERS: dict[str, Callable[[Message], object]] = {
     "timestamp": lambda m: m.timestamp()[1],
     "timestamp-type": lambda m: _TIMESTAMP_TYPES.get(m.timestamp()[0], "NoTimestampType"),
     "headers": _headers,
@@ -90,7 +92,7 @@ def fetch_range(
         give_back(lent, kafka, clean)
 
 
-def _knows_topic(lent: Pooled, kafka: KafkaSpec, rng: PartitionRange) -> None:
+def _knows_topic(lent: Pooled[Consumer], kafka: KafkaSpec, rng: PartitionRange) -> None:
     """Have the consumer look the topic up now: a consumer already connected learns a topic assigned to it
     only at librdkafka's next one-second metadata scan."""
     known = lent.memo.setdefault("topics", set())
@@ -106,11 +108,11 @@ def _knows_topic(lent: Pooled, kafka: KafkaSpec, rng: PartitionRange) -> None:
 
 
 def _chunks(
-    client: Any,
+    client: Consumer,
     errors: ClientErrors,
     kafka: KafkaSpec,
     rng: PartitionRange,
-    readers: list,
+    readers: list[tuple[str, Callable[[Message], object]]],
     chunk_records: int,
     fail_on_data_loss: bool,
     clock: Clock = SYSTEM_CLOCK,
@@ -132,7 +134,8 @@ def _chunks(
             if error is not None:
                 if error.code() == KafkaError._PARTITION_EOF:
                     # The end of the log: everything up to here is gaps (markers, compaction).
-                    if m.offset() >= rng.end:
+                    eof = m.offset()
+                    if eof is not None and eof >= rng.end:
                         position = rng.end
                     continue
                 if error.code() not in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
@@ -142,7 +145,8 @@ def _chunks(
                 position, last_progress = _past_lost(client, kafka, rng, position, fail_on_data_loss), clock.monotonic()
                 break  # what this call returned after the error predates the new position
             offset = m.offset()
-            if offset < position:  # below the range (or read already): never the planned records
+            # Below the range (or read already): never the planned records. (A record always has an offset.)
+            if offset is None or offset < position:
                 continue
             if offset >= rng.end:
                 position = rng.end
@@ -173,7 +177,7 @@ def _read_grant(rng: PartitionRange) -> str:
     return f"READ and DESCRIBE on topic '{rng.topic}'"
 
 
-def _past_lost(client: Any, kafka: KafkaSpec, rng: PartitionRange, position: int, fail_on_data_loss: bool) -> int:
+def _past_lost(client: Consumer, kafka: KafkaSpec, rng: PartitionRange, position: int, fail_on_data_loss: bool) -> int:
     """The log no longer holds `position` (out of range): apply the data-loss rule to what is missing, and
     return where reading goes on (the log's first offset, or the range's end when nothing of it is left)."""
     first, end = _log_bounds(client, kafka, rng, position)
@@ -192,7 +196,7 @@ def _shrunk(first: int, end: int) -> str:
     return f"the topic was recreated or truncated: its log now holds offsets [{first}, {end})"
 
 
-def _log_bounds(client: Any, kafka: KafkaSpec, rng: PartitionRange, position: int) -> tuple[int, int]:
+def _log_bounds(client: Consumer, kafka: KafkaSpec, rng: PartitionRange, position: int) -> tuple[int, int]:
     """The partition's first offset and end (high watermark), from the broker."""
     partition = TopicPartition(rng.topic, rng.partition)
     return with_retries(

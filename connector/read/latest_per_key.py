@@ -253,7 +253,8 @@ class LatestPerKey:
     def _batch_rows(self, table: pa.Table) -> int:
         """Rows per run batch: about 1/(8 FAN_IN) of the budget, so that a merge of FAN_IN runs holds an eighth
         of the budget in batches (and as much again in the block it reduces)."""
-        return max(1, table.num_rows * max(_MIN_BATCH_BYTES, self.budget // (8 * FAN_IN)) // max(1, table.nbytes))
+        rows: int = table.num_rows * max(_MIN_BATCH_BYTES, self.budget // (8 * FAN_IN)) // max(1, table.nbytes)
+        return max(1, rows)
 
     def _write_sorted(self, tables: Iterable[pa.Table], by: str) -> Path:
         if self._dir is None:
@@ -290,20 +291,21 @@ class LatestPerKey:
             current: list[pa.Table | None] = [None] * len(readers)
             while True:
                 for i, reader in enumerate(readers):
-                    while reader is not None and (current[i] is None or not current[i].num_rows):
+                    table = current[i]
+                    while reader is not None and (table is None or not table.num_rows):
                         try:
-                            current[i] = pa.Table.from_batches([reader.read_next_batch()])
+                            table = pa.Table.from_batches([reader.read_next_batch()])
                         except StopIteration:
-                            current[i] = readers[i] = reader = None
-                live = [i for i, t in enumerate(current) if t is not None and t.num_rows]
+                            table = readers[i] = reader = None
+                    current[i] = table
+                live = [(i, t) for i, t in enumerate(current) if t is not None and t.num_rows]
                 if not live:
                     return
                 # Every row at or below the smallest of the batches' last values is in memory now: each run is
                 # sorted, so its later batches hold only greater values.
-                bound = min(current[i][by][-1].as_py() for i in live)
+                bound = min(t[by][-1].as_py() for _, t in live)
                 parts = []
-                for i in live:
-                    t = current[i]
+                for i, t in live:
                     n = pc.sum(pc.less_equal(t[by], pa.scalar(bound, t.schema.field(by).type))).as_py() or 0
                     parts.append(t.slice(0, n))
                     current[i] = t.slice(n)

@@ -25,15 +25,18 @@ before versions were recorded, in form 1; one of a later form than this code rea
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
+from typing import Any
 
 from ..errors import OptionError
 
 # topic -> partition -> offset (or watermark, epoch ms)
 Offsets = Mapping[str, Mapping[int, int]]
+# An offset's JSON form as parsed (json.loads, or the dict Spark hands over): what a checkpoint holds, unchecked.
+ParsedJson = Mapping[str, Any]
 WATERMARKS = "@watermarks"
 PLAN = "@plan"
 INITIAL = "@initial"
@@ -69,14 +72,14 @@ class BatchPlan:
         if self.start is not None:
             object.__setattr__(self, "start", _frozen(self.start))
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         split = {
             "max-records": self.max_records,
             "min-partitions": self.min_partitions,
             "coalesce": self.coalesce,
             "min-tasks": self.min_tasks,
         }
-        out: dict = {}
+        out: dict[str, object] = {}
         if self.idle:
             topics = sorted({t for t, _ in self.idle})
             out["idle"] = {t: sorted(p for tt, p in self.idle if tt == t) for t in topics}
@@ -86,7 +89,7 @@ class BatchPlan:
         return out
 
     @classmethod
-    def from_json(cls, value: Mapping) -> BatchPlan:
+    def from_json(cls, value: ParsedJson) -> BatchPlan:
         split = value.get("split", {})
         idle = frozenset((t, int(p)) for t, ps in value.get("idle", {}).items() for p in ps)
         start = _parse(value["start"]) if "start" in value else None
@@ -100,7 +103,7 @@ class BatchPlan:
         )
 
 
-def _parse(part: Mapping) -> dict[str, dict[int, int]]:
+def _parse(part: Mapping[str, Mapping[int, int] | Mapping[str, int]]) -> dict[str, dict[int, int]]:
     return {t: {int(p): int(o) for p, o in parts.items()} for t, parts in part.items()}
 
 
@@ -125,9 +128,9 @@ class StreamOffset:
         object.__setattr__(self, "offsets", _frozen(self.offsets))
         object.__setattr__(self, "watermarks", _frozen(self.watermarks))
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         """The canonical JSON-ready form: equal offsets always give equal `json.dumps` text."""
-        out: dict = {FORMAT_KEY: FORMAT}
+        out: dict[str, object] = {FORMAT_KEY: FORMAT}
         if self.initial:
             out[INITIAL] = True
         if self.plan is not None:
@@ -137,21 +140,20 @@ class StreamOffset:
         return out | canonical(self.offsets)
 
     @classmethod
-    def from_json(cls, value: Mapping | str) -> StreamOffset:
+    def from_json(cls, value: ParsedJson | str) -> StreamOffset:
         """What to_json made (or Spark's text of it), or this connector's earlier, unversioned form; one of a later
         form is refused: a newer package may have changed what a key means."""
-        if isinstance(value, str):
-            value = json.loads(value)
-        form = value.get(FORMAT_KEY, 1)
+        parsed: ParsedJson = json.loads(value) if isinstance(value, str) else value
+        form = parsed.get(FORMAT_KEY, 1)
         if not isinstance(form, int) or form > FORMAT:
             raise OptionError(
                 f"the streaming query's checkpoint holds upsert-kafka offsets of form {form!r}, written by a newer "
                 f"pyspark-upsert-kafka than this one (which reads form {FORMAT} and earlier): run the query with the "
                 "package version that wrote the checkpoint or a newer one, or start it from a new checkpoint location"
             )
-        topics = {t: v for t, v in value.items() if not t.startswith("@")}
-        plan = BatchPlan.from_json(value[PLAN]) if PLAN in value else None  # none before plans were recorded
-        return cls(topics, value.get(WATERMARKS, {}), plan, value.get(INITIAL) is True)
+        topics = {t: v for t, v in parsed.items() if not t.startswith("@")}
+        plan = BatchPlan.from_json(parsed[PLAN]) if PLAN in parsed else None  # none before plans were recorded
+        return cls(topics, parsed.get(WATERMARKS, {}), plan, parsed.get(INITIAL) is True)
 
     @staticmethod
     def is_ours(value: object) -> bool:
@@ -173,5 +175,6 @@ class StreamOffset:
     def __repr__(self) -> str:
         return f"StreamOffset({self.text})"
 
-    def __reduce__(self) -> tuple:  # the read-only maps do not pickle; the JSON form does
+    def __reduce__(self) -> tuple[Callable[[dict[str, object]], StreamOffset], tuple[dict[str, object]]]:
+        # the read-only maps do not pickle; the JSON form does
         return StreamOffset.from_json, (self.to_json(),)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
+from functools import partial
 
 from confluent_kafka.admin import OffsetSpec
 
@@ -35,9 +36,9 @@ class Planner:
         self.brokers = Brokers(spec.kafka, **{"allow.auto.create.topics": False})  # asking never creates
         self._partitions: Partitions | None = None
         self._discovered_at = 0.0
-        self._bound: dict | None = None  # a bounded stream's end, resolved once
+        self._bound: dict[str, dict[int, int]] | None = None  # a bounded stream's end, resolved once
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, object]:
         return {
             "spec": self.spec,
             "clock": self.clock,
@@ -72,33 +73,41 @@ class Planner:
 
     # -- offsets ---------------------------------------------------------------------------------
 
-    def list_offsets(self, partitions: Partitions, spec: Callable[[], OffsetSpec]) -> dict:
+    def list_offsets(self, partitions: Partitions, spec: Callable[[], OffsetSpec]) -> dict[str, dict[int, int]]:
         return self.brokers.list_offsets(partitions, spec)
 
-    def earliest(self, partitions: Partitions) -> dict:
+    def earliest(self, partitions: Partitions) -> dict[str, dict[int, int]]:
         return self.list_offsets(partitions, OffsetSpec.earliest)
 
-    def latest(self, partitions: Partitions) -> dict:
+    def latest(self, partitions: Partitions) -> dict[str, dict[int, int]]:
         """The last stable offsets: what a read_committed reader can read up to."""
         return self.list_offsets(partitions, OffsetSpec.latest)
 
-    def resolve(self, bound: Bound, partitions: Partitions, default: Fallback) -> dict:
+    def resolve(self, bound: Bound, partitions: Partitions, default: Fallback) -> dict[str, dict[int, int]]:
         """Offsets for a start or end bound; `default` (earliest/latest) for partitions it leaves open, unless the
         bound says otherwise (Flink's bounded specific-offsets: none of an unlisted partition is read)."""
         default = bound.unlisted or default
         if bound.kind in (BoundKind.EARLIEST, BoundKind.LATEST):
             return self.earliest(partitions) if bound.kind is BoundKind.EARLIEST else self.latest(partitions)
         if bound.kind is BoundKind.TIMESTAMP:
-            return self._at_timestamps(bound, {(t, p): bound.timestamp_ms for t, ps in partitions.items() for p in ps})
+            at = bound.timestamp_ms
+            assert at is not None, "a timestamp bound has its timestamp"  # parse_bound makes it with one
+            return self._at_timestamps(bound, {(t, p): at for t, ps in partitions.items() for p in ps})
         if bound.kind is BoundKind.TIMESTAMPS:
             self._check_listed(bound, partitions)
-            listed = {(t, p): ts for t, pairs in bound.specific for p, ts in pairs if p in partitions.get(t, [])}
+            listed = {
+                (t, p): ts
+                for t, pairs in bound.specific
+                if t is not None
+                for p, ts in pairs
+                if p in partitions.get(t, [])
+            }
             return self._fill(partitions, self._at_timestamps(bound, listed), default)
         if bound.kind is BoundKind.GROUP:
             return self._fill(partitions, self._group_offsets(partitions), self.spec.group_fallback or Fallback.ERROR)
         return self._fill(partitions, self._specific(bound, partitions), default)
 
-    def _at_timestamps(self, bound: Bound, wanted: dict[tuple[str, int], int]) -> dict:
+    def _at_timestamps(self, bound: Bound, wanted: dict[tuple[str, int], int]) -> dict[str, dict[int, int]]:
         """The first offset at or after each partition's timestamp (one look-up per distinct timestamp); where no
         record is, the partition's end, or an error (Spark's startingOffsetsByTimestampStrategy=error)."""
         out: dict[str, dict[int, int]] = {}
@@ -107,7 +116,7 @@ class Planner:
             for (t, p), at in wanted.items():
                 if at == ts:
                     group.setdefault(t, []).append(p)
-            found = self.list_offsets(group, lambda ts=ts: OffsetSpec.for_timestamp(ts))
+            found = self.list_offsets(group, partial(OffsetSpec.for_timestamp, ts))
             missing = {t: [p for p, o in ps.items() if o < 0] for t, ps in found.items()}
             missing = {t: ps for t, ps in missing.items() if ps}
             if missing and bound.no_match is Fallback.ERROR:
@@ -139,10 +148,10 @@ class Planner:
                     f"{', '.join(map(str, sorted(known)))}"
                 )
 
-    def _specific(self, bound: Bound, partitions: Partitions) -> dict:
+    def _specific(self, bound: Bound, partitions: Partitions) -> dict[str, dict[int, int]]:
         self._check_listed(bound, partitions)
         out: dict[str, dict[int, int]] = {}
-        need = {EARLIEST: {}, LATEST: {}}
+        need: dict[int, Partitions] = {EARLIEST: {}, LATEST: {}}
         for t, ps in partitions.items():
             for p in ps:
                 offset = bound.offset_for(t, p)
@@ -151,14 +160,16 @@ class Planner:
                 elif offset is not None:
                     out.setdefault(t, {})[p] = offset
         for code, which in ((EARLIEST, self.earliest), (LATEST, self.latest)):
-            for t, ps in which(need[code]).items():
-                out.setdefault(t, {}).update(ps)
+            for t, offsets in which(need[code]).items():
+                out.setdefault(t, {}).update(offsets)
         return out
 
-    def _group_offsets(self, partitions: Partitions) -> dict:
-        return self.brokers.committed_offsets(self.spec.group_id, partitions)
+    def _group_offsets(self, partitions: Partitions) -> dict[str, dict[int, int]]:
+        group = self.spec.group_id
+        assert group is not None, "a group bound has its group"  # parse_read_spec requires properties.group.id
+        return self.brokers.committed_offsets(group, partitions)
 
-    def _fill(self, partitions: Partitions, known: dict, default: Fallback) -> dict:
+    def _fill(self, partitions: Partitions, known: Offsets, default: Fallback) -> dict[str, dict[int, int]]:
         """Complete `known` offsets with the default for every partition it does not cover."""
         open_ = {t: [p for p in ps if p not in known.get(t, {})] for t, ps in partitions.items()}
         open_ = {t: ps for t, ps in open_.items() if ps}
@@ -173,14 +184,14 @@ class Planner:
 
     # -- a micro-batch's range -------------------------------------------------------------------
 
-    def batch_start(self, checkpointed: Offsets, latest: Offsets) -> dict:
+    def batch_start(self, checkpointed: Offsets, latest: Offsets) -> dict[str, dict[int, int]]:
         """Where a micro-batch starts reading: the checkpointed offsets, new partitions from offset 0, a start
         that retention deleted moved past the loss (or failed, see check_start), none past the log end."""
         begin, _ = with_new_partitions(checkpointed, latest)
         clipped = self.still_in_kafka(begin, latest)
         return {t: {p: min(o, latest[t].get(p, o)) for p, o in ps.items()} for t, ps in clipped.items()}
 
-    def batch_end(self, begin: Offsets, latest: Offsets, partitions: Partitions) -> dict:
+    def batch_end(self, begin: Offsets, latest: Offsets, partitions: Partitions) -> Offsets:
         """Where a micro-batch may read up to, before read limits: the log end (checked not to be below the
         start), or a bounded stream's bound (resolved once, when first needed; a start already past it reads
         nothing, which is not data loss)."""
@@ -195,7 +206,7 @@ class Planner:
             for t, ps in latest.items()
         }
 
-    def still_in_kafka(self, begin: Offsets, stop: Offsets) -> dict:
+    def still_in_kafka(self, begin: Offsets, stop: Offsets) -> Offsets:
         """A start that retention has since deleted is data loss: fail naming the missing range (or skip it), on
         the driver rather than in a task. Returns where each partition's records to read start."""
         reading = {t: [p for p, o in ps.items() if o < stop.get(t, {}).get(p, o)] for t, ps in begin.items()}
@@ -204,7 +215,7 @@ class Planner:
 
     # -- checks and limits -----------------------------------------------------------------------
 
-    def check_start(self, start: Offsets, earliest: Offsets) -> dict:
+    def check_start(self, start: Offsets, earliest: Offsets) -> dict[str, dict[int, int]]:
         """A start below the log start is data loss: fail naming the missing range, or skip it."""
         out = {t: dict(ps) for t, ps in start.items()}
         for t, ps in start.items():
@@ -232,9 +243,9 @@ def lookup_partitions(brokers: Brokers, topics: TopicSelection) -> Partitions:
                 f"DESCRIBE and READ on it (option '{topics.option}')"
             )
         if missing:
-            names = ", ".join(f"'{t}'" for t in missing)
+            quoted = ", ".join(f"'{t}'" for t in missing)
             verb = "topic {} does not exist" if len(missing) == 1 else "topics {} do not exist"
-            raise TopicError(f"{verb.format(names)} at {kafka.describe()} (option '{topics.option}')")
+            raise TopicError(f"{verb.format(quoted)} at {kafka.describe()} (option '{topics.option}')")
         names = list(topics.names)
     found = {t: sorted(metadata.topics[t].partitions) for t in sorted(names)}
     return found if topics.assigned is None else _assigned(kafka, topics, found)
@@ -254,7 +265,7 @@ def _assigned(kafka: KafkaSpec, topics: TopicSelection, found: Partitions) -> Pa
     return {t: list(ps) for t, ps in topics.assigned or ()}
 
 
-def limit_by_backlog(start: Offsets, end: Offsets, max_records: int) -> dict:
+def limit_by_backlog(start: Offsets, end: Offsets, max_records: int) -> dict[str, dict[int, int]]:
     """Share max_records across partitions in proportion to their backlog; a partition with any backlog
     gets at least one record, so none starves."""
     backlog = {(t, p): e - start[t][p] for t, ps in end.items() for p, e in ps.items() if e > start[t][p]}
@@ -268,7 +279,7 @@ def limit_by_backlog(start: Offsets, end: Offsets, max_records: int) -> dict:
     return out
 
 
-def within_log_end(end: Offsets, latest: Offsets) -> dict:
+def within_log_end(end: Offsets, latest: Offsets) -> dict[str, dict[int, int]]:
     """A batch read ends at the log's end at the latest: records past it do not exist yet, and waiting for
     them would only time out."""
     beyond = {(t, p) for t, ps in end.items() for p, o in ps.items() if o > latest[t][p]}
@@ -277,7 +288,7 @@ def within_log_end(end: Offsets, latest: Offsets) -> dict:
     return {t: {p: min(o, latest[t][p]) for p, o in ps.items()} for t, ps in end.items()}
 
 
-def with_new_partitions(begin: Offsets, end: Offsets) -> tuple[dict, dict[str, list[int]]]:
+def with_new_partitions(begin: Offsets, end: Offsets) -> tuple[Offsets, Partitions]:
     """Partitions that appeared since `begin` was planned start at offset 0, as in Spark's Kafka source:
     a new partition's records deleted before the query saw them are data loss (see Planner.check_start).
     Returns the completed start and the new partitions."""

@@ -51,7 +51,7 @@ class Narrowing:
     topics: set[str] | None = None
     partitions: set[int] | None = None
     partition_bounds: tuple[int | None, int | None] = (None, None)
-    key_values: dict[str, tuple] = field(default_factory=dict)  # key column -> the values it may have
+    key_values: dict[str, tuple[object, ...]] = field(default_factory=dict)  # key column -> the values it may have
     offset_bounds: tuple[int | None, int | None] = (None, None)
     min_timestamp_ms: int | None = None
 
@@ -71,7 +71,7 @@ def narrowing(spec: ReadSpec, filters: Iterable[ds.Filter]) -> Narrowing:
     keys = set(spec.layout.key_fields) if _keyed(spec) else set()
     out = Narrowing()
     for f in filters:
-        path = getattr(f, "attribute", ())
+        path: tuple[str, ...] = getattr(f, "attribute", ())
         if len(path) != 1:
             continue
         name = path[0]
@@ -82,11 +82,11 @@ def narrowing(spec: ReadSpec, filters: Iterable[ds.Filter]) -> Narrowing:
             previous = out.key_values.get(name)
             out.key_values[name] = values if previous is None else tuple(v for v in previous if v in values)
         elif kind == "topic" and values is not None:
-            wanted = {v for v in values if isinstance(v, str)}
-            out.topics = wanted if out.topics is None else out.topics & wanted
+            names = {v for v in values if isinstance(v, str)}
+            out.topics = names if out.topics is None else out.topics & names
         elif kind == "partition" and values is not None:
-            wanted = {v for v in values if isinstance(v, int)}
-            out.partitions = wanted if out.partitions is None else out.partitions & wanted
+            numbers = {v for v in values if isinstance(v, int)}
+            out.partitions = numbers if out.partitions is None else out.partitions & numbers
         elif kind == "partition":
             out.partition_bounds = _bounds(out.partition_bounds, f)
         elif kind == "offset" and spec.changelog and not spec.compact:
@@ -122,19 +122,20 @@ def key_partitions(spec: ReadSpec, narrow: Narrowing, counts: dict[str, int]) ->
 
 def narrow_plan(
     spec: ReadSpec, narrow: Narrowing, planner: Planner, parts: Partitions, start: Offsets, end: Offsets
-) -> tuple[dict, dict]:
+) -> tuple[dict[str, dict[int, int]], dict[str, dict[int, int]]]:
     """(start, end) of a planned batch read narrowed by the pushed filters; a partition left out ends where it
     starts."""
     # A key's partition depends on the topic's whole partition count, not on the partitions read (`assign`).
     by_key = key_partitions(spec, narrow, planner.partition_counts(sorted(parts))) if narrow.key_values else None
     from_timestamp = None
-    if narrow.min_timestamp_ms is not None:
+    at = narrow.min_timestamp_ms
+    if at is not None:
         planned = {t: sorted(ps) for t, ps in end.items()}
-        found = planner.list_offsets(planned, lambda: OffsetSpec.for_timestamp(narrow.min_timestamp_ms))
+        found = planner.list_offsets(planned, lambda: OffsetSpec.for_timestamp(at))
         # No record at or after the time: nothing of the partition is kept.
         from_timestamp = {t: {p: o if o >= 0 else end[t][p] for p, o in ps.items()} for t, ps in found.items()}
-    starts: dict = {t: dict(ps) for t, ps in start.items()}
-    ends: dict = {t: dict(ps) for t, ps in end.items()}
+    starts = {t: dict(ps) for t, ps in start.items()}
+    ends = {t: dict(ps) for t, ps in end.items()}
     low, high = narrow.offset_bounds
     for topic, stops in ends.items():
         for p, stop in stops.items():
@@ -161,7 +162,7 @@ def _keyed(spec: ReadSpec) -> bool:
     return spec.key_partition_pruning and spec.layout.key_codec.name in _KEYED_FORMATS
 
 
-def _values(f: ds.Filter) -> tuple | None:
+def _values(f: ds.Filter) -> tuple[object, ...] | None:
     if isinstance(f, ds.EqualTo):
         return (f.value,)
     if isinstance(f, ds.In):
@@ -202,7 +203,8 @@ def _timestamp_lower_bound(f: ds.Filter) -> int | None:
     """Epoch ms at or after which every row the filter keeps was written (record timestamps are whole ms)."""
     if isinstance(f, ds.In):
         stamps = [_epoch_ms(v) for v in f.value]
-        return min(stamps) if stamps and None not in stamps else None  # type: ignore[type-var]
+        known = [s for s in stamps if s is not None]
+        return min(known) if known and len(known) == len(stamps) else None
     if isinstance(f, (ds.EqualTo, ds.GreaterThan, ds.GreaterThanOrEqual)):
         return _epoch_ms(f.value)  # `>` a time within a ms still keeps that ms's later microseconds
     return None

@@ -9,6 +9,7 @@ only of what survives to the end, so values that were overwritten or deleted are
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -82,7 +83,8 @@ class RecordRangeDecoder(RangeDecoder):
         return records.take(kept)
 
     def _decode_keys(self, records: Records) -> tuple[pa.RecordBatch, Records]:
-        key_batch, bad = self._decode(Role.KEY, self.key_decoder, self.layout.key_codec, records.keys, records.offsets)
+        keys = cast(list[bytes], records.keys)  # _drop_null_keys left none null
+        key_batch, bad = self._decode(Role.KEY, self.key_decoder, self.layout.key_codec, keys, records.offsets)
         if bad:
             records = records.take([i for i in range(len(records)) if i not in bad])
         # The key format names columns without key.fields-prefix; the table names them with it.
@@ -92,7 +94,7 @@ class RecordRangeDecoder(RangeDecoder):
         """Decode the values (None: a tombstone) of records whose keys key_batch holds; assemble the rows."""
         present = [v is not None for v in records.values]
         with_value = [i for i, p in enumerate(present) if p]
-        payloads = [records.values[i] for i in with_value]
+        payloads = [v for v in records.values if v is not None]  # the values of with_value, in order
         value_offsets = [records.offsets[i] for i in with_value]
         value_batch, bad = self._decode(
             Role.VALUE, self.value_decoder, self.layout.value_codec, payloads, value_offsets

@@ -9,10 +9,11 @@ Arrow batches.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 
 import pyarrow as pa
+import pyspark.sql.datasource as ds  # its Filter exists from pyspark 4.1 (an annotation here)
 from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
 
 from ..errors import UpsertKafkaError
@@ -20,7 +21,7 @@ from ..kernel.clock import SYSTEM_CLOCK, Clock
 from ..options.catalog_read import ReadMode
 from ..spark_internals import ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows, SupportsTriggerAvailableNow
 from .bounds import BoundKind, Fallback
-from .offsets import BatchPlan, StreamOffset, canonical
+from .offsets import BatchPlan, Offsets, StreamOffset, canonical
 from .planner import Planner, limit_by_backlog, with_new_partitions, within_log_end
 from .pushdown import Narrowing, narrow_plan, narrowing
 from .range_calculator import clip_starts, plan_of, planned_tasks, ranges_between
@@ -31,7 +32,7 @@ from .watermarks import WatermarkTracker
 log = logging.getLogger("upsert_kafka")
 
 
-def _log_batch(end: dict, latest: dict, merged_watermark: int | None) -> None:
+def _log_batch(end: Offsets, latest: Offsets, merged_watermark: int | None) -> None:
     """Per planned micro-batch: the records left behind the log end per topic (lag) and the merged watermark."""
     lag = {t: sum(max(0, o - end.get(t, {}).get(p, o)) for p, o in ps.items()) for t, ps in sorted(latest.items())}
     watermark = "" if merged_watermark is None else f"; merged watermark {merged_watermark} ms"
@@ -69,7 +70,7 @@ class UpsertKafkaBatchReader(DataSourceReader):
         self.spec = spec
         self.narrow: Narrowing | None = None  # what pushed filters allow (UpsertKafkaLookupReader)
 
-    def partitions(self) -> list[InputPartition]:
+    def partitions(self) -> Sequence[InputPartition]:
         warn_if_late_start(self.spec)
         planner = Planner(self.spec)
         parts = planner.partitions()
@@ -94,7 +95,7 @@ class UpsertKafkaLookupReader(UpsertKafkaBatchReader):
     """The batch reader with filter pushdown: handed to Spark only when pushdown is on (pushdown.enabled).
     Every filter stays with Spark; the reader uses them to read fewer partitions and offsets."""
 
-    def pushFilters(self, filters: list) -> Iterable:  # pyspark.sql.datasource.Filter (4.1+)
+    def pushFilters(self, filters: list[ds.Filter]) -> Iterable[ds.Filter]:
         self.narrow = narrowing(self.spec, filters)
         return filters
 
@@ -109,29 +110,30 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self.clock = clock  # the discovery interval's, idleness's and maxTriggerDelay's
         self.planner = Planner(spec, clock)
         self.tracker = WatermarkTracker(self.planner, clock)
-        self.available_now: dict | None = None  # Trigger.AvailableNow's fixed target
+        self.available_now: dict[str, dict[int, int]] | None = None  # Trigger.AvailableNow's fixed target
         self.initial: StreamOffset | None = None
-        self.latest: dict | None = None  # the log ends latestOffset last looked up, for reportLatestOffset
+        # The log ends latestOffset last looked up, for reportLatestOffset.
+        self.latest: dict[str, dict[int, int]] | None = None
         self.last_trigger: float | None = None  # when minOffsetsPerTrigger last let a batch go (on `clock`)
         # The end of the last batch Spark planned (the next one's start), as Spark handed it: see latestOffset.
-        self.planned_end: dict | None = None
+        self.planned_end: dict[str, object] | None = None
         self.warned_capped = False
 
     # -- Spark's side: offsets as the dicts of their JSON form -----------------------------------
 
-    def initialOffset(self) -> dict:
+    def initialOffset(self) -> dict[str, object]:
         """The start of batch 0, marked as such. Spark asks again when it runs batch 0 (and when it replays it
         after a restart): the answer is kept for this process, and batch 0's end offset records it."""
         return self._initial().to_json()
 
-    def latestOffset(self, start: dict | None = None, limit: ReadLimit | None = None) -> dict:
+    def latestOffset(self, start: dict[str, object] | None = None, limit: ReadLimit | None = None) -> dict[str, object]:
         """The end of the next micro-batch. pyspark 4.2+ hands over the batch's start and Spark's read limit;
         4.0/4.1 call latestOffset() with neither (spark_internals.ADMISSION_CONTROL): the start is then the end of
         the last batch Spark planned (`partitions`; after a restart Spark shows the reader the checkpoint's
         latest offset that way before anything else) or, before any, the initial offset, and the limit is the
         options' own, so maxOffsetsPerTrigger and minOffsetsPerTrigger hold on every version."""
         legacy = start is None
-        if legacy:
+        if start is None:
             start = self.planned_end if self.planned_end is not None else self.initialOffset()
             limit = self.getDefaultReadLimit()
         end = self._next_end(StreamOffset.from_json(start), limit, legacy)
@@ -139,14 +141,14 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         # text and a start written anew would make it run an empty micro-batch.
         return start if end is None else end.to_json()
 
-    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+    def partitions(self, start: dict[str, object], end: dict[str, object]) -> Sequence[InputPartition]:
         """The batch's ranges, from the start and split and watermarked as its end offset's plan says (a replay
         after a restart gets the same tasks and rows even if the options changed or batch 0's initial offset
         moved); by the current options for an end offset from a checkpoint older than recorded plans."""
         self.planned_end = end
         return self._tasks(StreamOffset.from_json(start), StreamOffset.from_json(end))
 
-    def commit(self, end: dict) -> None:
+    def commit(self, end: dict[str, object]) -> None:
         """Best effort: record progress in the consumer group, for monitoring tools. Spark's checkpoint,
         not the group, is what a restarted query resumes from."""
         if not self.spec.group_id:
@@ -165,7 +167,7 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             parts = self.planner.partitions(refresh=True)
             start = self.planner.resolve(self.spec.start, parts, Fallback.EARLIEST)
             start = self.planner.check_start(start, self.planner.earliest(parts))
-            watermarks = {t: {} for t in start} if self.spec.tracks_watermarks else {}
+            watermarks: dict[str, dict[int, int]] = {t: {} for t in start} if self.spec.tracks_watermarks else {}
             self.initial = StreamOffset(start, watermarks, initial=True)
         return self.initial
 
@@ -177,7 +179,7 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             return ReadMaxRows(n)
         return ReadMinRows(m) if m else ReadAllAvailable()
 
-    def _held_back(self, begin: dict, available: dict, limit: ReadLimit) -> bool:
+    def _held_back(self, begin: Offsets, available: Offsets, limit: ReadLimit | None) -> bool:
         """Spark's minOffsetsPerTrigger: no new micro-batch while fewer records than that are available, unless
         maxTriggerDelay has passed since the last batch it let go (the first trigger always goes, as in Spark).
         Ignored under Trigger.AvailableNow (which would otherwise wait for records that never come) and when Spark
@@ -199,7 +201,7 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
     def prepareForTriggerAvailableNow(self) -> None:
         self.available_now = self.planner.latest(self.planner.partitions(refresh=True))
 
-    def _next_end(self, start: StreamOffset, limit: ReadLimit, legacy: bool) -> StreamOffset | None:
+    def _next_end(self, start: StreamOffset, limit: ReadLimit | None, legacy: bool) -> StreamOffset | None:
         """The end of the next micro-batch from `start`; None when no batch is due (nothing new, or fewer records
         than minOffsetsPerTrigger)."""
         checkpointed, watermarks = start.offsets, start.watermarks
@@ -230,7 +232,7 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             # the plan) make Spark run an empty micro-batch. (Batch 0 runs whatever its offsets: its end offset
             # always records its start.)
             return None
-        idle: frozenset = frozenset()
+        idle: frozenset[tuple[str, int]] = frozenset()
         merged = None
         if self.spec.tracks_watermarks:
             watermarks = self.tracker.advance(begin, end, watermarks)
@@ -241,7 +243,7 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         plan = replace(plan_of(self.spec, bounded=self.available_now is not None), idle=idle, start=planned_from)
         return StreamOffset(end, watermarks if self.spec.tracks_watermarks else {}, plan)
 
-    def _tasks(self, start: StreamOffset, end: StreamOffset) -> list[InputPartition]:
+    def _tasks(self, start: StreamOffset, end: StreamOffset) -> Sequence[InputPartition]:
         begin, watermarks, stop, plan = start.offsets, start.watermarks, end.offsets, end.plan
         if plan is not None and plan.start is not None:
             begin = plan.start
@@ -258,7 +260,7 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         # deletion between the first run and a replay must not move the records that survive it to other tasks.
         return clip_starts(planned_tasks(plan, ranges), first)
 
-    def reportLatestOffset(self) -> dict | None:
+    def reportLatestOffset(self) -> dict[str, dict[str, int]] | None:
         """The log ends the last latestOffset() looked up (Spark asks right after it): StreamingQueryProgress's
         `sources[].latestOffset`, next to `endOffset`, for the records the query is behind. No broker call."""
         return None if self.latest is None else canonical(self.latest)  # Spark's Kafka form: not stored

@@ -17,7 +17,7 @@ from ..errors import OptionError, SchemaError
 from ..kafka.spec import KafkaSpec, parse_kafka_spec
 from ..kernel.option_kinds import OptionValues
 from ..options.canonical import canonical_options, changelog_column_name
-from ..options.catalog import (
+from ..options.catalog_read import (
     CHANGELOG_COMPACT,
     GROUP_ID_PREFIX,
     MAX_TRIGGER_DELAY,
@@ -33,8 +33,8 @@ from ..options.catalog import (
     SCAN_TOPIC_PARTITION_DISCOVERY_INTERVAL,
     SCAN_WATERMARK_ALIGNMENT_MAX_DRIFT,
     SCAN_WATERMARK_IDLE_TIMEOUT,
+    ReadMode,
 )
-from ..options.catalog_read import ReadMode
 from ..options.layout import Layout, check_codecs, parse_layout
 from ..options.topics import TopicSelection, parse_topic_selection
 from .bounds import FROM_EARLIEST, UNBOUNDED, Bound, BoundKind, Fallback, check_named_topics, parse_bound

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
-from confluent_kafka import TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
 from ..kafka.clients import consumer
@@ -32,10 +32,10 @@ TP = tuple[str, int]
 class WatermarkTracker:
     def __init__(self, planner: Planner, clock: Clock = SYSTEM_CLOCK) -> None:
         self.planner, self.spec, self.clock = planner, planner.spec, clock
-        self._consumer = None
+        self._consumer: Consumer | None = None
         self._last_advance: dict[TP, float] = {}  # when each partition last had new records, on `clock`
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, object]:
         return {"planner": self.planner, "spec": self.spec, "clock": self.clock, "_consumer": None, "_last_advance": {}}
 
     def close(self) -> None:
@@ -92,7 +92,9 @@ class WatermarkTracker:
         bases = [b for b in (merged, earliest_next) if b is not None]
         if not bases:
             return {t: dict(ps) for t, ps in end.items()}
-        threshold = max(bases) + self.spec.alignment_max_drift_ms
+        drift = self.spec.alignment_max_drift_ms
+        assert drift is not None, "aligned only with a drift"  # the stream reader's check
+        threshold = max(bases) + drift
         caps = self.planner.list_offsets(
             {t: [p for (tt, p) in backlog if tt == t] for t in {t for t, _ in backlog}},
             lambda: OffsetSpec.for_timestamp(threshold),
@@ -152,14 +154,16 @@ class WatermarkTracker:
                     if m.error() is not None:  # the end of the log, or offsets gone: nothing more to see
                         pending.discard(tp)
                         continue
-                    if m.offset() < positions[tp]:  # left over from an earlier look-up's assignment
+                    offset = m.offset()
+                    # Left over from an earlier look-up's assignment. (A record always has an offset.)
+                    if offset is None or offset < positions[tp]:
                         continue
-                    if m.offset() >= ends[tp]:
+                    if offset >= ends[tp]:
                         pending.discard(tp)
                         continue
                     if m.timestamp()[1] >= 0:
                         found[tp] = max(m.timestamp()[1], found.get(tp, m.timestamp()[1]))
-                    if first_only or m.offset() + 1 >= ends[tp]:
+                    if first_only or offset + 1 >= ends[tp]:
                         pending.discard(tp)
         finally:
             client.unassign()

@@ -99,7 +99,12 @@ def aggregate_changelog(changelog: DataFrame, group_by: str | Sequence[str], **a
         F.pmod(F.xxhash64(*groups), F.lit(BUCKETS)).alias(_BUCKET),
         as_text(groups).alias(_GROUP),
         _sign(F.col(change)).alias(_SIGN),
-        *[c for i, s in enumerate(specs) if s.column is not None for c in _crossing(F.col(s.column), s.given, i)],
+        *[
+            c
+            for i, s in enumerate(specs)
+            if s.column is not None and s.given is not None  # both None for COUNT(*) only
+            for c in _crossing(F.col(s.column), s.given, i)
+        ],
     )
     core_specs = [_core_spec(s) for s in specs]
     out = StructType(
@@ -127,7 +132,7 @@ def aggregate_changelog(changelog: DataFrame, group_by: str | Sequence[str], **a
 def _parse(df: DataFrame, name: str, text: str) -> _Aggregate:
     match = _CALL.match(str(text))
     function = match.group(1).lower() if match else ""
-    if function not in _FUNCTIONS:
+    if match is None or function not in _FUNCTIONS:
         raise SchemaError(
             f"{HELPER}: aggregate {name}={text!r} is not one of COUNT(*), COUNT(c), SUM(c), AVG(c), MIN(c), MAX(c)"
         )
@@ -204,13 +209,12 @@ def _crossing(column: Column, given: DataType, i: int) -> list[Column]:
 
 
 def _core_spec(s: _Aggregate) -> core.Spec:
-    decimal_result = isinstance(s.result, DecimalType)
     return core.Spec(
         s.name,
         s.function,
         _carried_as(s.given),
-        scale=s.result.scale if decimal_result else 0,
-        precision=s.result.precision if decimal_result else 0,
+        scale=s.result.scale if isinstance(s.result, DecimalType) else 0,
+        precision=s.result.precision if isinstance(s.result, DecimalType) else 0,
         long_result=s.function == "sum" and isinstance(s.result, LongType),
         given_scale=s.given.scale if isinstance(s.given, DecimalType) else 0,
     )
@@ -274,7 +278,7 @@ class _GroupAggregates(StatefulProcessor):
         self._bucket = handle.getValueState("accumulators", "groups BINARY")
 
     def handleInputRows(
-        self, key: tuple, rows: Iterator[pd.DataFrame], timerValues: TimerValues
+        self, key: tuple[object, ...], rows: Iterator[pd.DataFrame], timerValues: TimerValues
     ) -> Iterator[pd.DataFrame]:
         frames = list(rows)
         frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)

@@ -59,7 +59,8 @@ def encode(state: pa.Table, arrivals: int) -> bytes:
     schema = state.schema.with_metadata({b"layout": LAYOUT, b"arrivals": str(arrivals).encode()})
     with pa.ipc.new_stream(sink, schema) as writer:
         writer.write_table(state.cast(schema))
-    return sink.getvalue().to_pybytes()
+    blob: bytes = sink.getvalue().to_pybytes()
+    return blob
 
 
 def decode(blob: bytes | None) -> tuple[pa.Table, int]:

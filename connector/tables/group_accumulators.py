@@ -148,7 +148,8 @@ def _ipc(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
-    return sink.getvalue().to_pybytes()
+    blob: bytes = sink.getvalue().to_pybytes()
+    return blob
 
 
 def _table(blob: bytes) -> pa.Table:
@@ -167,7 +168,7 @@ def apply(bucket: Bucket, rows: Rows, specs: list[Spec]) -> tuple[Bucket, Change
     old = held.take(at)  # the touched groups' accumulators; nulls for new groups
 
     rows_before = _ints(old["rows"])
-    rows_after = rows_before + _sum_ints(codes, rows.signs, count)
+    rows_after = rows_before + _group_sum(codes, rows.signs, count)
     if (rows_after < 0).any():
         name = names[int(np.argmax(rows_after < 0))].as_py()
         raise GroupError(f"group {name} has more rows taken out than put in: is the input a full changelog?")
@@ -180,9 +181,11 @@ def apply(bucket: Bucket, rows: Rows, specs: list[Spec]) -> tuple[Bucket, Change
             _emit(before, rows_before, np.zeros(count, bool))
             _emit(after, rows_after, np.zeros(count, bool))
             continue
-        taken = ~rows.nulls[i]
-        where, signs, given = codes[taken], rows.signs[taken], rows.values[i][taken]
-        counted = _ints(old[f"c{i}"]) + _sum_ints(where, signs, count)
+        column, nulls = rows.values[i], rows.nulls[i]
+        assert column is not None and nulls is not None  # None only for COUNT(*), whose carried is None
+        taken = ~nulls
+        where, signs, given = codes[taken], rows.signs[taken], column[taken]
+        counted = _ints(old[f"c{i}"]) + _group_sum(where, signs, count)
         new[f"c{i}"] = pa.array(counted)
         if s.function == "count":
             _emit(before, _ints(old[f"c{i}"]), np.zeros(count, bool))
@@ -227,12 +230,8 @@ def _key_type(s: Spec) -> pa.DataType:
 
 
 def _ints(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    return pc.fill_null(column, 0).to_numpy(zero_copy_only=False).astype(np.int64)
-
-
-def _sum_ints(codes: np.ndarray, values: np.ndarray, count: int) -> np.ndarray:
-    """Each group's sum of small int64 values (signs, counts: exact below 2**53)."""
-    return np.bincount(codes, weights=values, minlength=count).astype(np.int64)
+    ints: np.ndarray = pc.fill_null(column, 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    return ints
 
 
 def _emit(side: Results, values: np.ndarray, nulls: np.ndarray) -> None:
@@ -286,7 +285,8 @@ def _fold_sum(
 
 
 def _group_sum(codes: np.ndarray, values: np.ndarray, count: int) -> np.ndarray:
-    """Each group's exact sum of int64 values below 2**32 in magnitude (no sum wraps below 2**31 rows a group)."""
+    """Each group's exact int64 sum of `values`: signs, or an integer's 32-bit halves (below 2**32 in magnitude, no
+    sum wraps below 2**31 rows a group)."""
     sums = np.zeros(count, np.int64)
     np.add.at(sums, codes, values)
     return sums
@@ -295,16 +295,16 @@ def _group_sum(codes: np.ndarray, values: np.ndarray, count: int) -> np.ndarray:
 def _integer_results(s: Spec, n: np.ndarray, high: np.ndarray, low: np.ndarray) -> np.ndarray:
     """A SUM of integers (BIGINT; beyond it, an error) or its AVG (a DOUBLE of the exact sum over the count)."""
     fits = (high >= -(2**31)) & (high < 2**31)
-    exact = (high << 32) + low  # right where it fits
+    exact: np.ndarray = (high << 32) + low  # right where it fits
     if s.function == "sum":
         beyond = (n > 0) & ~fits
         if beyond.any():
-            g = int(np.argmax(beyond))
+            first = int(np.argmax(beyond))
             raise GroupError(
-                f"{s.name} = {(int(high[g]) << 32) + int(low[g])} is beyond BIGINT (Spark's SUM of integers)"
+                f"{s.name} = {(int(high[first]) << 32) + int(low[first])} is beyond BIGINT (Spark's SUM of integers)"
             )
         return exact
-    averages = exact / np.maximum(n, 1)
+    averages: np.ndarray = exact / np.maximum(n, 1)
     for g in np.flatnonzero((n > 0) & ~(fits & (np.abs(exact) < _EXACT_DOUBLE))):  # a sum no double holds exactly
         averages[g] = ((int(high[g]) << 32) + int(low[g])) / int(n[g])
     return averages

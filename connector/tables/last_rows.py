@@ -69,7 +69,8 @@ def encode(held: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, held.schema) as writer:
         writer.write_table(held)
-    return sink.getvalue().to_pybytes()
+    blob: bytes = sink.getvalue().to_pybytes()
+    return blob
 
 
 def decode(blob: bytes, schema: pa.Schema) -> pa.Table:

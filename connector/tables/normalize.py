@@ -142,7 +142,7 @@ class _LastRowPerKey(StatefulProcessor):
         self._bucket = handle.getValueState("last_row", "rows BINARY", self._ttl_ms)
 
     def handleInputRows(
-        self, key: tuple, rows: Iterator[pd.DataFrame], timerValues: TimerValues
+        self, key: tuple[object, ...], rows: Iterator[pd.DataFrame], timerValues: TimerValues
     ) -> Iterator[pd.DataFrame]:
         frames = list(rows)
         frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)

@@ -91,8 +91,8 @@ def temporal_join(
     for name in order:
         if not isinstance(table.schema[name].dataType, IntegralType):
             raise SchemaError(f"{HELPER}: order_by column '{name}' must be an integer column (the record's offset)")
-    times = (None, None)
-    if event_time:
+    times: tuple[str | None, str | None] = (None, None)
+    if stream_time is not None:  # event_time, with stream_time a str
         if table_time is None:
             raise SchemaError(f"{HELPER}: give table_time, the column holding each table version's time")
         times = (
@@ -209,7 +209,7 @@ class _AsOfJoin(StatefulProcessor):
         self._state = handle.getValueState("versions", "state BINARY")
 
     def handleInputRows(
-        self, key: tuple, rows: Iterator[pd.DataFrame], timerValues: TimerValues
+        self, key: tuple[object, ...], rows: Iterator[pd.DataFrame], timerValues: TimerValues
     ) -> Iterator[pd.DataFrame]:
         frames = list(rows)
         frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
@@ -238,7 +238,7 @@ class _AsOfJoin(StatefulProcessor):
         yield from self._ready(state, arrivals, timerValues.getCurrentWatermarkInMs(), changed=True)
 
     def handleExpiredTimer(
-        self, key: tuple, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
+        self, key: tuple[object, ...], timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
     ) -> Iterator[pd.DataFrame]:
         state, arrivals = self._load()
         yield from self._ready(state, arrivals, timerValues.getCurrentWatermarkInMs(), changed=False)

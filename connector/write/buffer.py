@@ -12,7 +12,7 @@ same `send` / `close` / `stop`, with the buffer and its flush timer in between.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -34,7 +34,7 @@ class Pending:
     def __len__(self) -> int:
         return len(self.keys)
 
-    def identities(self) -> list[Hashable]:
+    def identities(self) -> Sequence[Hashable]:
         """What makes two rows the same record key: the key bytes, within one topic."""
         return self.keys if self.topics is None else list(zip(self.topics, self.keys))
 
@@ -89,11 +89,11 @@ class ReducingBuffer:
                 break
             cut = start + self._fill_point(rest, room)
             self._append(pending.slice(start, cut), ids[start:cut])
-            full.append(self.drain())
+            full.append(self._reduce())  # not empty: a part was just appended
             start = cut
         return full
 
-    def _fill_point(self, ids: list[Hashable], room: int) -> int:
+    def _fill_point(self, ids: Sequence[Hashable], room: int) -> int:
         """How many of `ids` fit before the buffer holds max_rows distinct keys (the row that fills it
         included). Per-row Python, but only for the batch in which the buffer fills."""
         fresh: set[Hashable] = set()
@@ -104,15 +104,17 @@ class ReducingBuffer:
                     return i + 1
         return len(ids)
 
-    def _append(self, part: Pending, ids: list[Hashable]) -> None:
+    def _append(self, part: Pending, ids: Sequence[Hashable]) -> None:
         self._latest.update(zip(ids, range(self._rows, self._rows + len(ids))))
         self._parts.append(part)
         self._rows += len(ids)
 
     def drain(self) -> Pending | None:
         """The last row of every buffered key, in the order of those rows; the buffer is then empty."""
-        if not self._parts:
-            return None
+        return self._reduce() if self._parts else None
+
+    def _reduce(self) -> Pending:
+        """`drain` of a buffer that holds rows."""
         out = Pending.take(self._parts, sorted(self._latest.values()))
         self._parts, self._latest, self._rows = [], {}, 0
         return out

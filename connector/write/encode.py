@@ -9,7 +9,8 @@ reducing buffer encodes only the rows that survive it. An encoding error names t
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -20,6 +21,9 @@ from ..formats.codec import Role
 from .buffer import Pending
 from .spec import WriteSpec
 from .upsert_actions import classify
+
+# A record's headers, as the producer takes them.
+Headers = list[tuple[str, bytes | None]]
 
 
 class RecordEncoder:
@@ -48,23 +52,24 @@ class RecordEncoder:
         """The records' topic, or each record's when the write has several."""
         return pending.topics if pending.topics is not None else self.spec.topics.names[0]
 
-    def values(self, pending: Pending) -> list[bytes | None]:
+    def values(self, pending: Pending) -> Sequence[bytes | None]:
         """Each row's encoded value; None (a tombstone) for a delete, unless the format writes changes."""
         rows, deletes = pending.rows, pending.deletes
         columns = list(self.layout.value_fields)
         if isinstance(self.value_encoder, ChangelogEncoder):  # a delete is an envelope too, not a tombstone
-            return self._encode(self.value_encoder, rows.select(columns), rows, Role.VALUE, deletes)  # type: ignore[return-value]
+            return self._encode(self.value_encoder, rows.select(columns), rows, Role.VALUE, deletes)
         if not pc.any(deletes).as_py():
             return self._encode(self.value_encoder, rows.select(columns), rows, Role.VALUE)
         upserts = rows.filter(pc.invert(deletes))
         encoded = iter(self._encode(self.value_encoder, upserts.select(columns), upserts, Role.VALUE))
         return [None if d else next(encoded) for d in deletes.to_pylist()]
 
-    def headers(self, rows: pa.RecordBatch) -> list[list[tuple[str, bytes | None]] | None] | None:
+    def headers(self, rows: pa.RecordBatch) -> list[Headers | None] | None:
         """Each row's record headers, as the producer takes them: from the `headers` map, or from the
         `header-list` column in its order, a key that repeats sent each time (null: no headers)."""
         if "headers" in self.meta:
-            return rows.column(self.meta["headers"]).to_pylist()  # a map: (key, value) pairs already
+            maps: list[Headers | None] = rows.column(self.meta["headers"]).to_pylist()  # (key, value) pairs already
+            return maps
         column = self.meta.get("header-list")
         if column is None:
             return None
@@ -89,7 +94,8 @@ class RecordEncoder:
         if column is None:
             return None
         millis = pc.cast(rows.column(column), pa.timestamp("ms", tz="UTC"), safe=False).cast(pa.int64())
-        return pc.fill_null(millis, 0).to_pylist()
+        stamps: list[int] = pc.fill_null(millis, 0).to_pylist()
+        return stamps
 
     def key_text(self, batch: pa.RecordBatch, row: int) -> str:
         return str({name: batch.column(name)[row].as_py() for name in self.layout.key_fields})
@@ -130,7 +136,7 @@ class RecordEncoder:
                 f"'{column}', which is not among the {topics.describe()} this write may write (option "
                 f"'{'topic-pattern' if topics.pattern else 'topic'}')"
             )
-        return values
+        return cast(list[str], values)  # no None: `bad` would have named it
 
     def _encode(
         self,

@@ -42,6 +42,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from confluent_kafka import Producer
+
 from ..errors import UpsertKafkaError, WriteTaskError
 from ..kafka.brokers import Brokers
 from ..kafka.clients import producer
@@ -149,7 +151,12 @@ class ExactlyOnce:
         scope = self.identity(MicroBatch(query_id, "0") if query_id is not None else None).scope
         if self.streaming:
             key = ("fenced", self.spec.transactional_id_prefix, scope)
-            CLIENT_POOL.shared(key, lambda: self._fence_scope(scope) or True)
+
+            def fence() -> bool:  # the value kept: that this process fenced the scope
+                self._fence_scope(scope)
+                return True
+
+            CLIENT_POOL.shared(key, fence)
         else:
             self._fence_scope(scope)
 
@@ -209,7 +216,7 @@ class ExactlyOnceTask:
         """The scope of the task's transactional id, reported to the driver (which fences by it after a failure)."""
         return self.identity.scope
 
-    def transaction(self, lent: Pooled) -> TaskTransaction:
+    def transaction(self, lent: Pooled[Producer]) -> TaskTransaction:
         """The task's transaction on the producer lent to it (write.producer asks again for a new producer)."""
         timeout_ms = self.settings()["transaction.timeout.ms"]
         return TaskTransaction(
@@ -255,7 +262,7 @@ class NoTransactionTask:
     def settings(self) -> dict[str, Any]:
         return {}
 
-    def transaction(self, lent: Pooled) -> NoTransaction:
+    def transaction(self, lent: Pooled[Producer]) -> NoTransaction:
         return NoTransaction(lent)
 
     def count(self, keys: list[bytes], deletes: int) -> None:

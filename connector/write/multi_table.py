@@ -29,11 +29,17 @@ from ..formats.codec import Role
 from ..kernel.option_kinds import Option, OptionValues
 from ..options.canonical import FORMAT_OPTION, canonical_options, changelog_column_name
 from ..options.catalog import (
-    ASSIGN,
     FLINK_COLUMN_TYPES,
     KEY_FIELDS_PREFIX,
     KEY_FORMAT,
     METADATA_COLUMNS,
+    VALUE_FIELDS_INCLUDE,
+    VALUE_FORMAT,
+)
+from ..options.catalog import KEY_FIELDS as KEY_FIELDS_OPTION
+from ..options.catalog import TOPIC as TOPIC_OPTION
+from ..options.catalog_read import ASSIGN, TOPIC_PATTERN
+from ..options.catalog_write import (
     SINK_ADD_TABLE_ID_TO_HEADER_ENABLED,
     SINK_CUSTOM_HEADER,
     SINK_PARALLELISM,
@@ -41,23 +47,15 @@ from ..options.catalog import (
     SINK_TABLE_ID_FIELDS,
     SINK_TABLE_ID_KEY_FIELDS,
     SINK_TABLE_ID_TO_TOPIC_MAPPING,
-    TOPIC_PATTERN,
-    VALUE_FIELDS_INCLUDE,
-    VALUE_FORMAT,
 )
-from ..options.catalog import KEY_FIELDS as KEY_FIELDS_OPTION
-from ..options.catalog import TOPIC as TOPIC_OPTION
 from ..options.layout import Layout, parse_layout
 from ..options.topics import TopicSelection
 from ..spark_internals import to_arrow_schema
 from .upsert_actions import classify
 
 TABLE_COLUMN, KEY_FIELDS, FIELDS = SINK_TABLE_ID_COLUMN, SINK_TABLE_ID_KEY_FIELDS, SINK_TABLE_ID_FIELDS
-MAPPING, ADD_HEADERS, CUSTOM_HEADER = (
-    SINK_TABLE_ID_TO_TOPIC_MAPPING,
-    SINK_ADD_TABLE_ID_TO_HEADER_ENABLED,
-    SINK_CUSTOM_HEADER,
-)
+MAPPING, ADD_HEADERS = SINK_TABLE_ID_TO_TOPIC_MAPPING, SINK_ADD_TABLE_ID_TO_HEADER_ENABLED
+CUSTOM_HEADER = SINK_CUSTOM_HEADER
 OPTIONS = (TABLE_COLUMN, KEY_FIELDS, FIELDS, MAPPING, ADD_HEADERS, CUSTOM_HEADER)
 KEY_FORMATS, VALUE_FORMATS = ("json", "csv"), ("debezium-json", "canal-json")
 # Flink CDC's header names (PipelineKafkaRecordSerializationSchema).
@@ -73,6 +71,7 @@ INNER_SCHEMA = StructType(
     ]
 )
 _TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
+Columns = tuple[str, ...]  # column names
 
 
 @dataclass(frozen=True)
@@ -147,7 +146,7 @@ def route_tables(options: OptionValues, schema: StructType) -> RoutedWrite | Non
                 f"option '{refused.name}' does not apply to a multi-table write (option '{TABLE_COLUMN.name}'): {why}"
             )
     names = {f.name.lower(): f.name for f in schema.fields}
-    column = _column(names, options.text(TABLE_COLUMN).strip(), TABLE_COLUMN.name)
+    column = _column(names, (options.text(TABLE_COLUMN) or "").strip(), TABLE_COLUMN.name)
     if not isinstance(schema[column].dataType, StringType):
         raise OptionError(f"option '{TABLE_COLUMN.name}': column '{column}' must be a STRING of table ids (db.table)")
     changelog = names.get(changelog_column_name(options).lower())
@@ -187,8 +186,8 @@ def route_tables(options: OptionValues, schema: StructType) -> RoutedWrite | Non
         _check_encoders(route, key_codec, value_codec, arrow_schema)
         routes.append(route)
     spec = MultiTableSpec(column, changelog, tuple(routes), key_codec, value_codec, arrow_schema)
-    names = tuple(sorted(set(topics.values())))
-    return RoutedWrite(spec, TopicSelection(names), _records_layout(names))
+    topic_names = tuple(sorted(set(topics.values())))
+    return RoutedWrite(spec, TopicSelection(topic_names), _records_layout(topic_names))
 
 
 def _column(names: Mapping[str, str], given: str, option: str) -> str:
@@ -198,13 +197,14 @@ def _column(names: Mapping[str, str], given: str, option: str) -> str:
     return found
 
 
-def _per_table(options: OptionValues, declared: Option, names: Mapping[str, str], example: str) -> dict:
+def _per_table(
+    options: OptionValues, declared: Option[str | None], names: Mapping[str, str], example: str
+) -> dict[str, Columns]:
     """`table:col,col;table:col` -> {table: (columns)}, columns resolved against the DataFrame's."""
-    option = declared.name
-    raw = (options.text(declared) or "").strip()
+    option, raw = declared.name, (options.text(declared) or "").strip()
     if not raw:
         raise OptionError(f"a multi-table write needs option '{option}', e.g. '{example}'")
-    out: dict[str, tuple[str, ...]] = {}
+    out: dict[str, Columns] = {}
     for entry in filter(None, (e.strip() for e in raw.split(";"))):
         table, colon, columns = entry.rpartition(":")
         listed = [c.strip() for c in columns.split(",")]
@@ -247,7 +247,7 @@ def _topics(options: OptionValues, tables: list[str]) -> dict[str, str]:
     return topics
 
 
-def _selector(pattern: str) -> re.Pattern:
+def _selector(pattern: str) -> re.Pattern[str]:
     """Flink CDC's table selector: `.` separates namespace, schema and table; each part is a regular expression,
     in which `\\.` stands for the regex `.`."""
     parts = re.split(r"(?<!\\)\.", pattern)

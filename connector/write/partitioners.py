@@ -13,7 +13,7 @@ from collections.abc import Callable
 from ..errors import OptionError
 from ..kafka.references import load_reference
 
-Partitioner = Callable[[bytes, int], int]
+Partitioner = Callable[[bytes, int], object]  # a user function: its answer is checked to be a partition
 
 _REFUSED = {
     "fixed": "'fixed' sends all rows of a Spark task to one partition, so the records of one key written by "

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
@@ -114,7 +114,7 @@ class Sender:
         self,
         topics: str | list[str],
         keys: list[bytes],
-        values: list[bytes | None],
+        values: Sequence[bytes | None],
         timestamps: list[int] | None = None,
         headers: list[Any] | None = None,
     ) -> None:

@@ -16,8 +16,8 @@ from ..errors import OptionError
 from ..kafka.spec import KafkaSpec, parse_kafka_spec
 from ..kernel.option_kinds import OptionValues
 from ..options.canonical import canonical_options
-from ..options.catalog import (
-    SCAN_TABLE_MEMORY_BUDGET,
+from ..options.catalog_read import SCAN_TABLE_MEMORY_BUDGET
+from ..options.catalog_write import (
     SINK_BUFFER_FLUSH_INTERVAL,
     SINK_BUFFER_FLUSH_MAX_ROWS,
     SINK_DELIVERY_GUARANTEE,
@@ -25,8 +25,8 @@ from ..options.catalog import (
     SINK_PARTITIONER,
     SINK_TRANSACTIONAL_ID_PREFIX,
     SINK_WRITE_ID,
+    DeliveryGuarantee,
 )
-from ..options.catalog_write import DeliveryGuarantee
 from ..options.flink_only import sink_parallelism_message
 from ..options.kafka_client import GUARANTEE_PROPERTIES, check_reserved
 from ..options.layout import Layout, parse_layout
@@ -74,8 +74,9 @@ def parse_write_spec(raw: Mapping[str, str], schema: StructType) -> WriteSpec:
             )
         layout = parse_layout(options, schema, topics.names)
         _check_one_headers_column(layout)
-        if options.given(SINK_PARALLELISM):
-            raise OptionError(sink_parallelism_message(options.text(SINK_PARALLELISM), layout.key_fields))
+        parallelism = options.text(SINK_PARALLELISM)  # None: not given
+        if parallelism is not None:
+            raise OptionError(sink_parallelism_message(parallelism, layout.key_fields))
     else:  # the ordinary write of the records the tables' rows become
         topics, layout = routed.topics, routed.layout
     names, pattern = topics.names, topics.pattern

@@ -6,9 +6,12 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from typing import Any
 
-from confluent_kafka.admin import ConfigResource, ResourceType
+from confluent_kafka.admin import (
+    ConfigEntry,
+    ConfigResource,
+    ResourceType,
+)
 
 from ..errors import KafkaAuthorizationError, OptionError, TopicError
 from ..kafka.brokers import Brokers
@@ -78,7 +81,7 @@ def check_missing_topics(brokers: Brokers, missing: list[str], creates_topics: b
     log.info("topic(s) %s do not exist yet; %s on first write", ", ".join(missing), outcome)
 
 
-def _creates_topics(broker: dict[str, Any] | None) -> bool | None:
+def _creates_topics(broker: dict[str, ConfigEntry] | None) -> bool | None:
     entry = (broker or {}).get("auto.create.topics.enable")
     return None if entry is None else entry.value == "true"
 
@@ -87,17 +90,18 @@ def _max_message_bytes(brokers: Brokers, topics: tuple[str, ...]) -> int | None:
     limits = []
     for topic in topics:
         config = brokers.describe_config(ConfigResource(ResourceType.TOPIC, topic))
-        if config is None:
+        limit = None if config is None else config["max.message.bytes"].value  # None: not set or hidden
+        if limit is None:
             return None
-        limits.append(int(config["max.message.bytes"].value))
+        limits.append(int(limit))
     return min(limits, default=None)
 
 
-def _transaction_timeout(broker: dict[str, Any] | None, wanted_ms: int | None) -> int:
+def _transaction_timeout(broker: dict[str, ConfigEntry] | None, wanted_ms: int | None) -> int:
     entry = (broker or {}).get("transaction.max.timeout.ms")
-    if entry is None:  # not readable: the broker refuses a too-long timeout when a task starts its transaction
+    maximum = None if entry is None or entry.value is None else int(entry.value)  # None: not set or hidden
+    if maximum is None:  # not readable: the broker refuses a too-long timeout when a task starts its transaction
         return wanted_ms or DEFAULT_TRANSACTION_TIMEOUT_MS
-    maximum = int(entry.value)
     if wanted_ms is not None and wanted_ms > maximum:
         raise OptionError(
             f"option 'properties.transaction.timeout.ms' ({wanted_ms} ms) exceeds the brokers' "

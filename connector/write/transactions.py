@@ -6,9 +6,10 @@ NoTransaction instead: the same steps, each the at-least-once one or nothing, so
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Callable
+from typing import TypeVar
 
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
 from ..kafka.clients import borrow_group_consumer, give_back
 from ..kafka.errors import ClientErrors, is_transient, with_retries, within
@@ -17,6 +18,8 @@ from ..kernel.clock import SYSTEM_CLOCK, Clock
 from .spec import WriteSpec
 
 log = logging.getLogger("upsert_kafka")
+
+T = TypeVar("T")
 
 
 class StaleProducer(Exception):
@@ -35,7 +38,7 @@ class TaskTransaction:
 
     def __init__(
         self,
-        producer: Pooled,
+        producer: Pooled[Producer],
         spec: WriteSpec,
         transactional_id: str,
         write_id: str,
@@ -140,7 +143,7 @@ class TaskTransaction:
         if message is not None and message.error() is not None:
             self._group.errors(message.error())
 
-    def _call(self, what: str, attempt: Any, errors: ClientErrors | None = None) -> Any:
+    def _call(self, what: str, attempt: Callable[[float], T], errors: ClientErrors | None = None) -> T:
         """`attempt(timeout_s)` under the retry policy. A transaction step may be retried after a retriable
         error (librdkafka's rule); one that requires an abort is final here: the task fails, its transaction is
         aborted and Spark runs the task again."""
@@ -186,7 +189,7 @@ class NoTransaction:
     """The producer of a task without exactly-once (sink.delivery-guarantee at-least-once or none): TaskTransaction's
     steps, each the at-least-once one or nothing."""
 
-    def __init__(self, producer: Pooled) -> None:
+    def __init__(self, producer: Pooled[Producer]) -> None:
         self.client = producer.client
 
     def begin(self) -> str | None:

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 
+from ...kernel.errors import FormatOptionError
 from ...kernel.option_kinds import FORMAT, Flag, Invalid, Kind, Option, Text
 from ..codec import (
     IGNORE_PARSE_ERRORS,
@@ -26,16 +27,16 @@ from ..codec import (
     Decoded,
     Decoder,
     Encoder,
-    FormatOptionError,
     batch_from_records,
     nested_type_has,
 )
-from ..confluent.registry import RegistryError
+from ..confluent.registry_errors import RegistryError
 from ..decimals import rounded_values
 from ..flink_types import flink_type_name
 from ..payloads import Layout
 from .schema import (
     AVRO_TYPES,
+    AvroDict,
     AvroType,
     arrow_schema,
     avro_schema,
@@ -59,7 +60,7 @@ TIMESTAMP_MAPPING_LEGACY = Option(
 )
 
 
-class AvroSchema(Kind):
+class AvroSchema(Kind[AvroType]):
     """An Avro schema as JSON text, checked when the option is parsed so that a typo fails at planning; blank: none."""
 
     type_name = "Avro schema (JSON)"
@@ -75,7 +76,7 @@ class AvroSchema(Kind):
         return schema
 
 
-SCHEMA = Option(
+SCHEMA: Option[AvroType | None] = Option(
     "schema",
     None,
     FORMAT,
@@ -84,7 +85,7 @@ SCHEMA = Option(
 )
 #: Both avro formats' (avro-confluent's namespace has another default: confluent_codec.py).
 RECORD_NAME = Option("record-name", "record", FORMAT, "The record name of a derived schema.", kind=Text())
-RECORD_NAMESPACE = Option(
+RECORD_NAMESPACE: Option[str | None] = Option(
     "record-namespace", None, FORMAT, "The namespace of a derived schema (none by default).", kind=Text()
 )
 
@@ -143,7 +144,7 @@ class AvroBodyReader:
             if batch is not None:
                 return batch, {}
         part = payloads if rows is None else [payloads[i] for i in rows]
-        records: list[dict | None] = [None] * len(part)
+        records: list[dict[str, object] | None] = [None] * len(part)
         failures: dict[int, str] = {}
         self.read_all(part, start, records, failures)
         decoded = records_to_batch(records, failures, self.schema)
@@ -151,7 +152,9 @@ class AvroBodyReader:
             return decoded.batch, dict(decoded.failures)
         return decoded.batch, {int(rows[j]): reason for j, reason in decoded.failures}
 
-    def read_all(self, payloads: Sequence[bytes], start: int, records: list, failures: dict[int, str]) -> None:
+    def read_all(
+        self, payloads: Sequence[bytes], start: int, records: list[dict[str, object] | None], failures: dict[int, str]
+    ) -> None:
         """Read the body of every payload (from byte `start`) into records[i], or its reason into failures[i].
 
         The payloads are read from one buffer, one after the other (fastavro's per-call setup is most of
@@ -193,20 +196,20 @@ class AvroDecoder(Decoder):
         return Decoded(batch, tuple(sorted(failures.items())))
 
 
-def records_to_batch(records: list[dict | None], failures: dict[int, str], schema: pa.Schema) -> Decoded:
+def records_to_batch(records: list[dict[str, object] | None], failures: dict[int, str], schema: pa.Schema) -> Decoded:
     """The records read (None where one failed) as one batch, converted to Arrow in one call; a record
     whose values do not fit the table's columns is reported by its index with the reason."""
     kept = [i for i, r in enumerate(records) if r is not None]
-    good = [records[i] for i in kept] if failures else records
+    good = [r for r in records if r is not None]  # every record when none failed
     try:
         batch = batch_from_records(good, schema)
     except (pa.ArrowException, ValueError, TypeError, OverflowError):
         # Some value does not fit its column (e.g. an int into TINYINT, a decimal of the writer's larger scale,
         # which is rounded to the column's): find it record by record.
         fits = []
-        for i in kept:
+        for i, read in zip(kept, good):
             try:
-                record = {f.name: rounded_values(records[i].get(f.name), f.type) for f in schema}
+                record = {f.name: rounded_values(read.get(f.name), f.type) for f in schema}
                 batch_from_records([record], schema)
                 fits.append(record)
             except (pa.ArrowException, ValueError, TypeError, OverflowError) as e:
@@ -267,14 +270,14 @@ _MILLIS = ("timestamp-millis", "local-timestamp-millis", "time-millis")
 def _millis_exact(schema: pa.Schema, writer: AvroType) -> pa.Schema | None:
     """The table's schema with millisecond units where the given Avro schema writes millis (at any depth), or None
     when it writes none: a cast to it fails on a value with finer digits instead of fastavro truncating it."""
-    named: dict[str, dict] = {}
+    named: dict[str, AvroDict] = {}
     record = _avro_branch(writer, named)
     fields = {f["name"]: f["type"] for f in record.get("fields", ())} if isinstance(record, dict) else {}
     exact = pa.schema([f.with_type(_millis_type(f.type, fields.get(f.name), named)) for f in schema])
     return None if exact.equals(schema) else exact
 
 
-def _avro_branch(avro: object, named: dict[str, dict]) -> object:
+def _avro_branch(avro: object, named: dict[str, AvroDict]) -> object:
     """An Avro type with a nullable union's one branch taken and a named type looked up (named ones recorded)."""
     if isinstance(avro, list):
         branches = [b for b in avro if b != "null"]
@@ -288,7 +291,7 @@ def _avro_branch(avro: object, named: dict[str, dict]) -> object:
     return avro
 
 
-def _millis_type(t: pa.DataType, avro: object, named: dict[str, dict]) -> pa.DataType:
+def _millis_type(t: pa.DataType, avro: object, named: dict[str, AvroDict]) -> pa.DataType:
     avro = _avro_branch(avro, named)
     if not isinstance(avro, dict):
         return t

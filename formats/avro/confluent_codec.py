@@ -17,19 +17,20 @@ import pyarrow as pa
 
 from ...kernel.option_kinds import FORMAT, Option, Text
 from ..codec import IGNORE_PARSE_ERRORS, CodecContext, Decoded, Decoder, Encoder, empty_batch
-from ..confluent.registry import RegistryError, SchemaNotUsable, SchemaRegistry
+from ..confluent.registry import SchemaRegistry
 from ..confluent.registry_codec import REGISTRY_OPTIONS, RegistryCodec
+from ..confluent.registry_errors import RegistryError, SchemaNotUsable
 from ..confluent.wire import HEADER, framed_ids, header, not_framed
 from ..payloads import Layout
 from .codec import RECORD_NAME, TIMESTAMP_MAPPING_LEGACY, AvroBodyReader, AvroEncoder, AvroSchema
-from .schema import AVRO_TYPES, arrow_schema, table_avro_schema
+from .schema import AVRO_TYPES, AvroType, arrow_schema, table_avro_schema
 
 NOT_FRAMED = not_framed("the Avro body")
 # Flink's name for a schema derived from a table, so both write compatible versions of one subject.
 FLINK_NAMESPACE = "org.apache.flink.avro.generated"
 
 # avro's options as avro-confluent declares them (record-name is avro's own).
-SCHEMA = Option(
+SCHEMA: Option[AvroType | None] = Option(
     "schema", None, FORMAT, "The Avro schema to write (default: derived from the columns).", kind=AvroSchema()
 )
 RECORD_NAMESPACE = Option(
@@ -61,7 +62,7 @@ class AvroConfluentCodec(RegistryCodec):
     def decoder(self, schema: pa.Schema) -> Decoder:
         return ConfluentDecoder(self.registry, schema, self.legacy_timestamps)
 
-    def writer_schema(self, schema: pa.Schema) -> dict:
+    def writer_schema(self, schema: pa.Schema) -> AvroType:
         """The schema records are written with: option `schema`, else the table's as Flink derives it (a key's
         columns NOT NULL), so a key subject holds the schema Flink's and Confluent's producers register."""
         return self.given_schema or table_avro_schema(

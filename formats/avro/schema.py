@@ -30,17 +30,20 @@ a column is refused, since no choice of ours reads and writes the same instants 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
 
-from ..codec import STRING_KEYED_TYPES, FormatOptionError, Role
+from ...kernel.errors import FormatOptionError
+from ..codec import STRING_KEYED_TYPES, Role
 from ..flink_types import flink_type_name, timestamp_precision
 
 # What the mapping above holds, for both avro formats: every Spark type, with Avro's string map keys.
 AVRO_TYPES = STRING_KEYED_TYPES
 
 AvroType = Any  # an Avro schema in its JSON form: a name, a list (union) or a dict
+AvroDict = dict[str, Any]  # a JSON object of one: a record, enum, fixed, array or map schema, or a record's field
 
 _PRIMITIVES: list[tuple[Any, AvroType]] = [
     (pa.types.is_boolean, "boolean"),
@@ -58,7 +61,7 @@ _PRIMITIVES: list[tuple[Any, AvroType]] = [
 
 def avro_schema(
     schema: pa.Schema, name: str = "record", namespace: str | None = None, legacy_timestamps: bool = True
-) -> dict:
+) -> AvroDict:
     """The Avro record schema for rows of `schema` (what the avro formats write when given none), with Flink's
     timestamp mapping (`legacy_timestamps`: Flink's option avro.timestamp_mapping.legacy)."""
     record = _Deriver(legacy_timestamps).record(list(schema), name)
@@ -69,7 +72,7 @@ def avro_schema(
 
 def table_avro_schema(
     schema: pa.Schema, role: str, name: str, namespace: str | None, legacy_timestamps: bool = True
-) -> dict:
+) -> AvroDict:
     """The Avro schema a key's or a value's columns are written with when none is given, as Flink derives it:
     a key's columns are NOT NULL (a primary key's: `"long"`, no union branch in the bytes; the connector marks
     the key's columns NOT NULL in the value's schema too), other nullable columns unions with null. The writer
@@ -100,10 +103,10 @@ class _Deriver:
     def __init__(self, legacy: bool) -> None:
         self.legacy = legacy
 
-    def record(self, fields: list[pa.Field], name: str) -> dict:
+    def record(self, fields: list[pa.Field], name: str) -> AvroDict:
         return {"type": "record", "name": name, "fields": [self.field(f, f"{name}_{f.name}") for f in fields]}
 
-    def field(self, f: pa.Field, path: str) -> dict:
+    def field(self, f: pa.Field, path: str) -> AvroDict:
         out: dict[str, Any] = {"name": f.name, "type": self.nullable(f, path)}
         if f.nullable:
             out["default"] = None
@@ -142,14 +145,14 @@ class _Deriver:
 
 def arrow_schema(avro: AvroType) -> pa.Schema:
     """The columns of an Avro record schema (the inverse of avro_schema, plus enum, fixed, millis)."""
-    names: dict[str, dict] = {}
+    names: dict[str, AvroDict] = {}
     top = deref(avro, names, None)
     if not (isinstance(top, dict) and top.get("type") == "record"):
         raise FormatOptionError(f"the Avro schema must be a record to give table columns, got {_show(avro)}")
     return pa.schema([_arrow_field(f["name"], f["type"], names, top) for f in top["fields"]])
 
 
-def _arrow_field(name: str, avro: AvroType, names: dict[str, dict], scope: dict | None) -> pa.Field:
+def _arrow_field(name: str, avro: AvroType, names: dict[str, AvroDict], scope: AvroDict | None) -> pa.Field:
     avro = deref(avro, names, scope)
     if isinstance(avro, list):
         branches = [b for b in avro if b != "null"]
@@ -183,7 +186,7 @@ _LOGICAL = {
 }
 
 
-def _arrow_type(avro: AvroType, names: dict[str, dict], scope: dict | None) -> pa.DataType:
+def _arrow_type(avro: AvroType, names: dict[str, AvroDict], scope: AvroDict | None) -> pa.DataType:
     avro = deref(avro, names, scope)
     kind = avro["type"] if isinstance(avro, dict) else avro
     if isinstance(avro, dict):
@@ -203,7 +206,7 @@ def _arrow_type(avro: AvroType, names: dict[str, dict], scope: dict | None) -> p
     raise FormatOptionError(f"Avro type {_show(avro)} has no Spark column type here")
 
 
-def deref(avro: AvroType, names: dict[str, dict], scope: dict | None) -> AvroType:
+def deref(avro: AvroType, names: dict[str, AvroDict], scope: AvroDict | None) -> AvroType:
     """Resolve a named-type reference; remember named types as they are defined."""
     if isinstance(avro, dict) and isinstance(avro.get("type"), (dict, list)):
         return deref(avro["type"], names, scope)
@@ -220,15 +223,18 @@ def deref(avro: AvroType, names: dict[str, dict], scope: dict | None) -> AvroTyp
     return avro
 
 
-def _namespace(scope: dict | None) -> str:
+def _namespace(scope: AvroDict | None) -> str:
     if not scope:
         return ""
-    name = scope["name"]
-    return name.rsplit(".", 1)[0] if "." in name else scope.get("namespace", "")
+    name: str = scope["name"]
+    if "." in name:
+        return name.rsplit(".", 1)[0]
+    namespace: str = scope.get("namespace", "")
+    return namespace
 
 
-def _full_name(avro: dict, scope: dict | None) -> str:
-    name = avro["name"]
+def _full_name(avro: AvroDict, scope: AvroDict | None) -> str:
+    name: str = avro["name"]
     if "." in name:
         return name
     namespace = avro.get("namespace", _namespace(scope))
@@ -253,11 +259,11 @@ def reader_schema(reader: AvroType, writer: AvroType) -> AvroType:
 
 class _Adopter:
     def __init__(self, writer: AvroType) -> None:
-        self.names: dict[str, dict] = {}
+        self.names: dict[str, AvroDict] = {}
         self.emitted: set[str] = set()
         collect_named(writer, self.names, None)
 
-    def adopt(self, r: AvroType, w: AvroType, scope: dict | None) -> AvroType:
+    def adopt(self, r: AvroType, w: AvroType, scope: AvroDict | None) -> AvroType:
         w = deref(w, self.names, scope)
         if isinstance(r, list):  # the reader's ["null", T]
             inner = next(b for b in r if b != "null")
@@ -278,14 +284,14 @@ class _Adopter:
                 return {**r, "values": self.adopt(r["values"], w["values"], scope)}
         return r
 
-    def _named(self, w: dict, scope: dict | None, build: Any) -> AvroType:
+    def _named(self, w: AvroDict, scope: AvroDict | None, build: Callable[[], AvroType]) -> AvroType:
         name = _full_name(w, scope)
         if name in self.emitted:
             return name
         self.emitted.add(name)
         return build()
 
-    def _record(self, r: dict, w: dict) -> dict:
+    def _record(self, r: AvroDict, w: AvroDict) -> AvroDict:
         by_name = {f["name"]: f for f in w["fields"]}
         for f in w["fields"]:
             for alias in f.get("aliases", ()):
@@ -298,7 +304,7 @@ class _Adopter:
         return {"type": "record", "name": name, "fields": fields}
 
 
-def collect_named(avro: AvroType, names: dict[str, dict], scope: dict | None) -> None:
+def collect_named(avro: AvroType, names: dict[str, AvroDict], scope: AvroDict | None) -> None:
     """Every named type the writer schema defines, so references to them resolve."""
     if isinstance(avro, list):
         for branch in avro:
@@ -318,7 +324,7 @@ def collect_named(avro: AvroType, names: dict[str, dict], scope: dict | None) ->
             collect_named(kind, names, scope)
 
 
-def _kind(avro: AvroType) -> str:
+def _kind(avro: AvroType) -> str | None:  # None: a dict without a type
     return avro if isinstance(avro, str) else avro.get("type") if isinstance(avro, dict) else "union"
 
 

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..payloads import Layout
-from .schema import AvroType, collect_named, deref
+from .schema import AvroDict, AvroType, collect_named, deref
 from .vector_reads import (
     CONVERT,
     LOGICAL,
@@ -84,8 +84,8 @@ class _Names:
     """The named types of the writer's and of the reader's schema, to resolve references to them."""
 
     def __init__(self, writer: AvroType, reader: AvroType) -> None:
-        self.of_writer: dict[str, dict] = {}
-        self.of_reader: dict[str, dict] = {}
+        self.of_writer: dict[str, AvroDict] = {}
+        self.of_reader: dict[str, AvroDict] = {}
         collect_named(writer, self.of_writer, None)
         collect_named(reader, self.of_reader, None)
 
@@ -118,7 +118,7 @@ def _record_fields(w: Any, r: Any, targets: list[pa.Field], names: _Names) -> li
     return fields
 
 
-def _kind(avro: AvroType) -> str:
+def _kind(avro: AvroType) -> str | None:  # None: a dict without a type
     if isinstance(avro, list):
         return "union"
     return avro.get("type") if isinstance(avro, dict) else avro
@@ -171,12 +171,12 @@ def _reader(
         logical = w.get("logicalType") if isinstance(w, dict) else None
         if r is None:
             convert = None  # skipped: only read, as fastavro skips it (no conversion)
-        elif _kind(r) not in _RESOLVES[kind]:
+        elif (r_kind := _kind(r)) not in _RESOLVES[kind]:
             raise _Unsupported
         elif logical is not None:  # fastavro converts by the writer's logical type
-            convert = LOGICAL.get((kind, logical), lambda target: None)(target) if _kind(r) == kind else None
+            convert = LOGICAL.get((kind, logical), lambda target: None)(target) if r_kind == kind else None
         else:
-            convert = CONVERT[(kind, _kind(r))](target)
+            convert = CONVERT[(kind, r_kind)](target)
     else:
         raise _Unsupported
     if target is None:
@@ -191,14 +191,16 @@ def _reader(
     return column
 
 
-def _same_named(w: dict, r: dict) -> bool:
+def _same_named(w: AvroDict, r: AvroDict) -> bool:
     """The reader's enum or fixed is the writer's own (how reader_schema adopts them)."""
     same_name = w["name"].rsplit(".", 1)[-1] == r["name"].rsplit(".", 1)[-1]
     return same_name and w.get("symbols") == r.get("symbols") and w.get("size") == r.get("size")
 
 
-def _read_record(fields: list, data: np.ndarray, pos: np.ndarray, ends: np.ndarray) -> tuple[dict, np.ndarray]:
-    columns = {}
+def _read_record(
+    fields: list[tuple[str | None, Read]], data: np.ndarray, pos: np.ndarray, ends: np.ndarray
+) -> tuple[dict[str, pa.Array], np.ndarray]:
+    columns: dict[str, pa.Array] = {}
     for name, read in fields:
         values, pos = read(data, pos, ends)
         if name is not None:
@@ -206,7 +208,7 @@ def _read_record(fields: list, data: np.ndarray, pos: np.ndarray, ends: np.ndarr
     return columns, pos
 
 
-def _struct(fields: list, target: pa.StructType) -> Read:
+def _struct(fields: list[tuple[str | None, Read]], target: pa.StructType) -> Read:
     def read(data: np.ndarray, pos: np.ndarray, ends: np.ndarray) -> tuple[pa.Array, np.ndarray]:
         columns, pos = _read_record(fields, data, pos, ends)
         children = [columns[f.name] if f.name in columns else pa.nulls(len(pos), f.type) for f in target]

@@ -6,9 +6,12 @@ record they cannot vouch for raises Unsure, which sends the whole chunk to fasta
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeAlias
 
 import numpy as np
 import pyarrow as pa
+
+from .schema import AvroDict
 
 # The values fastavro turns into Python dates / datetimes (outside them it raises).
 _DATE_DAYS = (-719_162, 2_932_896)
@@ -19,6 +22,16 @@ _INT_RANGES = {
     pa.int16(): (-(2**15), 2**15 - 1),
     pa.int32(): (-(2**31), 2**31 - 1),
 }
+
+
+#: A primitive read: (data, positions, ends) -> (the values, numpy's or Arrow's, and the positions after them).
+PrimitiveRead: TypeAlias = Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray | pa.Array, np.ndarray]]
+#: A conversion of the values a primitive read gives (numpy's or Arrow's) into the column the table wants.
+Convert: TypeAlias = Callable[[np.ndarray | pa.Array], pa.Array]
+#: A conversion for a column of the given type, or None when it cannot hold the values.
+Conversion: TypeAlias = Callable[[pa.DataType], Convert | None]
+# pyarrow's own conversion, as one (pyarrow is untyped here).
+_ARRAY: Convert = pa.array
 
 
 class Unsure(Exception):
@@ -52,7 +65,7 @@ def read_long(data: np.ndarray, pos: np.ndarray, ends: np.ndarray) -> tuple[np.n
     return decoded, after
 
 
-def _fixed_width(width: int, dtype: str) -> Callable:
+def _fixed_width(width: int, dtype: str) -> PrimitiveRead:
     def read(data: np.ndarray, pos: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         after = pos + width
         if (after > ends).any():
@@ -79,7 +92,7 @@ def _bytes(data: np.ndarray, pos: np.ndarray, ends: np.ndarray) -> tuple[pa.Arra
     return _gather(data, pos, size, ends)
 
 
-def read_fixed(schema: dict) -> Callable:
+def read_fixed(schema: AvroDict) -> PrimitiveRead:
     width = schema["size"]
 
     def read(data: np.ndarray, pos: np.ndarray, ends: np.ndarray) -> tuple[pa.Array, np.ndarray]:
@@ -119,7 +132,7 @@ def _gather(data: np.ndarray, pos: np.ndarray, size: np.ndarray, ends: np.ndarra
 _INLINE = np.arange(12)
 
 
-def read_enum(schema: dict) -> Callable:
+def read_enum(schema: AvroDict) -> PrimitiveRead:
     symbols = pa.array(schema["symbols"], pa.string())
 
     def read(data: np.ndarray, pos: np.ndarray, ends: np.ndarray) -> tuple[pa.Array, np.ndarray]:
@@ -134,9 +147,9 @@ def read_enum(schema: dict) -> Callable:
 # -- conversions: numpy values -> the Arrow column the table wants (None: not this pair) ----------------
 
 
-def _integers(target: pa.DataType) -> Callable | None:
+def _integers(target: pa.DataType) -> Convert | None:
     if target == pa.int64():
-        return pa.array
+        return _ARRAY
     if target in _INT_RANGES:
         low, high = _INT_RANGES[target]
         dtype = target.to_pandas_dtype()
@@ -150,16 +163,16 @@ def _integers(target: pa.DataType) -> Callable | None:
     return None
 
 
-def _promoted(target: pa.DataType) -> Callable | None:
+def _promoted(target: pa.DataType) -> Convert | None:
     """int or long read as float or double: fastavro's float(value), then the column's type."""
     if target in (pa.float32(), pa.float64()):
         return lambda values: pa.array(values.astype(np.float64)).cast(target)
     return None
 
 
-def _floats(target: pa.DataType) -> Callable | None:
+def _floats(target: pa.DataType) -> Convert | None:
     if target == pa.float32():
-        return pa.array
+        return _ARRAY
     if target == pa.float64():  # float promoted to double, as fastavro does
 
         def widen(values: np.ndarray) -> pa.Array:
@@ -170,7 +183,7 @@ def _floats(target: pa.DataType) -> Callable | None:
     return None
 
 
-def _text(target: pa.DataType) -> Callable | None:
+def _text(target: pa.DataType) -> Convert | None:
     if not pa.types.is_string(target):
         return None
 
@@ -183,15 +196,15 @@ def _text(target: pa.DataType) -> Callable | None:
     return convert
 
 
-def to_binary(target: pa.DataType) -> Callable | None:
+def to_binary(target: pa.DataType) -> Convert | None:
     return (lambda values: values) if pa.types.is_binary(target) else None
 
 
-def to_symbols(target: pa.DataType) -> Callable | None:
+def to_symbols(target: pa.DataType) -> Convert | None:
     return (lambda symbols: symbols) if pa.types.is_string(target) else None
 
 
-def _within(bounds: tuple[int, int], scale: int, t: pa.DataType) -> Callable:
+def _within(bounds: tuple[int, int], scale: int, t: pa.DataType) -> Convert:
     low, high = bounds
 
     def convert(values: np.ndarray) -> pa.Array:
@@ -204,14 +217,14 @@ def _within(bounds: tuple[int, int], scale: int, t: pa.DataType) -> Callable:
     return convert
 
 
-def _days(target: pa.DataType) -> Callable | None:
+def _days(target: pa.DataType) -> Convert | None:
     return _within(_DATE_DAYS, 1, target) if target == pa.date32() else None
 
 
-def _times(scale: int) -> Callable[[pa.DataType], Callable | None]:
+def _times(scale: int) -> Conversion:
     """time-millis / time-micros into a TIME (nanoseconds of the day); outside the day fastavro names the record."""
 
-    def conversion(target: pa.DataType) -> Callable | None:
+    def conversion(target: pa.DataType) -> Convert | None:
         if not pa.types.is_time(target):
             return None
 
@@ -225,11 +238,11 @@ def _times(scale: int) -> Callable[[pa.DataType], Callable | None]:
     return conversion
 
 
-def _timestamps(zoned: bool, bounds: tuple[int, int], scale: int) -> Callable:
+def _timestamps(zoned: bool, bounds: tuple[int, int], scale: int) -> Conversion:
     """An instant (`zoned`) into a TIMESTAMP, or into a TIMESTAMP_NTZ as its wall clock in UTC (Flink's legacy
     mapping of TIMESTAMP(3) writes that); a local timestamp into a TIMESTAMP_NTZ only."""
 
-    def conversion(target: pa.DataType) -> Callable | None:
+    def conversion(target: pa.DataType) -> Convert | None:
         if not (pa.types.is_timestamp(target) and target.unit == "us" and (zoned or target.tz is None)):
             return None
         return _within(bounds, scale, target)
@@ -237,7 +250,7 @@ def _timestamps(zoned: bool, bounds: tuple[int, int], scale: int) -> Callable:
     return conversion
 
 
-PRIMITIVE_READS: dict[str, Callable] = {
+PRIMITIVE_READS: dict[str, PrimitiveRead] = {
     "boolean": _boolean,
     "float": _fixed_width(4, "<f4"),
     "double": _fixed_width(8, "<f8"),
@@ -245,7 +258,7 @@ PRIMITIVE_READS: dict[str, Callable] = {
     "bytes": _bytes,
 }
 # (writer type, reader type) -> the conversion of the values read into a column of the table's type.
-CONVERT: dict[tuple[str, str], Callable[[pa.DataType], Callable | None]] = {
+CONVERT: dict[tuple[str, str], Conversion] = {
     ("boolean", "boolean"): lambda t: pa.array if t == pa.bool_() else None,
     ("int", "int"): _integers,
     ("int", "long"): _integers,
@@ -260,7 +273,7 @@ CONVERT: dict[tuple[str, str], Callable[[pa.DataType], Callable | None]] = {
     ("string", "string"): _text,
     ("bytes", "bytes"): to_binary,
 }
-LOGICAL: dict[tuple[str, str], Callable[[pa.DataType], Callable | None]] = {
+LOGICAL: dict[tuple[str, str], Conversion] = {
     ("int", "date"): _days,
     ("int", "time-millis"): _times(1_000_000),
     ("long", "time-micros"): _times(1_000),

@@ -12,6 +12,7 @@ a delete.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -23,14 +24,14 @@ from ...kernel.option_kinds import FORMAT, Option, Regex
 from ..codec import ChangelogDecoder, ChangelogEncoder, CodecContext
 from ..json.values import Convert
 from .columns import TIMESTAMP_MS, cast_columns, column_names, epoch_millis, equal_to, millis_to_timestamp, text
-from .envelope import EnvelopeCodec, EnvelopeDecoder, Envelopes, row_slots, update_rows
+from .envelope import Changes, EnvelopeCodec, EnvelopeDecoder, Envelopes, row_slots, update_rows
 from .text_values import text_converter, text_fits, text_types
 
 _ROW_TYPES = ("INSERT", "UPDATE", "DELETE")
 _SNAPSHOT = "INIT"  # a row of the initial snapshot: an insert (Flink's reading)
 
 
-DATABASE_INCLUDE = Option(
+DATABASE_INCLUDE: Option[re.Pattern[str] | None] = Option(
     "database.include",
     None,
     FORMAT,
@@ -38,7 +39,7 @@ DATABASE_INCLUDE = Option(
     "message without the name fails.",
     kind=Regex(),
 )
-TABLE_INCLUDE = Option(
+TABLE_INCLUDE: Option[re.Pattern[str] | None] = Option(
     "table.include",
     None,
     FORMAT,
@@ -162,7 +163,7 @@ class CanalDecoder(EnvelopeDecoder):
             out["pk-names"] = batch.column("pkNames")
         return out
 
-    def changes_of(self, envelope: dict) -> tuple[list[tuple[str, Any]], dict[str, Any]]:
+    def changes_of(self, envelope: dict[str, Any]) -> tuple[Changes, dict[str, Any]]:
         for name, pattern in self.codec.include.items():
             if pattern is None:
                 continue
@@ -194,7 +195,7 @@ class CanalDecoder(EnvelopeDecoder):
             rows = [change for row, was in zip(data, old) for change in _update(row, was)]
         return rows, {k: self._metadata_value(k, envelope) for k in self.metadata}
 
-    def _metadata_value(self, key: str, envelope: dict) -> Any:
+    def _metadata_value(self, key: str, envelope: dict[str, Any]) -> Any:
         if key in ("ingestion-timestamp", "event-timestamp"):
             field = "ts" if key == "ingestion-timestamp" else "es"
             return epoch_millis(envelope.get(field), field)
@@ -206,7 +207,7 @@ class CanalDecoder(EnvelopeDecoder):
         return text(envelope.get(key))
 
 
-def _update(row: Any, old: dict) -> list[tuple[str, Any]]:
+def _update(row: object, old: dict[str, object]) -> Changes:
     if not isinstance(row, dict):
         raise TypeError("a row of 'data' must be a JSON object")
     return update_rows(row, old)

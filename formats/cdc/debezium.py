@@ -26,7 +26,7 @@ from ..codec import (
     CodecContext,
 )
 from .columns import TIMESTAMP_MS, epoch_millis, equal_to, millis_to_timestamp, struct_fields, text
-from .envelope import EnvelopeCodec, EnvelopeDecoder, Envelopes, Slot, image_slots
+from .envelope import Changes, EnvelopeCodec, EnvelopeDecoder, Envelopes, Slot, image_slots
 
 _SOURCE = pa.struct(
     [
@@ -108,15 +108,16 @@ class DebeziumDecoder(EnvelopeDecoder):
             out["source.table"] = pc.coalesce(source["table"], source["collection"])
         return out
 
-    def changes_of(self, envelope: dict) -> tuple[list[tuple[str, Any]], dict[str, Any]]:
+    def changes_of(self, envelope: dict[str, Any]) -> tuple[Changes, dict[str, Any]]:
         event = envelope
         if self.codec.schema_include:
-            event = envelope.get("payload")
-            if not isinstance(event, dict):
+            payload = envelope.get("payload")
+            if not isinstance(payload, dict):
                 raise ValueError(
                     "no 'payload' object: the message is not a {schema, payload} envelope; set "
                     f"'{self.codec.prefix}{SCHEMA_INCLUDE.name}' to false for events without their schema"
                 )
+            event = payload
         elif "payload" in envelope and "op" not in envelope:
             raise ValueError(
                 f"the message is a {{schema, payload}} envelope: set '{self.codec.prefix}{SCHEMA_INCLUDE.name}' to true"
@@ -124,7 +125,7 @@ class DebeziumDecoder(EnvelopeDecoder):
         rows = debezium_rows(event.get("op"), event.get("before"), event.get("after"))
         return rows, {k: self._metadata_value(k, envelope, event) for k in self.metadata}
 
-    def _metadata_value(self, key: str, envelope: dict, event: dict) -> Any:
+    def _metadata_value(self, key: str, envelope: dict[str, Any], event: dict[str, Any]) -> Any:
         if key == "schema":
             schema = envelope.get("schema") if self.codec.schema_include else None
             return None if schema is None else orjson.dumps(schema).decode()
@@ -152,7 +153,7 @@ def debezium_slots(before: pa.Array, after: pa.Array, op: pa.Array) -> tuple[lis
     return image_slots(before, after, created, equal_to(op, "u"), equal_to(op, "d"))
 
 
-def debezium_rows(op: Any, before: Any, after: Any) -> list[tuple[str, Any]]:
+def debezium_rows(op: object, before: object, after: object) -> Changes:
     """The rows (kind, image) of one Debezium event; raises ValueError saying why it gives none."""
     if op in ("c", "r", "u") and after is None:
         raise ValueError(f"an event with op '{op}' has no 'after' row")

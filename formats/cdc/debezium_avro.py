@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ...kernel.errors import FormatOptionError
 from ..avro.codec import RECORD_NAME
 from ..avro.confluent_codec import RECORD_NAMESPACE, SCHEMA, AvroConfluentCodec, ConfluentDecoder
 from ..avro.schema import AVRO_TYPES
@@ -26,7 +27,6 @@ from ..codec import (
     CodecContext,
     DecodedChanges,
     Encoder,
-    FormatOptionError,
 )
 from .debezium import debezium_rows, debezium_slots
 from .envelope import CHANGELOG_MODE, lay_out

@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
 from ...kernel.change_kind import ChangeKind
+from ...kernel.errors import FormatOptionError
 from ...kernel.option_kinds import FORMAT, Choice, Option
 from ..codec import (
     IGNORE_PARSE_ERRORS,
@@ -28,7 +29,6 @@ from ..codec import (
     ChangelogEncoder,
     CodecContext,
     DecodedChanges,
-    FormatOptionError,
     empty_batch,
     nested_type_has,
 )
@@ -51,10 +51,6 @@ class RowJson(JsonCodec):
     declared_options = tuple(
         o for o in JsonCodec.declared_options if o not in (FAIL_ON_MISSING_FIELD, IGNORE_PARSE_ERRORS)
     )
-
-    def __init__(self, name: str, options: Mapping[str, str], context: CodecContext) -> None:
-        self.name = name
-        super().__init__(options, context)
 
 
 CHANGELOG_MODE = Option(
@@ -79,7 +75,8 @@ class EnvelopeCodec(ChangelogCodec):
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
         self.full_changelog = self.option_values.value(CHANGELOG_MODE) == "all"
-        self.rows = RowJson(self.name, {k: v for k, v in options.items() if k in RowJson.option_names}, context)
+        # Named as the changelog format (Codec.named): its options are spelled with that format's prefix.
+        self.rows = RowJson.named(self.name, {k: v for k, v in options.items() if k in RowJson.option_names}, context)
 
     def envelope_encoder(
         self, schema: pa.Schema, insert: tuple[bytes, bytes], delete: tuple[bytes, bytes]
@@ -130,7 +127,11 @@ def image_slots(
     return slots, pc.invert(good)
 
 
-def update_rows(row: dict, old: dict) -> list[tuple[str, Any]]:
+#: The rows (kind, row image) an envelope gives, as the per-envelope path reads them.
+Changes = list[tuple[ChangeKind, object]]
+
+
+def update_rows(row: dict[str, object], old: dict[str, object]) -> Changes:
     """row_slots' update for the per-envelope path: the pre-image and the row."""
     return [(ChangeKind.UPDATE_BEFORE, {**row, **old}), (ChangeKind.UPDATE_AFTER, row)]
 
@@ -185,7 +186,7 @@ class EnvelopeDecoder(ChangelogDecoder):
         """The fast path's reading of a batch (read with one of envelope_schemas); None: read it all per envelope."""
         raise NotImplementedError
 
-    def changes_of(self, envelope: dict) -> tuple[list[tuple[str, Any]], dict[str, Any]]:
+    def changes_of(self, envelope: dict[str, Any]) -> tuple[Changes, dict[str, Any]]:
         """The per-envelope path: the rows (kind, image object) and the requested metadata values (timestamps as
         epoch milliseconds); raises ValueError (or TypeError) saying what is wrong with the envelope."""
         raise NotImplementedError
@@ -289,10 +290,10 @@ class EnvelopeDecoder(ChangelogDecoder):
             batch, pa.array(kinds, pa.string()), pa.array(records, pa.int64()), metadata, tuple(failures)
         )
 
-    def _convert(self, image: Any) -> list[Any]:
+    def _convert(self, image: object) -> list[Any]:
         if not isinstance(image, dict):
             raise TypeError(f"a row image must be a JSON object, got {show(image)}")
-        row = []
+        row: list[Any] = []
         for name, convert in self._converters:
             value = image.get(name)
             if value is None:

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from ...kernel.change_kind import ChangeKind
 from ..codec import ChangelogDecoder, ChangelogEncoder
 from .columns import TIMESTAMP_MS, column_names, epoch_millis, equal_to, millis_to_timestamp, text
-from .envelope import EnvelopeCodec, EnvelopeDecoder, Envelopes, row_slots, update_rows
+from .envelope import Changes, EnvelopeCodec, EnvelopeDecoder, Envelopes, row_slots, update_rows
 
 _INSERTS = ("insert", "bootstrap-insert")
 # Messages without rows: bootstrap markers, and DDL (with output_ddl).
@@ -80,7 +80,7 @@ class MaxwellDecoder(EnvelopeDecoder):
                 metadata[key] = batch.column("primary_key_columns" if key == "primary-key-columns" else key)
         return Envelopes(slots, bad, metadata, partial=updated)
 
-    def changes_of(self, envelope: dict) -> tuple[list[tuple[str, Any]], dict[str, Any]]:
+    def changes_of(self, envelope: dict[str, Any]) -> tuple[Changes, dict[str, Any]]:
         kind, data, old = envelope.get("type"), envelope.get("data"), envelope.get("old")
         if kind in _NO_ROWS:
             return [], {}
@@ -96,7 +96,7 @@ class MaxwellDecoder(EnvelopeDecoder):
             rows = [(ChangeKind.DELETE if kind == "delete" else ChangeKind.INSERT, data)]
         return rows, {k: self._metadata_value(k, envelope) for k in self.metadata}
 
-    def _metadata_value(self, key: str, envelope: dict) -> Any:
+    def _metadata_value(self, key: str, envelope: dict[str, Any]) -> Any:
         if key == "ingestion-timestamp":
             seconds = epoch_millis(envelope.get("ts"), "ts")
             return None if seconds is None else seconds * 1000

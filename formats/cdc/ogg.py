@@ -21,7 +21,7 @@ import pyarrow as pa
 from ...kernel.change_kind import ChangeKind
 from ..codec import ChangelogDecoder, ChangelogEncoder
 from .columns import column_names, equal_to, show, text
-from .envelope import EnvelopeCodec, EnvelopeDecoder, Envelopes, image_slots
+from .envelope import Changes, EnvelopeCodec, EnvelopeDecoder, Envelopes, image_slots
 
 TIMESTAMP_US = pa.timestamp("us", tz="UTC")  # Flink's TIMESTAMP_LTZ(6) metadata
 _EPOCH = dt.datetime(1970, 1, 1)
@@ -78,7 +78,7 @@ class OggDecoder(EnvelopeDecoder):
             metadata[key] = column
         return Envelopes(slots, bad, metadata)
 
-    def changes_of(self, envelope: dict) -> tuple[list[tuple[str, Any]], dict[str, Any]]:
+    def changes_of(self, envelope: dict[str, Any]) -> tuple[Changes, dict[str, Any]]:
         op, before, after = envelope.get("op_type"), envelope.get("before"), envelope.get("after")
         if op in ("I", "U") and after is None:
             raise ValueError(f"a message with op_type '{op}' has no 'after' row")
@@ -99,7 +99,7 @@ class OggDecoder(EnvelopeDecoder):
             raise ValueError(f"unknown op_type {show(op)}; GoldenGate's are I, U, D (and T, a truncate)")
         return rows, {k: self._metadata_value(k, envelope) for k in self.metadata}
 
-    def _metadata_value(self, key: str, envelope: dict) -> Any:
+    def _metadata_value(self, key: str, envelope: dict[str, Any]) -> Any:
         field = _FIELDS[key][0]
         value = envelope.get(field)
         if key == "primary-keys":

@@ -42,7 +42,7 @@ def text_fits(columns: list[pa.Array], schema: pa.Schema) -> bool:
 
 
 def _all_match(column: pa.Array, pattern: str) -> bool:
-    return pc.all(pc.match_substring_regex(column, pattern), min_count=0).as_py()
+    return bool(pc.all(pc.match_substring_regex(column, pattern), min_count=0).as_py())  # never null (min_count=0)
 
 
 def text_converter(t: pa.DataType, convert: Convert) -> Convert:

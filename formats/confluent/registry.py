@@ -32,10 +32,15 @@ import threading
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...kernel.redaction import redact
 from .registry_errors import ErrorMapping, RegistryError, SchemaNotUsable, check_avro, check_kind
+
+if TYPE_CHECKING:  # confluent_kafka's registry client is imported where first used, as below
+    from confluent_kafka.schema_registry import RegisteredSchema, Schema, SchemaReference
+
+_T = TypeVar("_T")
 
 #: Schema references: (reference name, subject, version) each.
 Refs = Sequence[tuple[str, str, int]]
@@ -121,17 +126,18 @@ class SchemaRegistry:
         ):
             if register:
                 return int(self._client.register_schema(subject, text))
-            return int(self._client.lookup_schema(subject, text).schema_id)
+            return int(self._answered(self._client.lookup_schema(subject, text).schema_id, "schema id"))
 
     def version(self, subject: str, schema: Any, kind: str = "AVRO", references: Refs = ()) -> int:
         """The version number `schema` has under `subject` (what a reference to it names)."""
         with self._errors(("POST", f"/subjects/{subject}"), subject, imported=True):
-            return int(self._client.lookup_schema(subject, _schema(schema, kind, references)).version)
+            found = self._client.lookup_schema(subject, _schema(schema, kind, references))
+            return int(self._answered(found.version, "version"))
 
     def held_version(self, subject: str, schema: Any, kind: str = "AVRO", references: Refs = ()) -> int | None:
         """version(...), or None when the subject does not hold the schema."""
         found = self._lookup(subject, _schema(schema, kind, references), imported=True)
-        return None if isinstance(found, SchemaNotUsable) else int(found.version)
+        return None if isinstance(found, SchemaNotUsable) else int(self._answered(found.version, "version"))
 
     def refusal(
         self,
@@ -178,7 +184,7 @@ class SchemaRegistry:
             f"latest version under the subject's compatibility rule; make the change compatible, or {step}"
         )
 
-    def _lookup(self, subject: str, text: Any, imported: bool) -> Any:
+    def _lookup(self, subject: str, text: Schema, imported: bool) -> RegisteredSchema | SchemaNotUsable:
         """The registry's entry of schema `text` under `subject`, or the SchemaNotUsable saying it holds none there
         (its `code`: 40401 no such subject, 40403 not under it); other refusals raise."""
         try:
@@ -207,7 +213,7 @@ class SchemaRegistry:
             found = self._client.get_schema(schema_id)
         check_kind(found.schema_type, kind, f"schema id {schema_id}", SchemaNotUsable)
         try:
-            parsed = json.loads(found.schema_str)
+            parsed = json.loads(found.schema_str or "")  # no text: refused below, as unparsable text is
         except (TypeError, ValueError):
             raise SchemaNotUsable(f"schema id {schema_id}: the registry's answer holds no schema") from None
         if kind != "AVRO":
@@ -219,8 +225,9 @@ class SchemaRegistry:
         with self._errors(("GET", f"/subjects/{subject}/versions/latest"), subject):
             registered = self._client.get_latest_version(subject)
         check_avro(registered.schema.schema_type, f"subject '{subject}'")
-        schema = json.loads(registered.schema.schema_str)
-        return int(registered.schema_id), self._inline_references(schema, registered.schema.references or [])
+        schema = json.loads(self._answered(registered.schema.schema_str, "schema"))
+        schema_id = int(self._answered(registered.schema_id, "schema id"))
+        return schema_id, self._inline_references(schema, registered.schema.references or [])
 
     def schema_text(self, schema_id: int, kind: str, fmt: str | None = None) -> tuple[str, dict[str, str]]:
         """The text of the schema of kind `kind` with this id, and the text of every schema it references, directly
@@ -229,7 +236,7 @@ class SchemaRegistry:
         with self._errors(("GET", f"/schemas/ids/{schema_id}"), missing=SchemaNotUsable):
             found = self._client.get_schema(schema_id, fmt=fmt)
         check_kind(found.schema_type, kind, f"schema id {schema_id}", SchemaNotUsable)
-        return found.schema_str, self._referenced_texts(found.references or [], fmt, {})
+        return self._answered(found.schema_str, "schema"), self._referenced_texts(found.references or [], fmt, {})
 
     def latest_text(self, subject: str, kind: str, fmt: str | None = None) -> tuple[int, str, dict[str, str]]:
         """The latest schema under `subject` as schema_text gives it, with its id (never cached: it changes)."""
@@ -237,39 +244,54 @@ class SchemaRegistry:
             registered = self._client.get_latest_version(subject, fmt=fmt)
         check_kind(registered.schema.schema_type, kind, f"subject '{subject}'")
         refs = self._referenced_texts(registered.schema.references or [], fmt, {})
-        return int(registered.schema_id), registered.schema.schema_str, refs
+        schema_id = int(self._answered(registered.schema_id, "schema id"))
+        return schema_id, self._answered(registered.schema.schema_str, "schema"), refs
 
-    def _referenced_texts(self, references: list, fmt: str | None, found: dict[str, str]) -> dict[str, str]:
+    def _referenced_texts(
+        self, references: list[SchemaReference], fmt: str | None, found: dict[str, str]
+    ) -> dict[str, str]:
         if len(found) > 256:
             raise SchemaNotUsable("a schema references more than 256 others (or its references form a cycle)")
-        for ref in references:
-            if ref.name in found:
+        for name, subject, number in map(self._reference, references):
+            if name in found:
                 continue
-            where = ("GET", f"/subjects/{ref.subject}/versions/{ref.version}")
-            with self._errors(where, ref.subject, missing=SchemaNotUsable):
-                version = self._client.get_version(ref.subject, ref.version, fmt=fmt)
-            found[ref.name] = version.schema.schema_str
+            where = ("GET", f"/subjects/{subject}/versions/{number}")
+            with self._errors(where, subject, missing=SchemaNotUsable):
+                version = self._client.get_version(subject, number, fmt=fmt)
+            found[name] = self._answered(version.schema.schema_str, "schema")
             self._referenced_texts(version.schema.references or [], fmt, found)
         return found
 
     # -- references -------------------------------------------------------------------------------
 
-    def _inline_references(self, schema: Any, references: list, depth: int = 0) -> Any:
+    def _inline_references(self, schema: Any, references: list[SchemaReference], depth: int = 0) -> Any:
         """`schema` with each referenced named type defined where it is first used."""
         if not references:
             return schema
         if depth > 16:
             raise SchemaNotUsable("schema references nest deeper than 16 levels (or form a cycle)")
         named: dict[str, Any] = {}
-        for ref in references:
-            where = ("GET", f"/subjects/{ref.subject}/versions/{ref.version}")
-            with self._errors(where, ref.subject, missing=SchemaNotUsable):
-                version = self._client.get_version(ref.subject, ref.version)
-            referenced = json.loads(version.schema.schema_str)
-            named[ref.name] = self._inline_references(referenced, version.schema.references or [], depth + 1)
+        for name, subject, number in map(self._reference, references):
+            where = ("GET", f"/subjects/{subject}/versions/{number}")
+            with self._errors(where, subject, missing=SchemaNotUsable):
+                version = self._client.get_version(subject, number)
+            referenced = json.loads(self._answered(version.schema.schema_str, "schema"))
+            named[name] = self._inline_references(referenced, version.schema.references or [], depth + 1)
         return _define_first_uses(schema, named, set())
 
     # -- errors -----------------------------------------------------------------------------------
+
+    def _answered(self, value: _T | None, what: str) -> _T:
+        """A field of the registry's answer: the client types each as optional, the REST API always gives it."""
+        if value is None:
+            raise RegistryError(f"schema registry {self.settings.url}: its answer holds no {what}")
+        return value
+
+    def _reference(self, ref: SchemaReference) -> tuple[str, str, int]:
+        """A schema reference's (name, subject, version), each of which the registry gives."""
+        if ref.name is None or ref.subject is None or ref.version is None:
+            raise RegistryError(f"schema registry {self.settings.url}: its answer holds an incomplete reference")
+        return ref.name, ref.subject, ref.version
 
     def _clean(self, error: BaseException | str) -> str:
         return redact(str(error) or type(error).__name__, self.settings.secrets())
@@ -278,7 +300,7 @@ class SchemaRegistry:
         self,
         request: tuple[str, str],
         subject: str | None = None,
-        missing: type = RegistryError,
+        missing: type[RegistryError] = RegistryError,
         imported: bool = False,
     ) -> ErrorMapping:
         return ErrorMapping(self.settings.url, self._clean, request, subject, missing, imported)
@@ -306,7 +328,7 @@ def _define_first_uses(node: Any, named: dict[str, Any], defined: set[str]) -> A
     return node
 
 
-def _schema(schema: Any, kind: str, references: Refs) -> Any:
+def _schema(schema: Any, kind: str, references: Refs) -> Schema:
     """The maintained client's Schema: `schema` as text (an Avro schema given parsed is dumped as JSON)."""
     from confluent_kafka.schema_registry import Schema, SchemaReference
 

@@ -11,12 +11,13 @@ from typing import Any
 
 import pyarrow as pa
 
+from ...kernel.errors import FormatOptionError
 from ...kernel.option_kinds import FORMAT, Choice, Flag, Option, OptionValues, Text
-from ..codec import Codec, CodecContext, FormatOptionError
+from ..codec import Codec, CodecContext
 from .registry import RegistrySettings, SchemaRegistry, registry_client, split_credentials
 
 # `schema-registry.url` / `.subject`: Flink's older spellings (its 1.13 release notes; Flink keeps them).
-URL = Option(
+URL: Option[str | None] = Option(
     "url",
     None,
     FORMAT,
@@ -25,7 +26,7 @@ URL = Option(
     kind=Text(),
     note="required",
 )
-SUBJECT = Option(
+SUBJECT: Option[str | None] = Option(
     "subject",
     None,
     FORMAT,
@@ -37,34 +38,36 @@ SUBJECT = Option(
 AUTO_REGISTER_SCHEMAS = Option(
     "auto.register.schemas", "true", FORMAT, "Register the write schema when missing.", kind=Flag()
 )
-BASIC_AUTH_CREDENTIALS_SOURCE = Option(
+BASIC_AUTH_CREDENTIALS_SOURCE: Option[str | None] = Option(
     "basic-auth.credentials-source",
     None,
     FORMAT,
     "Where the registry's basic credentials come from: `USER_INFO` (`basic-auth.user-info`) or `URL`.",
     kind=Choice(("USER_INFO", "URL")),
 )
-BASIC_AUTH_USER_INFO = Option(
+BASIC_AUTH_USER_INFO: Option[str | None] = Option(
     "basic-auth.user-info", None, FORMAT, "`<user>:<password>` for the registry.", kind=Text()
 )
-BEARER_AUTH_CREDENTIALS_SOURCE = Option(
+BEARER_AUTH_CREDENTIALS_SOURCE: Option[str | None] = Option(
     "bearer-auth.credentials-source",
     None,
     FORMAT,
     "Where the registry's bearer token comes from: `STATIC_TOKEN` (`bearer-auth.token`).",
     kind=Choice(("STATIC_TOKEN",)),
 )
-BEARER_AUTH_TOKEN = Option("bearer-auth.token", None, FORMAT, "The registry's bearer token.", kind=Text())
-SSL_KEYSTORE_LOCATION = Option(
+BEARER_AUTH_TOKEN: Option[str | None] = Option(
+    "bearer-auth.token", None, FORMAT, "The registry's bearer token.", kind=Text()
+)
+SSL_KEYSTORE_LOCATION: Option[str | None] = Option(
     "ssl.keystore.location", None, FORMAT, "A PEM file with this client's certificate and key.", kind=Text()
 )
-SSL_KEYSTORE_PASSWORD = Option(
+SSL_KEYSTORE_PASSWORD: Option[str | None] = Option(
     "ssl.keystore.password", None, FORMAT, "The password of the key in the key store.", kind=Text()
 )
-SSL_TRUSTSTORE_LOCATION = Option(
+SSL_TRUSTSTORE_LOCATION: Option[str | None] = Option(
     "ssl.truststore.location", None, FORMAT, "A PEM file with the registry's CA certificates.", kind=Text()
 )
-SSL_TRUSTSTORE_PASSWORD = Option(
+SSL_TRUSTSTORE_PASSWORD: Option[str | None] = Option(
     "ssl.truststore.password", None, FORMAT, "Needs `ssl.truststore.location`.", kind=Text()
 )
 
@@ -201,7 +204,7 @@ def _bearer_token(options: OptionValues, prefix: str) -> str | None:
     return token or None
 
 
-def _pem_file(options: OptionValues, option: Option, prefix: str) -> str | None:
+def _pem_file(options: OptionValues, option: Option[str | None], prefix: str) -> str | None:
     """A trust or key store path. Python's TLS reads PEM, not Java's JKS / PKCS#12 stores."""
     name = option.name
     path = (options.value(option) or "").strip()

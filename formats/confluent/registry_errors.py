@@ -5,7 +5,8 @@ credential); the registry's "no such schema" for a record's id is SchemaNotUsabl
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from types import TracebackType
+from typing import Literal
 
 
 class RegistryError(RuntimeError):
@@ -32,7 +33,7 @@ class ErrorMapping:
         clean: Callable[[BaseException | str], str],
         request: tuple[str, str],
         subject: str | None = None,
-        missing: type = RegistryError,
+        missing: type[RegistryError] = RegistryError,
         imported: bool = False,
     ) -> None:
         self.url, self.clean, self.request, self.subject, self.missing = url, clean, request, subject, missing
@@ -41,7 +42,9 @@ class ErrorMapping:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind: type | None, error: BaseException | None, _tb: Any) -> bool:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, _tb: TracebackType | None
+    ) -> Literal[False]:  # never swallows an error: raises another in its place, or lets it through
         if error is None or isinstance(error, RegistryError):
             return False
         from confluent_kafka.schema_registry.error import SchemaRegistryError

@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
+from ...kernel.errors import FormatOptionError
 from ...kernel.option_kinds import FORMAT, Char, Flag, Option, Text
 from ..codec import (
     IGNORE_PARSE_ERRORS,
@@ -35,7 +36,6 @@ from ..codec import (
     Decoded,
     Decoder,
     Encoder,
-    FormatOptionError,
     batch_from_records,
     empty_batch,
     nested_type_has,
@@ -61,8 +61,12 @@ ALLOW_COMMENTS = Option("allow-comments", "false", FORMAT, "Skip lines starting 
 ARRAY_ELEMENT_DELIMITER = Option(
     "array-element-delimiter", ";", FORMAT, "The separator of an ARRAY's elements.", kind=Text()
 )
-ESCAPE_CHARACTER = Option("escape-character", None, FORMAT, "The escape character (none by default).", kind=Char())
-NULL_LITERAL = Option("null-literal", None, FORMAT, "The text of a null field (none by default: empty).", kind=Text())
+ESCAPE_CHARACTER: Option[str | None] = Option(
+    "escape-character", None, FORMAT, "The escape character (none by default).", kind=Char()
+)
+NULL_LITERAL: Option[str | None] = Option(
+    "null-literal", None, FORMAT, "The text of a null field (none by default: empty).", kind=Text()
+)
 WRITE_BIGDECIMAL_IN_SCIENTIFIC_NOTATION = Option(
     "write-bigdecimal-in-scientific-notation",
     "false",
@@ -161,16 +165,18 @@ class CsvDecoder(Decoder):
         if not payloads:
             return Decoded(empty_batch(self.schema))
         if not len(self.schema):  # no columns: the encoder writes an empty record
-            failures = tuple((i, "expected an empty record: no columns") for i, p in enumerate(payloads) if p)
-            return Decoded(batch_from_records([{}] * (len(payloads) - len(failures)), self.schema), failures)
+            refused = tuple((i, "expected an empty record: no columns") for i, p in enumerate(payloads) if p)
+            return Decoded(batch_from_records([{}] * (len(payloads) - len(refused)), self.schema), refused)
         failures: dict[int, str] = {}
         lines = list(payloads)
         if self.codec.allow_comments:
             for i, payload in enumerate(payloads):
                 if payload.startswith(b"#") or b"\n#" in payload:
-                    lines[i] = _without_comments(payload)
-                    if lines[i] is None:
+                    line = _without_comments(payload)
+                    if line is None:
                         failures[i] = "the record holds only comment lines, no row"
+                    else:
+                        lines[i] = line
         kept = [i for i in range(len(lines)) if i not in failures]
         table = self._parse_bulk([lines[i] for i in kept]) if kept else None
         if table is None:
@@ -277,7 +283,8 @@ class CsvEncoder(Encoder):
         rows = pc.binary_join_element_wise(
             *texts, self.codec.delimiter, null_handling="replace", null_replacement=self.null_text
         )
-        return rows.cast(pa.binary()).to_pylist()
+        payloads: list[bytes] = rows.cast(pa.binary()).to_pylist()
+        return payloads
 
     def _quoted(self, column: pa.Array, text: pa.Array, is_text: bool) -> pa.Array:
         """The column's text, quoted where Flink's csv format (Jackson) quotes it, and wherever it would not read back
@@ -300,15 +307,16 @@ class CsvEncoder(Encoder):
             needs = pc.or_(needs, jackson_quotes(text, self._jackson))
         if not pc.any(needs).as_py():
             return text
-        if codec.quote is None and codec.escape is None:
-            row = pc.index(needs, True).as_py()
-            raise ValueError(
-                f"the value {text[row].as_py()!r} holds the delimiter or a line break, and quoting is "
-                f"disabled: set {ESCAPE_CHARACTER.name}"
-            )
         if codec.quote is None:  # escape the special characters instead
+            escape = codec.escape
+            if escape is None:
+                row = pc.index(needs, True).as_py()
+                raise ValueError(
+                    f"the value {text[row].as_py()!r} holds the delimiter or a line break, and quoting is "
+                    f"disabled: set {ESCAPE_CHARACTER.name}"
+                )
             escaped = pc.replace_substring_regex(
-                text, f"([{re.escape(codec.escape + codec.delimiter)}\\r\\n])", f"{_re_repl(codec.escape)}\\1"
+                text, f"([{re.escape(escape + codec.delimiter)}\\r\\n])", f"{_re_repl(escape)}\\1"
             )
             return pc.if_else(needs, escaped, text)
         # Inside quotes Jackson doubles the quote character and escapes only the escape character (with itself).

@@ -16,7 +16,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..codec import CodecContext
+from ..codec import CodecContext, Role
 from ..decimals import decimals_from_text
 from ..java_numbers import decimal_scale_texts, decimal_texts, float_texts
 from ..json.codec import JsonCodec
@@ -27,7 +27,7 @@ from ..time_text import CSV_TIME, time_texts, times_from_text
 ColumnReader = Callable[[pa.Array], tuple[pa.Array, list[tuple[int, str]]]]
 _ERRORS = (pa.ArrowException, *RECORD_ERRORS)
 # Nested values inside a CSV field are JSON written with the json format's defaults.
-_JSON_DEFAULTS = JsonCodec({}, CodecContext(role="value"))
+_JSON_DEFAULTS = JsonCodec({}, CodecContext(role=Role.VALUE))
 
 
 def _flat(t: pa.DataType) -> bool:

@@ -12,12 +12,13 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
+from ...kernel.errors import FormatOptionError
 from ...kernel.option_kinds import FORMAT, Choice, Flag, Option, Text
 from ..codec import (
     IGNORE_PARSE_ERRORS,
@@ -27,7 +28,6 @@ from ..codec import (
     Decoded,
     Decoder,
     Encoder,
-    FormatOptionError,
     empty_batch,
     nested_type_has,
 )
@@ -93,7 +93,7 @@ ENCODE_IGNORE_NULL_FIELDS = Option(
 
 class JsonCodec(Codec):
     name = "json"
-    declared_options = (
+    declared_options: ClassVar[tuple[Option[Any], ...]] = (
         FAIL_ON_MISSING_FIELD,
         IGNORE_PARSE_ERRORS,
         TIMESTAMP_FORMAT_STANDARD,
@@ -139,7 +139,7 @@ def _arrow_readable(t: pa.DataType) -> bool:
         return all(_arrow_readable(f.type) for f in t)
     if pa.types.is_list(t):
         return _arrow_readable(t.value_type)
-    return (
+    readable: bool = (
         pa.types.is_boolean(t)
         or pa.types.is_integer(t)
         or pa.types.is_floating(t)
@@ -147,6 +147,7 @@ def _arrow_readable(t: pa.DataType) -> bool:
         or pa.types.is_decimal(t)
         or pa.types.is_timestamp(t)
     )
+    return readable
 
 
 def arrow_reads_exactly(schema: pa.Schema) -> bool:
@@ -164,7 +165,8 @@ def _has_nanos(joined: bytes) -> bool:
     whole = pa.Array.from_buffers(
         pa.large_binary(), 1, [None, pa.array([0, len(joined)], pa.int64()).buffers()[1], pa.py_buffer(joined)]
     )
-    return pc.match_substring_regex(whole, NANOS.pattern)[0].as_py()
+    found: bool = pc.match_substring_regex(whole, NANOS.pattern)[0].as_py()
+    return found
 
 
 class JsonDecoder(Decoder):
@@ -221,7 +223,7 @@ class JsonDecoder(Decoder):
         obj = self._loads(payload)
         if not isinstance(obj, dict):
             raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
-        row = []
+        row: list[Any] = []
         for name, convert in self._converters:
             value = obj.get(name)
             if value is None:

@@ -18,9 +18,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..codec import IGNORE_PARSE_ERRORS, CodecContext, Decoded, Decoder, Encoder, FormatOptionError
-from ..confluent.registry import RegistryError, SchemaNotUsable, SchemaRegistry
+from ...kernel.errors import FormatOptionError
+from ..codec import IGNORE_PARSE_ERRORS, CodecContext, Decoded, Decoder, Encoder
+from ..confluent.registry import SchemaRegistry
 from ..confluent.registry_codec import REGISTRY_OPTIONS, RegistryCodec
+from ..confluent.registry_errors import RegistryError, SchemaNotUsable
 from ..confluent.wire import HEADER, framed_ids, header, not_framed
 from ..payloads import Layout
 from .codec import JsonCodec

@@ -10,13 +10,14 @@ from collections.abc import Callable
 from datetime import date, datetime, time, timezone
 from decimal import Decimal, InvalidOperation
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..codec import FormatOptionError, columns_to_batch, first_nested, nested_type_has
+from ...kernel.errors import FormatOptionError
+from ..codec import columns_to_batch, first_nested, nested_type_has
 from ..decimals import fit_decimal
 from ..java_numbers import decimal_text, float_texts
 from ..time_text import JSON_TIME, parse_time
@@ -124,11 +125,13 @@ _exact_loads = partial(json.loads, parse_float=Decimal)
 
 
 def _wide_decimal(t: pa.DataType) -> bool:
-    return pa.types.is_decimal(t) and t.precision > 15
+    wide: bool = pa.types.is_decimal(t) and t.precision > 15
+    return wide
 
 
 def is_datetime(t: pa.DataType) -> bool:
-    return pa.types.is_date32(t) or pa.types.is_timestamp(t)
+    datetime_type: bool = pa.types.is_date32(t) or pa.types.is_timestamp(t)
+    return datetime_type
 
 
 def _exact_number(v: Any) -> Any:
@@ -168,9 +171,10 @@ def _to_decimal(v: Any, t: pa.Decimal128Type) -> Decimal:
 # Seconds, then a fraction of more than 6 digits that are not all zeros past the sixth.
 NANOS = re.compile(r":[0-5]\d[.,]\d{6}0*[1-9]")
 _SIGNED_OR_LONG_YEAR = re.compile(r"[+-]|\d{5}")
+_D = TypeVar("_D", bound=date)
 
 
-def _iso_datetime(text: str, parse: Callable[[str], Any]) -> Any:
+def _iso_datetime(text: str, parse: Callable[[str], _D]) -> _D:
     """fromisoformat, which drops fraction digits past microseconds without a word, made exact: such a
     value is the record's error, as is a year outside 0001 to 9999 (Python's datetime)."""
     if NANOS.search(text):
@@ -306,8 +310,8 @@ def arrow_to_json(t: pa.DataType, codec: JsonWriting) -> Convert | None:
     if pa.types.is_time(t):  # whole seconds in the json format (its encoder refuses a fraction), as Flink writes them
         return _format_time
     if pa.types.is_list(t):
-        item = arrow_to_json(t.value_type, codec)
-        return None if item is None else (lambda xs: [None if x is None else item(x) for x in xs])
+        element = arrow_to_json(t.value_type, codec)
+        return None if element is None else (lambda xs: [None if x is None else element(x) for x in xs])
     if pa.types.is_map(t):
         key = None if pa.types.is_floating(t.key_type) else arrow_to_json(t.key_type, codec)
         item = arrow_to_json(t.item_type, codec)
@@ -333,8 +337,10 @@ def _format_timestamp(ts: datetime, sep: str, zone: str) -> str:
     return ts.isoformat(sep, "microseconds").rstrip("0") + zone
 
 
-def _map_to_json(pairs: list[tuple[Any, Any]], key: Convert | None, item: Convert | None, codec: JsonWriting) -> dict:
-    out = {}
+def _map_to_json(
+    pairs: list[tuple[Any, Any]], key: Convert | None, item: Convert | None, codec: JsonWriting
+) -> dict[str, object]:
+    out: dict[str, object] = {}
     for k, v in pairs:
         if k is None:
             if codec.map_null_key_mode == "DROP":

@@ -35,13 +35,14 @@ _SUPPLEMENTARY_TEXT = "[\\x{10000}-\\x{10FFFF}]"
 
 
 def _plain(t: pa.DataType) -> bool:
-    return (
+    plain: bool = (
         pa.types.is_boolean(t)
         or pa.types.is_integer(t)
         or pa.types.is_floating(t)
         or pa.types.is_string(t)
         or pa.types.is_time(t)
     )
+    return plain
 
 
 def supports(schema: pa.Schema) -> bool:
@@ -77,7 +78,8 @@ def encode_objects(batch: pa.RecordBatch) -> list[bytes] | None:
             return None
         parts += [("{" if i == 0 else ",") + jackson_escapes([orjson.dumps(name)])[0].decode() + ":", *text]
     joined = pc.binary_join_element_wise(*parts, "}", "")
-    return joined.cast(pa.binary()).to_pylist()
+    payloads: list[bytes] = joined.cast(pa.binary()).to_pylist()
+    return payloads
 
 
 def jackson_escapes(payloads: list[bytes]) -> list[bytes]:

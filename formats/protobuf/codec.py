@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Literal, overload
 
 import pyarrow as pa
-from google.protobuf.message import DecodeError, EncodeError
+from google.protobuf.descriptor import Descriptor
+from google.protobuf.message import DecodeError, EncodeError, Message
 
 from ...kernel.errors import FormatOptionError
 from ...kernel.option_kinds import FORMAT, Flag, Option, Text
@@ -32,9 +33,9 @@ from .schema import (
     message_descriptor,
     read_descriptor_set,
 )
-from .write import row_writer
+from .write import RowWriter, row_writer
 
-MESSAGE_CLASS_NAME = Option(
+MESSAGE_CLASS_NAME: Option[str | None] = Option(
     "message-class-name",
     None,
     FORMAT,
@@ -42,7 +43,7 @@ MESSAGE_CLASS_NAME = Option(
     kind=Text(),
     note="required",
 )
-DESCRIPTOR_FILE = Option(
+DESCRIPTOR_FILE: Option[str | None] = Option(
     "descriptor-file",
     None,
     FORMAT,
@@ -50,7 +51,7 @@ DESCRIPTOR_FILE = Option(
     "read on the driver, shipped with the query.",
     kind=Text(),
 )
-PYTHON_MODULE = Option(
+PYTHON_MODULE: Option[str | None] = Option(
     "python-module",
     None,
     FORMAT,
@@ -82,23 +83,23 @@ class MessageType:
 
     def __init__(self, name: str, option: str, descriptor_set: bytes | None, module: str | None) -> None:
         self.name, self.option, self.descriptor_set, self.module = name, option, descriptor_set, module
-        self._descriptor: Any = None
+        self._descriptor: Descriptor | None = None
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, object]:
         return {**self.__dict__, "_descriptor": None}
 
     @property
-    def descriptor(self) -> Any:
+    def descriptor(self) -> Descriptor:
         if self._descriptor is None:
             self._descriptor = message_descriptor(self.name, self.option, self.descriptor_set, self.module)
         return self._descriptor
 
 
-def given_message_type(codec: Codec, required: bool) -> MessageType | None:
-    """The message type options `message-class-name` and `descriptor-file` / `python-module` give."""
+def given_message_type(codec: Codec, required: bool, message_class: Option[str | None]) -> MessageType | None:
+    """The message type options `message-class-name` (`message_class`: the codec's declaration of it) and
+    `descriptor-file` / `python-module` give."""
     values, prefix = codec.option_values, codec.prefix
-    # By name: protobuf-confluent declares message-class-name with a doc of its own (another Option).
-    name = (values.value(MESSAGE_CLASS_NAME.name) or "").strip()
+    name = (values.value(message_class) or "").strip()
     path = (values.value(DESCRIPTOR_FILE) or "").strip()
     module = (values.value(PYTHON_MODULE) or "").strip()
     message_option, file_option, module_option = (
@@ -130,12 +131,25 @@ def given_message_type(codec: Codec, required: bool) -> MessageType | None:
 MESSAGE_OPTIONS = (MESSAGE_CLASS_NAME, DESCRIPTOR_FILE, PYTHON_MODULE, READ_DEFAULT_VALUES, WRITE_NULL_STRING_LITERAL)
 
 
-def message_options(codec: Codec, required: bool) -> tuple[MessageType | None, bool, str]:
+@overload
+def message_options(
+    codec: Codec, required: Literal[True], message_class: Option[str | None] = ...
+) -> tuple[MessageType, bool, str]: ...
+@overload
+def message_options(
+    codec: Codec, required: bool, message_class: Option[str | None] = ...
+) -> tuple[MessageType | None, bool, str]: ...
+
+
+def message_options(
+    codec: Codec, required: bool, message_class: Option[str | None] = MESSAGE_CLASS_NAME
+) -> tuple[MessageType | None, bool, str]:
     """The message type given (None when not `required` and not given), read-default-values and
-    write-null-string-literal, as `codec`'s options set them."""
+    write-null-string-literal, as `codec`'s options set them (protobuf-confluent declares its own
+    `message_class`: the same name with a doc of its own)."""
     values = codec.option_values
     return (
-        given_message_type(codec, required),
+        given_message_type(codec, required, message_class),
         values.value(READ_DEFAULT_VALUES),
         values.value(WRITE_NULL_STRING_LITERAL),
     )
@@ -173,15 +187,21 @@ def parse_failure(e: Exception) -> str:
     return f"not a protobuf message of the format's type ({type(e).__name__}: {e or 'cannot parse'})"
 
 
-def parse_all(parse: Callable[[bytes], Any], payloads: Sequence[bytes], where: Sequence[int], starts: Iterable[int],
-              failures: list[tuple[int, str]]) -> tuple[list, Sequence[int]]:  # fmt: skip
+def parse_all(
+    parse: Callable[[bytes], Message],
+    payloads: Sequence[bytes],
+    where: Sequence[int],
+    starts: Iterable[int],
+    failures: list[tuple[int, str]],
+) -> tuple[list[Message], Sequence[int]]:
     """The messages of payloads `where` (each from its start) and the payload indexes they came from; the payloads
     that do not parse are added to `failures` (one comprehension; record by record only to name those at fault)."""
     try:
         return [parse(payloads[i][s:] if s else payloads[i]) for i, s in zip(where, starts)], where
     except (DecodeError, RuntimeError):  # upb raises DecodeError; some builds RuntimeError
         pass
-    messages, parsed = [], []
+    messages: list[Message] = []
+    parsed: list[int] = []
     for i, s in zip(where, starts):
         try:
             messages.append(parse(payloads[i][s:] if s else payloads[i]))
@@ -193,12 +213,16 @@ def parse_all(parse: Callable[[bytes], Any], payloads: Sequence[bytes], where: S
 
 
 def messages_to_batch(
-    messages: list, where: list[int], read: MessagesReader, schema: pa.Schema, failures: list[tuple[int, str]]
+    messages: Sequence[Message],
+    where: Sequence[int],
+    read: MessagesReader,
+    schema: pa.Schema,
+    failures: list[tuple[int, str]],
 ) -> pa.RecordBatch:
     """Parsed messages (of payloads `where`) read into a batch by `read` (read.messages_reader); the
     records whose values fail or do not fit their columns are left out, added to `failures` (payload index, why)."""
     columns, bad = read(messages)
-    keep = range(len(messages))
+    keep: Sequence[int] = range(len(messages))
     if bad:
         keep = [j for j in keep if j not in bad]
         columns = [[values[j] for j in keep] for values in columns]
@@ -210,7 +234,7 @@ def messages_to_batch(
 
 
 class ProtobufDecoder(Decoder):
-    def __init__(self, schema: pa.Schema, parse: Callable[[bytes], Any], read: MessagesReader) -> None:
+    def __init__(self, schema: pa.Schema, parse: Callable[[bytes], Message], read: MessagesReader) -> None:
         self.schema, self.parse, self.read = schema, parse, read
 
     def decode(self, payloads: Sequence[bytes]) -> Decoded:
@@ -222,7 +246,7 @@ class ProtobufDecoder(Decoder):
 
 
 class ProtobufEncoder(Encoder):
-    def __init__(self, cls: type, fill: Callable[[Any, dict], None], header: bytes = b"") -> None:
+    def __init__(self, cls: type[Message], fill: RowWriter, header: bytes = b"") -> None:
         self.cls, self.fill, self.header = cls, fill, header
 
     def encode(self, batch: pa.RecordBatch) -> list[bytes]:

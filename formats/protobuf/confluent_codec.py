@@ -22,17 +22,19 @@ import binascii
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
 from google.protobuf import descriptor_pb2
-from google.protobuf.message import DecodeError
+from google.protobuf.descriptor import Descriptor, FileDescriptor
+from google.protobuf.message import DecodeError, Message
 
 from ...kernel.errors import FormatOptionError
 from ..codec import IGNORE_PARSE_ERRORS, CodecContext, Decoded, Decoder, Encoder, empty_batch
-from ..confluent.registry import RegistryError, SchemaNotUsable
+from ..confluent.registry import SchemaRegistry
 from ..confluent.registry_codec import REGISTRY_OPTIONS, RegistryCodec
+from ..confluent.registry_errors import RegistryError, SchemaNotUsable
 from ..confluent.wire import HEADER, MAGIC, framed_ids, header, not_framed
 from ..payloads import Layout
 from .codec import (
@@ -44,7 +46,7 @@ from .codec import (
     parse_all,
 )
 from .derived import derived_message
-from .read import messages_reader
+from .read import MessagesReader, messages_reader
 from .schema import (
     PROTOBUF_TYPES,
     arrow_schema,
@@ -57,17 +59,20 @@ from .write import row_writer
 NOT_FRAMED = not_framed("the message indexes and the Protobuf message")
 
 
+#: message-class-name, optional here.
+CONFLUENT_MESSAGE_CLASS_NAME = replace(
+    MESSAGE_CLASS_NAME,
+    doc=MESSAGE_CLASS_NAME.doc + " When set, the message type written and the table's columns on read; when not, a "
+    "message `Row` derived from the columns is written.",
+    note="",
+)
+
+
 class ProtobufConfluentCodec(RegistryCodec):
     name = "protobuf-confluent"
     declared_options = (
         *REGISTRY_OPTIONS,
-        replace(
-            MESSAGE_CLASS_NAME,
-            doc=MESSAGE_CLASS_NAME.doc
-            + " When set, the message type written and the table's columns on read; when not, a message `Row` "
-            "derived from the columns is written.",
-            note="",
-        ),
+        CONFLUENT_MESSAGE_CLASS_NAME,
         *MESSAGE_OPTIONS[1:],
         IGNORE_PARSE_ERRORS,
     )
@@ -75,9 +80,11 @@ class ProtobufConfluentCodec(RegistryCodec):
 
     def __init__(self, options: Mapping[str, str], context: CodecContext) -> None:
         super().__init__(options, context)
-        self.message, self.read_defaults, self.null_literal = message_options(self, required=False)
+        self.message, self.read_defaults, self.null_literal = message_options(
+            self, required=False, message_class=CONFLUENT_MESSAGE_CLASS_NAME
+        )
 
-    def _writer_type(self, schema: pa.Schema) -> Any:
+    def _writer_type(self, schema: pa.Schema) -> Descriptor:
         """The message type given, else the one derived from the columns (as avro-confluent derives its schema)."""
         if self.message is None:
             return derived_message(schema, self.prefix + MESSAGE_CLASS_NAME.name)
@@ -108,8 +115,8 @@ class ProtobufConfluentCodec(RegistryCodec):
     def encoder(self, schema: pa.Schema) -> Encoder:
         descriptor = self._writer_type(schema)
         fill = row_writer(descriptor, schema, self.null_literal)
-        references = {}
-        ids = {}
+        references: dict[str, tuple[str, str, int]] = {}  # (reference name, subject, version) by file name
+        ids: dict[str, int] = {}
         for name, text, imports in _files_to_register(descriptor.file):
             refs = [references[i] for i in imports]
             if name != descriptor.file.name:  # as confluent-kafka's serializer: registered, then its version looked up
@@ -135,13 +142,13 @@ class ProtobufConfluentCodec(RegistryCodec):
         return arrow_schema(_writer_descriptor(schema_id, text, refs, [0]))
 
 
-def _files_to_register(file: Any) -> list[tuple[str, str, list[str]]]:
+def _files_to_register(file: FileDescriptor) -> list[tuple[str, str, list[str]]]:
     """(name, base64 FileDescriptorProto, imported non-builtin names) of `file` and what it imports, imports first,
     `file` last: what confluent-kafka's serializer registers (builtin files are never registered)."""
     out: list[tuple[str, str, list[str]]] = []
     seen: set[str] = set()
 
-    def visit(f: Any) -> None:
+    def visit(f: FileDescriptor) -> None:
         if f.name in seen:
             return
         seen.add(f.name)
@@ -154,7 +161,7 @@ def _files_to_register(file: Any) -> list[tuple[str, str, list[str]]]:
     return out
 
 
-def _as_generated(file: Any) -> bytes:
+def _as_generated(file: FileDescriptor) -> bytes:
     """A file's FileDescriptorProto as protoc's Python generator serializes it (what confluent-kafka's serializer
     registers from a generated module): a field's `json_name` only where the .proto sets one. A descriptor set
     (`protoc --descriptor_set_out`) holds every field's json_name; registered so, the same file would be another
@@ -180,14 +187,15 @@ def _default_json_name(name: str) -> str:
     return parts[0] + "".join(p[:1].upper() + p[1:] for p in parts[1:])
 
 
-def message_indexes(descriptor: Any) -> bytes:
+def message_indexes(descriptor: Descriptor) -> bytes:
     """The wire format's message indexes of a message type: its path from the file's top-level messages."""
-    path = []
-    while descriptor is not None:
-        parent = descriptor.containing_type
-        siblings = parent.nested_types if parent is not None else list(descriptor.file.message_types_by_name.values())
-        path.append(next(i for i, s in enumerate(siblings) if s.full_name == descriptor.full_name))
-        descriptor = parent
+    path: list[int] = []
+    current: Descriptor | None = descriptor
+    while current is not None:
+        parent = current.containing_type
+        siblings = parent.nested_types if parent is not None else list(current.file.message_types_by_name.values())
+        path.append(next(i for i, s in enumerate(siblings) if s.full_name == current.full_name))
+        current = parent
     path.reverse()
     if path == [0]:
         return b"\x00"
@@ -247,13 +255,17 @@ def _serialized(text: str) -> bytes | None:
     return data
 
 
-def serialized_schema(fetch: Callable[[str | None], tuple], what: str) -> tuple:
+#: A schema as the registry gives it: schema_text's (text, references' texts) or latest_text's (id, text, references).
+_Found = TypeVar("_Found", tuple[str, dict[str, str]], tuple[int, str, dict[str, str]])
+
+
+def serialized_schema(fetch: Callable[[str | None], _Found], what: str) -> _Found:
     """A schema as `fetch(fmt)` returns it (its text and its references' texts last), the texts base64
     FileDescriptorProtos. A registry may hold a Protobuf schema as .proto source text: Confluent's converts it
     when asked with format `serialized`; Apicurio keeps each schema as it was registered (confluent-kafka's
     Python serializer registers serialized descriptors) and answers `serialized` with HTTP 500, so the plain
     answer is tried first."""
-    found = fetch(None)
+    found: _Found = fetch(None)
     if all(_serialized(t) is not None for t in (found[-2], *found[-1].values())):
         return found
     try:
@@ -283,7 +295,7 @@ def _file_proto(text: str, name: str, what: str) -> descriptor_pb2.FileDescripto
     return proto
 
 
-def _writer_descriptor(schema_id: int, text: str, refs: Mapping[str, str], indexes: Sequence[int]) -> Any:
+def _writer_descriptor(schema_id: int, text: str, refs: Mapping[str, str], indexes: Sequence[int]) -> Descriptor:
     """The message type a record names: its schema's file (and the files it imports), then the indexes' path."""
     what = f"schema id {schema_id}"
     files = [_file_proto(t, name, f"{what}'s reference '{name}'") for name, t in refs.items()]
@@ -301,10 +313,14 @@ def _writer_descriptor(schema_id: int, text: str, refs: Mapping[str, str], index
             raise SchemaNotUsable(f"{what} has no message at the record's message indexes {list(indexes)}")
         descriptor = candidates[index]
         candidates = list(descriptor.nested_types)
+    if descriptor is None:  # no indexes (split_record always gives one)
+        raise SchemaNotUsable(f"{what}: the record names no message (no message indexes)")
     return descriptor
 
 
 Groups = dict[tuple[int, tuple[int, ...]], tuple[list[int], list[int]]]
+#: A message type's parser (payload -> message) and reader (messages -> columns).
+_Reader = tuple[Callable[[bytes], Message], MessagesReader]
 
 
 def _framing(payloads: Sequence[bytes]) -> tuple[Groups, list[tuple[int, str]]]:
@@ -332,11 +348,11 @@ def _framing(payloads: Sequence[bytes]) -> tuple[Groups, list[tuple[int, str]]]:
 
 
 class ProtobufConfluentDecoder(Decoder):
-    def __init__(self, registry: Any, schema: pa.Schema, read_defaults: bool) -> None:
+    def __init__(self, registry: SchemaRegistry, schema: pa.Schema, read_defaults: bool) -> None:
         self.registry, self.schema, self.read_defaults = registry, schema, read_defaults
-        self.schemas: dict[int, tuple[str, dict[str, str]] | str] = {}
+        self.schemas: dict[int, tuple[str, dict[str, str]]] = {}
         # Per (schema id, message indexes): (parse, read), or why no record naming them can be read.
-        self.readers: dict[tuple[int, tuple[int, ...]], tuple[Callable, Callable] | str] = {}
+        self.readers: dict[tuple[int, tuple[int, ...]], _Reader | str] = {}
 
     def decode(self, payloads: Sequence[bytes]) -> Decoded:
         groups, failures = _framing(payloads)
@@ -364,7 +380,7 @@ class ProtobufConfluentDecoder(Decoder):
         table = pa.Table.from_batches(batches, self.schema).take(order).combine_chunks()
         return Decoded(pa.RecordBatch.from_struct_array(table.to_struct_array().combine_chunks()), tuple(failures))
 
-    def _reader(self, schema_id: int, indexes: tuple[int, ...]) -> tuple[Callable, Callable] | str:
+    def _reader(self, schema_id: int, indexes: tuple[int, ...]) -> _Reader | str:
         """The parser and row reader of records naming this schema id and message, or why none can be read. A
         registry that cannot be reached or refuses us fails the task (RegistryError): that is no record's fault."""
         try:

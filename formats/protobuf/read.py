@@ -11,13 +11,14 @@ into microseconds): the value fails its record (BadValue) instead of wrapping or
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
 from operator import attrgetter, methodcaller
 from typing import Any
 
 import pyarrow as pa
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message
 
 from .schema import (
     INT_RANGES,
@@ -26,15 +27,18 @@ from .schema import (
     WRAPPERS,
     BadValue,
     F,
+    enum_of,
     fields_for,
     is_map,
     is_repeated,
+    message_of,
     mismatch,
     same,
 )
 
-Column = Callable[[list], tuple[list, dict[int, str]]]  # [msg] -> (a column's values, {index: why it fails})
-MessagesReader = Callable[[list], tuple[list[list], dict[int, str]]]
+#: [msg] -> (a column's values, {index: why it fails})
+Column = Callable[[Sequence[Message]], tuple[list[object], dict[int, str]]]
+MessagesReader = Callable[[Sequence[Message]], tuple[list[list[object]], dict[int, str]]]
 
 
 def messages_reader(descriptor: Descriptor, columns: Iterable[pa.Field], defaults: bool) -> MessagesReader:
@@ -43,8 +47,9 @@ def messages_reader(descriptor: Descriptor, columns: Iterable[pa.Field], default
     has a value in every column still (None where it failed): leave it out."""
     readers = [_column_reader(fd, c.type, defaults) for c, fd in fields_for(descriptor, columns)]
 
-    def read(messages: list) -> tuple[list[list], dict[int, str]]:
-        columns, failed = [], {}
+    def read(messages: Sequence[Message]) -> tuple[list[list[object]], dict[int, str]]:
+        columns: list[list[object]] = []
+        failed: dict[int, str] = {}
         for column in readers:
             values, bad = column(messages)
             columns.append(values)
@@ -66,12 +71,13 @@ def _column_reader(fd: FieldDescriptor, t: pa.DataType, defaults: bool) -> Colum
         return lambda msgs: (list(map(get, msgs)), {})
     read = _field_reader(fd, t, defaults)
 
-    def column(msgs: list) -> tuple[list, dict[int, str]]:
+    def column(msgs: Sequence[Message]) -> tuple[list[object], dict[int, str]]:
         try:
             return [read(m) for m in msgs], {}
         except BadValue:
             pass
-        values, bad = [], {}
+        values: list[object] = []
+        bad: dict[int, str] = {}
         for j, m in enumerate(msgs):  # again, one by one, to name the records at fault
             try:
                 values.append(read(m))
@@ -83,7 +89,9 @@ def _column_reader(fd: FieldDescriptor, t: pa.DataType, defaults: bool) -> Colum
     return column
 
 
-def row_reader(descriptor: Descriptor, columns: Iterable[pa.Field], defaults: bool) -> Callable[[Any], dict]:
+def row_reader(
+    descriptor: Descriptor, columns: Iterable[pa.Field], defaults: bool
+) -> Callable[[Message], dict[str, object]]:
     """msg -> {column: value} for pa.array with the columns' struct type. `defaults`: absent fields with presence
     read as their default value (Flink's read-default-values) instead of null."""
     readers = [(c.name, _field_reader(fd, c.type, defaults)) for c, fd in fields_for(descriptor, columns)]
@@ -95,8 +103,9 @@ def _field_reader(fd: FieldDescriptor, t: pa.DataType, defaults: bool) -> Callab
     if is_map(fd):
         if not pa.types.is_map(t):
             raise mismatch(fd, t)
-        key = _value_reader(fd.message_type.fields_by_name["key"], t.key_type, defaults)
-        value = _value_reader(fd.message_type.fields_by_name["value"], t.item_type, defaults)
+        entry = message_of(fd).fields_by_name
+        key = _value_reader(entry["key"], t.key_type, defaults)
+        value = _value_reader(entry["value"], t.item_type, defaults)
         return lambda m: [(key(k), value(v)) for k, v in getattr(m, name).items()]
     if is_repeated(fd):
         if not pa.types.is_list(t):
@@ -112,24 +121,26 @@ def _field_reader(fd: FieldDescriptor, t: pa.DataType, defaults: bool) -> Callab
 def _value_reader(fd: FieldDescriptor, t: pa.DataType, defaults: bool) -> Callable[[Any], Any]:
     """One value of field `fd` (an element, for a repeated field) -> what its column takes."""
     if fd.type == F.TYPE_MESSAGE:
-        name = fd.message_type.full_name
+        message = message_of(fd)
+        name = message.full_name
         if name == TIMESTAMP and (pa.types.is_timestamp(t)):
             return _timestamp_reader(fd)
         if name in WRAPPERS and not pa.types.is_struct(t):
-            inner = _value_reader(fd.message_type.fields_by_name["value"], t, defaults)
+            inner = _value_reader(message.fields_by_name["value"], t, defaults)
             return lambda w: inner(w.value)
         if not pa.types.is_struct(t):
             raise mismatch(fd, t)
-        return row_reader(fd.message_type, list(t), defaults)
+        return row_reader(message, list(t), defaults)
     natural = SCALARS[fd.type]
     if fd.type == F.TYPE_ENUM:
         if t != pa.string():
             raise mismatch(fd, t)
-        names = {v.number: v.name for v in fd.enum_type.values}
+        enum = enum_of(fd)
+        names = {v.number: v.name for v in enum.values}
 
         def enum_name(number: int) -> str:
             if number not in names:
-                raise BadValue(f"field '{fd.full_name}': {number} is not a value of enum '{fd.enum_type.full_name}'")
+                raise BadValue(f"field '{fd.full_name}': {number} is not a value of enum '{enum.full_name}'")
             return names[number]
 
         return enum_name
@@ -157,12 +168,14 @@ def _int_in_range(fd: FieldDescriptor, bits: int) -> Callable[[int], int]:
 
 
 def _timestamp_reader(fd: FieldDescriptor) -> Callable[[Any], int]:
-    def micros(ts: Any) -> int:
-        if ts.nanos % 1000:
+    def micros(ts: Any) -> int:  # a Timestamp message of the type's own pool (no class known here)
+        seconds: int = ts.seconds
+        nanos: int = ts.nanos
+        if nanos % 1000:
             raise BadValue(
-                f"field '{fd.full_name}': a Timestamp with nanoseconds ({ts.seconds}s {ts.nanos}ns) does not fit a "
+                f"field '{fd.full_name}': a Timestamp with nanoseconds ({seconds}s {nanos}ns) does not fit a "
                 "TIMESTAMP column (microseconds); read it as STRUCT<seconds BIGINT, nanos INT>"
             )
-        return ts.seconds * 1_000_000 + ts.nanos // 1000
+        return seconds * 1_000_000 + nanos // 1000
 
     return micros

@@ -12,7 +12,8 @@ from typing import Any
 
 import pyarrow as pa
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
+from google.protobuf.message import Message
 
 from ...kernel.errors import FormatOptionError
 from ..codec import ColumnTypes
@@ -143,8 +144,22 @@ def message_descriptor(name: str, option: str, descriptor_set: bytes | None, mod
         ) from None
 
 
-def message_class(descriptor: Descriptor) -> type:
+def message_class(descriptor: Descriptor) -> type[Message]:
     return message_factory.GetMessageClass(descriptor)
+
+
+def message_of(fd: FieldDescriptor) -> Descriptor:
+    """The message type of a message field (of a map field: its entry message); the callers check fd.type first."""
+    if fd.message_type is None:
+        raise TypeError(f"protobuf field '{fd.full_name}' is not a message field")
+    return fd.message_type
+
+
+def enum_of(fd: FieldDescriptor) -> EnumDescriptor:
+    """The enum type of an enum field; the callers check fd.type first."""
+    if fd.enum_type is None:
+        raise TypeError(f"protobuf field '{fd.full_name}' is not an enum field")
+    return fd.enum_type
 
 
 # -- Flink's type mapping -----------------------------------------------------------------------------------------
@@ -157,7 +172,8 @@ def arrow_schema(descriptor: Descriptor) -> pa.Schema:
 
 def _field_type(fd: FieldDescriptor, seen: tuple[str, ...]) -> pa.DataType:
     if is_map(fd):
-        key, value = fd.message_type.fields_by_name["key"], fd.message_type.fields_by_name["value"]
+        entry = message_of(fd).fields_by_name
+        key, value = entry["key"], entry["value"]
         return pa.map_(_single_type(key, seen), _single_type(value, seen))
     single = _single_type(fd, seen)
     return pa.list_(single) if is_repeated(fd) else single
@@ -166,25 +182,28 @@ def _field_type(fd: FieldDescriptor, seen: tuple[str, ...]) -> pa.DataType:
 def _single_type(fd: FieldDescriptor, seen: tuple[str, ...]) -> pa.DataType:
     if fd.type != F.TYPE_MESSAGE:
         return SCALARS[fd.type]
-    name = fd.message_type.full_name
+    message = message_of(fd)
+    name = message.full_name
     if name == TIMESTAMP:
         return pa.timestamp("us", tz="UTC")
     if name in WRAPPERS:
         return WRAPPERS[name]
     if name in seen:
         raise FormatOptionError(f"message '{name}' contains itself (field '{fd.full_name}'): no column type holds it")
-    return pa.struct([pa.field(f.name, _field_type(f, (*seen, name))) for f in fd.message_type.fields])
+    return pa.struct([pa.field(f.name, _field_type(f, (*seen, name))) for f in message.fields])
 
 
 def is_map(fd: FieldDescriptor) -> bool:
     """A map field (a repeated map-entry message)."""
-    return fd.type == F.TYPE_MESSAGE and fd.message_type.GetOptions().map_entry and is_repeated(fd)
+    return fd.type == F.TYPE_MESSAGE and message_of(fd).GetOptions().map_entry and is_repeated(fd)
 
 
 def is_repeated(fd: FieldDescriptor) -> bool:
     """A repeated field (a list, or a map's entries)."""
     repeated = getattr(fd, "is_repeated", None)  # protobuf 6+; `label` before (gone in 7)
-    return bool(repeated if repeated is not None else fd.label == F.LABEL_REPEATED)
+    if repeated is None:
+        repeated = fd.label == F.LABEL_REPEATED  # type: ignore[attr-defined]  # protobuf 5 (the stubs are 7's)
+    return bool(repeated)
 
 
 def fields_for(descriptor: Descriptor, columns: Iterable[pa.Field]) -> list[tuple[pa.Field, FieldDescriptor]]:

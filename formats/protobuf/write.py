@@ -5,12 +5,13 @@ naming the field and what to change, except a null string element: Flink's write
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message
 
 from .schema import (
     INT_RANGES,
@@ -19,9 +20,11 @@ from .schema import (
     WRAPPERS,
     BadValue,
     F,
+    enum_of,
     fields_for,
     is_map,
     is_repeated,
+    message_of,
     mismatch,
     same,
 )
@@ -31,13 +34,16 @@ _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 _EPOCH_NTZ = dt.datetime(1970, 1, 1)
 _MICRO = dt.timedelta(microseconds=1)
 
+#: (msg, {column: value}) -> msg's fields set.
+RowWriter = Callable[[Message, Mapping[str, object]], None]
 
-def row_writer(descriptor: Descriptor, columns: Iterable[pa.Field], null_literal: str) -> Callable[[Any, dict], None]:
+
+def row_writer(descriptor: Descriptor, columns: Iterable[pa.Field], null_literal: str) -> RowWriter:
     """(msg, {column: value}) -> msg's fields set. A null element of a repeated / map string field is written as
     `null_literal` (Flink's write-null-string-literal); any other null protobuf cannot hold fails the row."""
     writers = [(c.name, _field_writer(fd, c.type, null_literal)) for c, fd in fields_for(descriptor, columns)]
 
-    def write(msg: Any, row: dict) -> None:
+    def write(msg: Message, row: Mapping[str, object]) -> None:
         for name, set_field in writers:
             set_field(msg, row[name])
 
@@ -61,10 +67,11 @@ def _field_writer(fd: FieldDescriptor, t: pa.DataType, null_literal: str) -> Cal
     if is_map(fd):
         if not pa.types.is_map(t):
             raise mismatch(fd, t)
-        key_fd, value_fd = fd.message_type.fields_by_name["key"], fd.message_type.fields_by_name["value"]
+        entry = message_of(fd).fields_by_name
+        key_fd, value_fd = entry["key"], entry["value"]
         key = _value_writer(key_fd, t.key_type)
-        if value_fd.type == F.TYPE_MESSAGE and value_fd.message_type.full_name not in _SPECIAL:
-            fill = row_writer(value_fd.message_type, list(t.item_type), null_literal)
+        if value_fd.type == F.TYPE_MESSAGE and message_of(value_fd).full_name not in _SPECIAL:
+            fill = row_writer(message_of(value_fd), list(t.item_type), null_literal)
 
             def set_message_map(m: Any, pairs: Any) -> None:
                 for k, v in pairs or ():
@@ -84,8 +91,8 @@ def _field_writer(fd: FieldDescriptor, t: pa.DataType, null_literal: str) -> Cal
     if is_repeated(fd):
         if not pa.types.is_list(t):
             raise mismatch(fd, t)
-        if fd.type == F.TYPE_MESSAGE and fd.message_type.full_name not in _SPECIAL:
-            fill = row_writer(fd.message_type, list(t.value_type), null_literal)
+        if fd.type == F.TYPE_MESSAGE and message_of(fd).full_name not in _SPECIAL:
+            fill = row_writer(message_of(fd), list(t.value_type), null_literal)
 
             def set_messages(m: Any, items: Any) -> None:
                 target = getattr(m, name)
@@ -103,10 +110,10 @@ def _field_writer(fd: FieldDescriptor, t: pa.DataType, null_literal: str) -> Cal
                 element(target, None, v)
 
         return set_list
-    if fd.type == F.TYPE_MESSAGE and fd.message_type.full_name not in _SPECIAL:
+    if fd.type == F.TYPE_MESSAGE and message_of(fd).full_name not in _SPECIAL:
         if not pa.types.is_struct(t):
             raise mismatch(fd, t)
-        fill = row_writer(fd.message_type, list(t), null_literal)
+        fill = row_writer(message_of(fd), list(t), null_literal)
 
         def set_message(m: Any, v: Any) -> None:
             if v is not None:
@@ -168,7 +175,8 @@ def _element_writer(
 def _value_writer(fd: FieldDescriptor, t: pa.DataType) -> Callable[..., Any]:
     """A column value -> the field's value (for Timestamp and wrappers: (message, value) -> message set)."""
     if fd.type == F.TYPE_MESSAGE:
-        name = fd.message_type.full_name
+        message = message_of(fd)
+        name = message.full_name
         if name == TIMESTAMP and pa.types.is_timestamp(t):
             epoch = _EPOCH if t.tz else _EPOCH_NTZ
 
@@ -178,7 +186,7 @@ def _value_writer(fd: FieldDescriptor, t: pa.DataType) -> Callable[..., Any]:
 
             return set_timestamp
         if name in WRAPPERS and not pa.types.is_struct(t):
-            inner = _value_writer(fd.message_type.fields_by_name["value"], t)
+            inner = _value_writer(message.fields_by_name["value"], t)
 
             def set_wrapper(w: Any, v: Any) -> None:
                 w.value = inner(v)
@@ -189,12 +197,13 @@ def _value_writer(fd: FieldDescriptor, t: pa.DataType) -> Callable[..., Any]:
     if fd.type == F.TYPE_ENUM:
         if t != pa.string():
             raise mismatch(fd, t)
-        numbers = {v.name: v.number for v in fd.enum_type.values}
+        enum = enum_of(fd)
+        numbers = {v.name: v.number for v in enum.values}
 
         def enum_number(v: str) -> int:
             if v not in numbers:
                 raise BadValue(
-                    f"'{v}' is not a value of enum '{fd.enum_type.full_name}' (field '{fd.full_name}'): its values "
+                    f"'{v}' is not a value of enum '{enum.full_name}' (field '{fd.full_name}'): its values "
                     f"are {', '.join(numbers)}"
                 )
             return numbers[v]

@@ -8,6 +8,7 @@ import importlib.util
 import io
 import json
 import struct
+import zipfile
 from pathlib import Path
 
 import pyarrow as pa
@@ -16,6 +17,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.datasource import DataSourceStreamWriter
 from pyspark.sql.types import StructField, StructType, TimestampNTZType, TimestampType
 from pyspark_upsert_kafka import spark_internals
+from pyspark_upsert_kafka.formats.user_modules import shipped_files_root
 
 from tests.support.read_helpers import finish_available_now, wait_for
 from tests.workers.internals_probe import InternalsProbe
@@ -205,6 +207,25 @@ def test_pushdown_is_on_exactly_when_spark_will_push_filters(probe, tmp_path, on
     answers = {r["pushdown_enabled"] for r in _reports(out)}
     # pyspark 4.0 has no pushdown: off whatever the setting.
     assert answers == {on and spark_internals.FILTER_PUSHDOWN}
+
+
+def test_inside_a_worker_sparkfiles_root_holds_what_add_py_file_shipped(spark, tmp_path):
+    """formats/user_modules.py reads SparkFiles' root and worker flag (two internals) to find archives shipped after
+    the data source was registered: inside a task they name the folder holding them; on the driver, nothing."""
+    archive = tmp_path / f"contract_{tmp_path.name}.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("contract_probe_module.py", "VALUE = 1\n")
+    spark.sparkContext.addPyFile(str(archive))
+
+    def roots(_: object) -> list[list[str]]:
+        from pyspark_upsert_kafka.formats.user_modules import shipped_files_root
+
+        root = shipped_files_root()
+        return [sorted(p.name for p in root.iterdir()) if root is not None else []]
+
+    (inside,) = spark.sparkContext.parallelize([0], 1).mapPartitions(roots).collect()
+    assert archive.name in inside
+    assert shipped_files_root() is None
 
 
 def test_outside_spark_workers_the_probes_answer_unknown():

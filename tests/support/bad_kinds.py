@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pyspark_upsert_kafka.formats.avro.codec import AvroSchema
 from pyspark_upsert_kafka.formats.raw_codec import Charset
-from pyspark_upsert_kafka.kernel.option_kinds import Char, Choice, Count, Flag, Kind, Regex, Text
+from pyspark_upsert_kafka.kernel.option_kinds import Char, Count, Flag, Kind, OneOf, Regex, Text
 from pyspark_upsert_kafka.options.kinds import (
     Duration,
     EpochMillis,
@@ -77,7 +77,7 @@ def bad_values(kind: Kind) -> list[tuple[str, str]]:
             '{"other": {"0": 1}}',
             "earliests",
         ] + (["earliest", '{"t": {"0": -2}}'] if kind.ending else [])
-    elif isinstance(kind, Choice):
+    elif isinstance(kind, OneOf):  # Choice and EnumChoice
         first = kind.choices[0]
         words = ["", first[:-1], first + "s"] + ([",".join(kind.choices[:2])] if len(kind.choices) > 1 else [])
         if not kind.dashes:  # the other separator: `except-key` for EXCEPT_KEY, `earliest_offset` for earliest-offset

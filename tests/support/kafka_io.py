@@ -9,7 +9,9 @@ import time
 from collections.abc import Iterable, Mapping
 
 from confluent_kafka import Consumer, IsolationLevel, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
+from confluent_kafka.admin import AdminClient, NewPartitions, OffsetSpec
+
+from integration.kafka import create_topic as create_topic  # the one topic maker, for the tests too
 
 Servers = str | Mapping[str, str]
 
@@ -17,17 +19,6 @@ Servers = str | Mapping[str, str]
 def client_config(bootstrap: Servers, **more: object) -> dict:
     base = {"bootstrap.servers": bootstrap} if isinstance(bootstrap, str) else dict(bootstrap)
     return base | more
-
-
-def create_topic(bootstrap: Servers, name: str, partitions: int = 1, config: dict[str, str] | None = None) -> str:
-    admin = AdminClient(client_config(bootstrap))
-    admin.create_topics([NewTopic(name, partitions, 1, config=config or {})])[name].result(30)
-    deadline = time.monotonic() + 30  # metadata reaches every listener shortly after creation
-    while len(getattr(admin.list_topics(timeout=10).topics.get(name), "partitions", None) or {}) < partitions:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"topic {name} did not appear")
-        time.sleep(0.1)
-    return name
 
 
 def add_partition(bootstrap: Servers, topic: str) -> None:

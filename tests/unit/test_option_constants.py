@@ -13,7 +13,8 @@ import pytest
 from pyspark_upsert_kafka.formats import available_formats, codec_class
 from pyspark_upsert_kafka.kernel.option_kinds import Option, Text, parse_values
 from pyspark_upsert_kafka.options.canonical import canonical_options
-from pyspark_upsert_kafka.options.catalog import BY_NAME, READ_MODE
+from pyspark_upsert_kafka.options.catalog import BY_NAME
+from pyspark_upsert_kafka.options.catalog_read import READ_MODE
 
 ROOT = Path(__file__).parents[2]
 CONNECTOR = ROOT / "connector"
@@ -43,8 +44,46 @@ def test_values_answer_for_their_own_options_only():
     stranger = Option("read.mode", "table", "read", "another declaration of the name", kind=Text())
     with pytest.raises(KeyError, match="not the one these values declare"):
         values.value(stranger)
-    codec_values = parse_values([stranger], {})
-    assert codec_values.value("read.mode") == "table"  # a codec may still name its own options
+    with pytest.raises(TypeError, match="read it through its constant"):
+        parse_values([stranger], {}).value("read.mode")  # type: ignore[arg-type]
+
+
+def _declared_options(source: str) -> list[tuple[str, bool, str]]:
+    """(name, declared without a default, annotation) of each module-level `NAME = Option(...)` of `source`."""
+    found = []
+    for node in ast.parse(source).body:
+        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "Option"):
+            continue
+        target = node.target if isinstance(node, ast.AnnAssign) else node.targets[0]
+        default = value.args[1] if len(value.args) > 1 else next(k.value for k in value.keywords if k.arg == "default")
+        annotation = ast.unparse(node.annotation) if isinstance(node, ast.AnnAssign) else ""
+        found.append((ast.unparse(target), isinstance(default, ast.Constant) and default.value is None, annotation))
+    return found
+
+
+def test_an_option_without_a_default_is_typed_as_possibly_none():
+    """`value()` returns an option's type: for an option with no default that is None when not given, so its
+    constant must say so (`Option[int | None]`), and the type checker makes every reader handle the None."""
+    declared = {
+        f"{path.relative_to(ROOT)}: {name}": (no_default, annotation)
+        for folder in (CONNECTOR, FORMATS)
+        for path in sorted(folder.rglob("*.py"))
+        for name, no_default, annotation in _declared_options(path.read_text())
+    }
+    names = {key.rpartition(" ")[2] for key in declared}
+    assert names >= {"READ_MODE", "TOPIC", "CHARSET", "SUBJECT", "SINK_WRITE_ID"}, "the scan sees every catalog"
+    untyped = [key for key, (no_default, annotation) in declared.items() if no_default and "None" not in annotation]
+    assert untyped == []
+
+
+def test_the_typing_scan_reads_declarations():
+    source = (
+        "A = Option('a', None, READ, 'doc', kind=Text())\n"
+        "B: Option[str | None] = Option('b', None, READ, 'doc', kind=Text())\n"
+        "C = Option('c', '1', READ, 'doc', kind=Count())\n"
+    )
+    assert _declared_options(source) == [("A", True, ""), ("B", True, "Option[str | None]"), ("C", False, "")]
 
 
 # ---- Read by a name string, in the connector and in every codec: read from the sources' syntax -----------------

@@ -29,8 +29,8 @@ def test_every_collected_test_is_in_exactly_one_group(request: pytest.FixtureReq
 
 
 def test_a_brokers_ports_are_below_the_ephemeral_range_so_a_restart_finds_them_free():
-    from integration.kafka import _ephemeral_start, _free_ports
+    from integration.kafka import ephemeral_start, free_ports
 
-    ports = _free_ports(3)
+    ports = free_ports(3)
     assert len(set(ports)) == 3
-    assert all(10_000 <= port < min(_ephemeral_start(), 32768) for port in ports), ports
+    assert all(10_000 <= port < min(ephemeral_start(), 32768) for port in ports), ports

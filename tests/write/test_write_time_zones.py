@@ -1,4 +1,4 @@
-"""Where a write task's rows enter the writer (write/sink.py), whatever the session's time zone or the worker's: Spark's
+"""Where a write task's rows enter (write/task_input.py), whatever the session's time zone or the worker's: Spark's
 Arrow batches, their timestamps tagged with the session's zone, are re-tagged UTC without a value changing; pyspark
 4.0's rows (a stream writer's), their timestamps the worker's local time, become the same instants. Pure logic: the
 round trips through Spark and Kafka are in tests/formats/test_format_time_zones.py."""
@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.types import Row
 from pyspark_upsert_kafka.spark_internals import to_arrow_schema
-from pyspark_upsert_kafka.write.sink import in_utc, rows_as_batches
+from pyspark_upsert_kafka.write.task_input import in_utc, rows_as_batches
 
 from tests.support.read_helpers import schema_of
 
