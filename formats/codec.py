@@ -272,8 +272,8 @@ class Codec(ABC):
         """This codec inside a format built on it (json-confluent's json, debezium-avro-confluent's avro-confluent):
         its options spelled with that format's prefix, `<role>.<name>.`."""
         codec = cls.__new__(cls)
-        codec.name = name  # type: ignore[misc]
-        codec.__init__(options, context)  # type: ignore[misc]
+        codec.name = name  # type: ignore[misc]  # this instance's own name (the class's stays)
+        codec.__init__(options, context)  # type: ignore[misc]  # after the name, which __init__ reads
         return codec
 
     @abstractmethod

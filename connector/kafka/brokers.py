@@ -9,12 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import (
-    AdminClient,
-    ConfigEntry,
-    ConfigResource,
-    OffsetSpec,
-)
+from confluent_kafka.admin import AdminClient, ConfigEntry, ConfigResource, OffsetSpec
 
 from ..errors import TopicError
 from .clients import admin_client

@@ -135,10 +135,11 @@ class ClientErrors:
         """Keep the Kafka error a client call raised. confluent-kafka reports a fatal client error (e.g. an ACL
         denying the idempotent producer its id) not through the callback but as the exception of whichever
         poll, flush or produce serves it: that call's caller must hand it here or it is lost."""
+        found: BaseException | None = error
         if isinstance(error, SystemError):  # the fatal error, if any, is its cause (see `pending`)
-            error = error.__cause__ or error.__context__  # type: ignore[assignment]
-        if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], KafkaError):
-            self(error.args[0])
+            found = error.__cause__ or error.__context__
+        if isinstance(found, KafkaException) and found.args and isinstance(found.args[0], KafkaError):
+            self(found.args[0])
 
     def check(self) -> KafkaError | None:
         """The final error reported so far, after serving pending callbacks."""

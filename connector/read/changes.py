@@ -39,7 +39,9 @@ class ChangeRangeDecoder(RangeDecoder):
     def __init__(self, spec: ReadSpec, rng: PartitionRange) -> None:
         super().__init__(spec, rng)
         layout = self.layout
-        self.codec: ChangelogCodec = layout.value_codec  # type: ignore[assignment]
+        codec = layout.value_codec
+        assert isinstance(codec, ChangelogCodec), "a change decoder reads a changelog value format only"
+        self.codec = codec
         self.format_metadata = {c.column: c.value_key for c in layout.metadata if c.value_key is not None}
         self.decoder = self.codec.changelog_decoder(layout.value_schema, format_metadata(layout))
         # Flink's full changelog only where rows are not reduced to the last per key.

@@ -149,7 +149,10 @@ class RecordEncoder:
         """Encode `part` (the key or value columns of `rows`); with `deletes`, as change envelopes."""
 
         def encode(batch: pa.RecordBatch, flags: pa.BooleanArray | None) -> list[Any]:
-            return encoder.encode(batch) if flags is None else encoder.encode_changes(batch, flags)  # type: ignore[attr-defined]
+            if flags is None:
+                return encoder.encode(batch)
+            assert isinstance(encoder, ChangelogEncoder), "deletes come with a change envelope format's encoder"
+            return encoder.encode_changes(batch, flags)
 
         try:
             return encode(part, deletes)

@@ -259,10 +259,9 @@ def _selector(pattern: str) -> re.Pattern[str]:
 
 def _id_parts(table: str) -> tuple[str | None, str | None, str]:
     """Flink CDC's TableId: `table`, `schema.table` or `namespace.schema.table`."""
-    parts = table.split(".")
-    if len(parts) > 3:
-        parts = [parts[0], parts[1], ".".join(parts[2:])]
-    return (None,) * (3 - len(parts)) + tuple(parts)  # type: ignore[return-value]
+    *given, name = table.split(".", 2)  # a fourth part and more: the table's
+    namespace, schema = [None, None, *given][-2:]
+    return namespace, schema, name
 
 
 def _id_headers(table: str) -> tuple[tuple[str, bytes], ...]:

@@ -22,7 +22,7 @@ from ..kafka.clients import borrow_producer, give_back
 from ..kafka.errors import ACCESS_CODES, kafka_error, with_retries
 from ..kernel.clock import SYSTEM_CLOCK, Clock
 from .exactly_once import NO_TRANSACTION_TASK, ExactlyOnceTask, NoTransactionTask
-from .partitioners import load_partitioner
+from .partitioners import Partitioner, load_partitioner
 from .spec import NONE, WriteSpec
 from .target import WriteTarget
 from .transactions import StaleProducer
@@ -123,7 +123,9 @@ class Sender:
             self.first_topic = topics if isinstance(topics, str) else topics[0]
         each_topic = itertools.repeat(topics) if isinstance(topics, str) else topics
         partitions: Iterable[int] = (
-            itertools.repeat(_UNASSIGNED) if self.partitioner is None else self._partitions(topics, keys)
+            itertools.repeat(_UNASSIGNED)
+            if self.partitioner is None
+            else self._partitions(self.partitioner, topics, keys)
         )
         records = zip(
             each_topic,
@@ -148,12 +150,12 @@ class Sender:
             if i % _POLL_EVERY == _POLL_EVERY - 1:
                 self._poll(0)  # fail fast rather than queue records behind a broken connection
 
-    def _partitions(self, topics: str | list[str], keys: list[bytes]) -> list[int]:
+    def _partitions(self, partitioner: Partitioner, topics: str | list[str], keys: list[bytes]) -> list[int]:
         """The user partitioner's choice per record, checked to be a partition of the record's topic."""
         out = []
         for topic, key in zip(itertools.repeat(topics) if isinstance(topics, str) else topics, keys):
             count = self.partition_counts.get(topic) or self._partition_count(topic)
-            partition = self.partitioner(key, count)  # type: ignore[misc]
+            partition = partitioner(key, count)
             if not isinstance(partition, int) or not 0 <= partition < count:
                 raise RecordError(
                     f"option 'sink.partitioner' ({self.spec.partitioner}) returned {partition!r} for the key "

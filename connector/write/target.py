@@ -7,11 +7,7 @@ import logging
 import re
 from dataclasses import dataclass
 
-from confluent_kafka.admin import (
-    ConfigEntry,
-    ConfigResource,
-    ResourceType,
-)
+from confluent_kafka.admin import ConfigEntry, ConfigResource, ResourceType
 
 from ..errors import KafkaAuthorizationError, OptionError, TopicError
 from ..kafka.brokers import Brokers
