@@ -18,6 +18,7 @@ import json
 import os
 import struct
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -251,3 +252,103 @@ def checkpoint_source_offsets(batch_file: Path) -> list[str] | None:
     if not lines or lines[0] != "v1":
         return None
     return lines[2:]
+
+
+# ---- A MapState's calls many at a time (transformWithState's state server) -----------------------------------
+
+# What one chunk of requests may hold before its answers are read: far below the socket's smallest buffers, so that
+# the requests of a chunk are all sent even while the state server waits for us to read its answers.
+_CHUNK_BYTES = 8192
+
+
+class MapStateCalls:
+    """A MapState's `getValue`, `updateValue` and `removeKey` for many keys at a time.
+
+    Each call of PySpark's MapState is one request on the state server's socket and a wait for its answer (about
+    80 us here, most of it the round trip). The server reads a request, answers it and reads the next, in order,
+    so requests written one after another and answers read back in that order are the same calls made one by one,
+    without a round trip each. A chunk's requests stay under `_CHUNK_BYTES`, so they are all written before any
+    answer must be read. The requests are PySpark's own (its client builds and frames them); only the order of
+    sending and reading is ours. `map_state_calls` gives None where the client is not as read here, and the
+    caller then calls the MapState one key at a time."""
+
+    def __init__(self, state: Any) -> None:
+        from pyspark.sql.streaming.proto import StateMessage_pb2
+
+        self._proto = StateMessage_pb2
+        self._name: str = state._stateName
+        self._client = state._mapStateClient
+        self._api = self._client._stateful_processor_api_client
+
+    def _request(self, call: str, message: Any) -> bytes:
+        """A request as PySpark's MapStateClient builds it: `call` is the MapStateCall field (getValue, ...)."""
+        request = self._proto.StateRequest(
+            stateVariableRequest=self._proto.StateVariableRequest(
+                mapStateCall=self._proto.MapStateCall(stateName=self._name, **{call: message})
+            )
+        )
+        data: bytes = request.SerializeToString()
+        return data
+
+    def _exchange(self, requests: list[bytes]) -> list[tuple[int, str, bytes]]:
+        answers: list[tuple[int, str, bytes]] = []
+        start = 0
+        while start < len(requests):
+            end, size = start, 0
+            while end < len(requests) and (end == start or size + len(requests[end]) <= _CHUNK_BYTES):
+                size += len(requests[end])
+                end += 1
+            for request in requests[start:end]:
+                self._api._send_proto_message(request)
+            answers.extend(self._api._receive_proto_message() for _ in range(start, end))
+            start = end
+        return answers
+
+    def _key(self, key: tuple[Any, ...]) -> bytes:
+        data: bytes = self._api._serialize_to_bytes(self._client.user_key_schema, key)
+        return data
+
+    def get_values(self, keys: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...] | None]:
+        """Each key's value, None where the map holds none (or its TTL expired it)."""
+        requests = [self._request("getValue", self._proto.GetValue(userKey=self._key(k))) for k in keys]
+        values: list[tuple[Any, ...] | None] = []
+        for status, error, value in self._exchange(requests):
+            if status != 0:
+                raise RuntimeError(f"the state store refused to read a value: {error}")
+            values.append(tuple(self._api._deserialize_from_bytes(value)) if value else None)
+        return values
+
+    def update_values(self, keys: Sequence[tuple[Any, ...]], values: Sequence[tuple[Any, ...]]) -> None:
+        schema = self._client.value_schema
+        requests = [
+            self._request(
+                "updateValue",
+                self._proto.UpdateValue(userKey=self._key(k), value=self._api._serialize_to_bytes(schema, v)),
+            )
+            for k, v in zip(keys, values, strict=True)
+        ]
+        self._check(requests, "write a value")
+
+    def remove_keys(self, keys: Sequence[tuple[Any, ...]]) -> None:
+        requests = [self._request("removeKey", self._proto.RemoveKey(userKey=self._key(k))) for k in keys]
+        self._check(requests, "remove a key")
+
+    def _check(self, requests: list[bytes], what: str) -> None:
+        for status, error, _ in self._exchange(requests):
+            if status != 0:
+                raise RuntimeError(f"the state store refused to {what}: {error}")
+
+
+def map_state_calls(state: Any) -> MapStateCalls | None:
+    """Many-at-a-time calls of a MapState of `transformWithStateInPandas`'s handle; None when this pyspark's client
+    is not what MapStateCalls reads (the caller then uses the MapState's own one-key calls)."""
+    try:
+        calls = MapStateCalls(state)
+        api = calls._api
+        methods = ("_send_proto_message", "_receive_proto_message", "_serialize_to_bytes", "_deserialize_from_bytes")
+        messages = ("StateRequest", "StateVariableRequest", "MapStateCall", "GetValue", "UpdateValue", "RemoveKey")
+        schemas = (calls._client.user_key_schema, calls._client.value_schema)
+    except (ImportError, AttributeError):
+        return None
+    known = all(callable(getattr(api, m, None)) for m in methods) and all(hasattr(calls._proto, m) for m in messages)
+    return calls if known and all(isinstance(s, StructType) for s in schemas) else None

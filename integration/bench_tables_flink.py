@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -176,3 +177,40 @@ class FlinkPeer:
             if session is not None:
                 session.close()
         shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def steady_job(bootstrap: str, source: str, sink: str) -> Callable[[], None]:
+    """The steady benchmark's Flink pipeline, started: `source` read as an upsert-kafka table (from the earliest
+    offset, unbounded) through ChangelogNormalize (checked in the plan) into an upsert-kafka table of `sink`, as
+    `id, ts AS produced_ms`. Answers the function that cancels the job and ends the session."""
+    python, jars = ensure_flink_venv(), ensure_flink_jars()
+    workdir = Path(tempfile.mkdtemp(prefix="bench-steady-flink-"))
+    session = FlinkSession(python, jars, workdir, job=JOB, settings={"parallelism": PARALLELISM, "checkpoints": None})
+    kafka = {"connector": "upsert-kafka", "key.format": "json", "value.format": "json",
+             "properties.bootstrap.servers": bootstrap}  # fmt: skip
+    config = STEPS["normalize"][1]
+    insert = "INSERT INTO steady_out SELECT id, ts FROM steady_in"
+    try:
+        session.request("sql", statements=[
+            f"CREATE TABLE steady_in ({VALUE_COLUMNS}, PRIMARY KEY (id) NOT ENFORCED) WITH "
+            f"({_with({**kafka, 'topic': source})})",
+            f"CREATE TABLE steady_out (id BIGINT, produced_ms BIGINT, PRIMARY KEY (id) NOT ENFORCED) WITH "
+            f"({_with({**kafka, 'topic': sink})})",
+        ])  # fmt: skip
+        plan = session.request("plan", statement=insert, config=config)["plan"]
+        if not any("ChangelogNormalize(" in line for line in plan):
+            raise AssertionError("Flink's steady plan has no ChangelogNormalize:\n" + "\n".join(plan))
+        session.request("start", statement=insert, config=config)
+    except BaseException:
+        session.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+
+    def stop() -> None:
+        try:
+            session.request("cancel")
+        finally:
+            session.close()
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    return stop

@@ -51,8 +51,7 @@ from pyspark.sql.types import (
 from ..errors import RecordError, SchemaError
 from ..kernel.change_kind import ChangeKind, kind_spellings
 from . import group_accumulators as core
-from .normalize import BUCKETS
-from .rows import as_text, from_text, require_columns, require_rocksdb
+from .rows import BUCKETS, as_text, from_text, require_columns, require_rocksdb, require_state_partitions
 
 HELPER = "aggregate_changelog"
 _FUNCTIONS = ("count", "sum", "avg", "min", "max")
@@ -94,6 +93,7 @@ def aggregate_changelog(changelog: DataFrame, group_by: str | Sequence[str], **a
     if clash or len({s.name.lower() for s in specs}) < len(specs):
         raise SchemaError(f"{HELPER}: each aggregate needs its own name, apart from the group columns")
     require_rocksdb(changelog.sparkSession, HELPER)
+    require_state_partitions(changelog.sparkSession, HELPER)
 
     prepared = changelog.select(
         F.pmod(F.xxhash64(*groups), F.lit(BUCKETS)).alias(_BUCKET),

@@ -1,5 +1,6 @@
-"""The columnar core of normalized_changelog: a state bucket's last rows and a micro-batch's records of that bucket
-in, the changes they make and the bucket's new last rows out, as Arrow and numpy kernels (no Python per record).
+"""The columnar core of normalized_changelog: the rows its state holds for a micro-batch's keys of one state group and
+that micro-batch's records of those keys in, the changes they make and what to write back to the state out, as Arrow
+and numpy kernels (no Python per record).
 
 Flink's rules (DeduplicateFunctionHelper.processLastRowOnChangelog), per key, over its records in order: an
 accumulating record (+I, +U, upsert) of a key without a row is an `insert`; of a key with a row an `update_preimage`
@@ -8,12 +9,13 @@ the row held stays, its order values too); a retracting record (-D, -U, tombston
 carrying the row held, of a key without one nothing.
 
 Each record's "row held" is its key's state after the record before it. Sorted by (key, order), that is the
-previous record's (a retract leaves none, an accumulate its row), or for a key's first record the bucket's. The one
+previous record's (a retract leaves none, an accumulate its row), or for a key's first record the state's. The one
 chain is an equal row, which keeps the older row's order values: a forward fill of the last record that was not
 such a repeat finds them.
 
-A bucket's rows travel as one Arrow IPC stream (`encode` / `decode`): the state store holds one value per bucket,
-read once and written once per micro-batch, instead of a state call per key.
+What goes back to the state is per key: the last row of a key whose records changed it (with a state TTL, of every
+key a record accumulated, since a write restarts the key's TTL), and the removal of a held key whose last record
+retracted it. Keys the micro-batch did not touch are neither read nor written.
 """
 
 from __future__ import annotations
@@ -26,9 +28,7 @@ import pyarrow.compute as pc
 
 from ..kernel.change_kind import ChangeKind
 
-KEY, ROW, TOUCHED = "key", "row", "touched_ms"
-# The state's layout: a checkpoint's bucket written in another form is refused, never misread.
-LAYOUT = b"last_rows/1"
+KEY, ROW = "key", "row"
 _INSERT, _BEFORE, _AFTER, _DELETE = range(4)
 _KIND_NAMES = np.array(
     [ChangeKind.INSERT.value, ChangeKind.UPDATE_BEFORE.value, ChangeKind.UPDATE_AFTER.value, ChangeKind.DELETE.value],
@@ -36,13 +36,9 @@ _KIND_NAMES = np.array(
 )
 
 
-class LayoutError(ValueError):
-    """A bucket's state in a form this version does not read."""
-
-
 @dataclass(frozen=True)
 class Records:
-    """A bucket's records of one micro-batch: key and row texts, whether each retracts, and its order values."""
+    """A state group's records of one micro-batch: key and row texts, whether each retracts, and its order values."""
 
     keys: pa.Array  # string
     rows: pa.Array  # string
@@ -52,39 +48,24 @@ class Records:
 
 @dataclass(frozen=True)
 class Changes:
-    """What a micro-batch did to a bucket: the changes emitted, and the bucket's rows after it (None: unchanged)."""
+    """What a micro-batch did to a state group: the changes emitted, and what to write back to its state."""
 
     rows: pa.Array  # string: each change's row
     orders: list[np.ndarray]  # int64: each change's order values
     kinds: np.ndarray  # object: each change's kind
-    held: pa.Table | None  # the bucket's new rows (empty: none left), None when nothing changed
+    written: pa.Table  # keys whose row is new, with it (a table of `held_schema`)
+    removed: pa.Array  # string: held keys whose row is gone
 
 
-def held_schema(order: list[str], ttl: bool) -> pa.Schema:
-    fields = [pa.field(KEY, pa.string()), pa.field(ROW, pa.string()), *[pa.field(o, pa.int64()) for o in order]]
-    return pa.schema(fields + ([pa.field(TOUCHED, pa.int64())] if ttl else []), metadata={b"layout": LAYOUT})
+def held_schema(order: list[str]) -> pa.Schema:
+    return pa.schema(
+        [pa.field(KEY, pa.string()), pa.field(ROW, pa.string()), *[pa.field(o, pa.int64()) for o in order]]
+    )
 
 
-def encode(held: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, held.schema) as writer:
-        writer.write_table(held)
-    blob: bytes = sink.getvalue().to_pybytes()
-    return blob
-
-
-def decode(blob: bytes, schema: pa.Schema) -> pa.Table:
-    held = pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
-    if (held.schema.metadata or {}).get(b"layout") != LAYOUT or not held.schema.equals(schema):
-        raise LayoutError(f"a state bucket holds {held.schema}, expected {schema}")
-    return held
-
-
-def apply(held: pa.Table, records: Records, order: list[str], ttl_ms: int | None, now_ms: int) -> Changes:
-    """Apply a bucket's records to its rows `held` (a table of `held_schema`)."""
-    if ttl_ms is not None and held.num_rows:
-        alive = pc.greater(pc.add(held[TOUCHED], ttl_ms), now_ms)  # Spark's TTL: expired once now >= touched + ttl
-        held = held.filter(alive)
+def apply(held: pa.Table, records: Records, order: list[str], ttl: bool) -> Changes:
+    """Apply a state group's records to the rows `held` for their keys (a table of `held_schema`; a key without a
+    row is absent). `ttl`: the state forgets idle keys, so an equal row is passed on and written again."""
     n, h = len(records.keys), held.num_rows
     encoded = pc.dictionary_encode(records.keys)
     codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
@@ -108,7 +89,7 @@ def apply(held: pa.Table, records: Records, order: list[str], ttl_ms: int | None
     both = pa.chunked_array([held[ROW].combine_chunks(), rows], pa.string()).combine_chunks()
     before = np.where(first, np.maximum(slot, 0), h + position - 1)  # in `both`
     equal = pc.equal(both.take(pa.array(before)), rows).to_numpy(zero_copy_only=False)
-    repeat = accumulates & had & equal if ttl_ms is None else np.zeros(n, bool)
+    repeat = accumulates & had & equal if not ttl else np.zeros(n, bool)
 
     # order values of the row after each record: its own, or for a repeat those of the row it repeated
     start = np.maximum.accumulate(np.where(first, position, 0))
@@ -134,14 +115,16 @@ def apply(held: pa.Table, records: Records, order: list[str], ttl_ms: int | None
     changes_rows = both.take(pa.array(np.where(held_before, before[emitted], h + emitted)))
     changes_orders = [np.where(held_before, b[emitted], o[emitted]) for b, o in zip(before_orders, orders)]
 
-    # with a TTL every accumulate touches its key (Spark's TTL restarts on each update), so the bucket is written
-    new_held = None
-    if len(emitted) or (ttl_ms is not None and accumulates.any()):
-        kept = held.filter(pc.invert(pc.is_in(held[KEY], value_set=encoded.dictionary)))
-        final = last & accumulates
-        columns = [encoded.dictionary.take(pa.array(code[final])), rows.filter(pa.array(final))]
-        columns += [pa.array(a[final]) for a in after_orders]
-        if ttl_ms is not None:
-            columns.append(pa.array(np.full(int(final.sum()), now_ms, np.int64)))
-        new_held = pa.concat_tables([kept, pa.Table.from_arrays(columns, schema=held.schema)])
-    return Changes(changes_rows, changes_orders, _KIND_NAMES[kind], new_held)
+    # a key's last record decides what its state becomes: a row written when any of its records changed it (with a
+    # TTL, when any accumulated: a write restarts its TTL), the key removed when it was held and is retracted
+    key_ends = np.flatnonzero(last)
+    changed = (
+        np.add.reduceat((accumulates if ttl else ~repeat & (accumulates | had)).astype(np.int64), np.flatnonzero(first))
+        > 0
+    )
+    write = key_ends[accumulates[key_ends] & changed]
+    remove = key_ends[~accumulates[key_ends] & (slot[key_ends] >= 0)]
+    columns = [encoded.dictionary.take(pa.array(code[write])), rows.take(pa.array(write))]
+    written = pa.Table.from_arrays(columns + [pa.array(a[write]) for a in after_orders], schema=held.schema)
+    removed = encoded.dictionary.take(pa.array(code[remove]))
+    return Changes(changes_rows, changes_orders, _KIND_NAMES[kind], written, removed)

@@ -13,14 +13,16 @@ checkpointed with each micro-batch, so a restarted query goes on exactly where i
 as Spark's own JSON text (tables/rows.py). Within a micro-batch, a key's records are applied in the order of
 `order_by` (the record's offset: a key lives in one partition), since Spark's shuffle keeps no order.
 
-The operator is grouped by a hash bucket of the key, and a bucket's last rows are one state value (an Arrow table),
-read once and written once per micro-batch; the records are applied as columns (tables/last_rows.py). Spark calls
-Python once per group and micro-batch and each state call is a round trip to the JVM (about 80 us): grouped by the
-key that cost 2.2 ms a key, a state entry per key 0.2 ms (two calls). A bucket's value is rewritten whenever one of
-its keys changes, so a micro-batch costs its touched buckets' calls and bytes: the same for 1 or 1,000 records of a
-bucket. With a state TTL, each key carries the time it last changed and is dropped once idle that long (Spark's
-TTL on the bucket's value forgets a bucket no key of which changed for that long). The number of buckets is part of
-the checkpoint's state layout: it cannot change under a running query.
+Each key's last row is its own entry of a MapState (its row text and order values), so a micro-batch reads and
+writes the keys it touches and nothing else: its cost and the checkpoint's growth follow the changes, not the table
+(a state entry is a row of its own in RocksDB). The entries are read and written many keys at a time
+(spark_internals.MapStateCalls: one request per key, no round trip per key), and not read at all while a state group
+holds nothing (a fresh query). Spark calls Python once per state group and micro-batch, and a group's call has a
+cost of its own (about 3 ms here: the rows to pandas, the state calls' fixed part, the kernels on small arrays), so
+the operator is grouped by one of `GROUPS` hash buckets of the key: few enough that a micro-batch of a few thousand
+records does not pay a call per handful of keys, enough to spread a large one over as many cores.
+With a state TTL, Spark's TTL of each entry forgets a key idle that long. The grouping and the state variable are
+the checkpoint's state layout: a checkpoint of another one is refused by Spark's own check when the query starts.
 """
 
 from __future__ import annotations
@@ -30,23 +32,25 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle, TimerValues
 from pyspark.sql.types import IntegralType, LongType, StringType, StructField, StructType
 
-from ..errors import OptionError, RecordError, SchemaError
+from ..errors import OptionError, SchemaError
 from ..kernel.change_kind import ChangeKind, kind_spellings
 from ..options.kinds import Duration
+from ..spark_internals import map_state_calls
 from . import last_rows
-from .rows import as_text, from_text, require_columns, require_rocksdb, require_text_safe
+from .rows import as_text, from_text, require_columns, require_rocksdb, require_state_partitions, require_text_safe
 
 HELPER = "normalized_changelog"
 # Spark's Python stateful operator renames columns whose name starts with "__": these names are plain.
 _ROW, _RETRACTS, _KIND, _KEY, _BUCKET = "uk_row", "uk_retracts", "uk_kind", "uk_key", "uk_bucket"
-# Enough buckets to spread a large micro-batch over a cluster's cores, few enough that a call per touched bucket
-# amortizes; fixed, since a key's state is found by its bucket (a checkpoint's layout).
-BUCKETS = 1024
+# The state groups (hash buckets of the key): a micro-batch's keys spread over this many Python calls, and at most this
+# many tasks apply them at once. Fixed, since a key's state is found by its group (a checkpoint's layout).
+GROUPS = 32
 # Flink's rule: +I and +U (and an upsert) accumulate; -D and -U retract the key's row.
 _RETRACTING = list(kind_spellings(ChangeKind.DELETE, ChangeKind.UPDATE_BEFORE))
 _ACCUMULATING = list(kind_spellings(ChangeKind.INSERT, ChangeKind.UPDATE_AFTER, ChangeKind.UPSERT))
@@ -82,11 +86,12 @@ def normalized_changelog(
             )
     ttl_ms = _ttl_ms(state_ttl)
     require_rocksdb(changes.sparkSession, HELPER)
+    require_state_partitions(changes.sparkSession, HELPER)
     compared = [c for c in changes.columns if c != change and c not in order]
     require_text_safe(changes, compared, HELPER)
 
     prepared = changes.select(
-        F.pmod(F.xxhash64(*keys), F.lit(BUCKETS)).alias(_BUCKET),
+        F.pmod(F.xxhash64(*keys), F.lit(GROUPS)).alias(_BUCKET),
         as_text(keys).alias(_KEY),
         as_text(compared).alias(_ROW),
         _retracts(F.col(change), change).alias(_RETRACTS),
@@ -129,48 +134,62 @@ def _ttl_ms(state_ttl: str | None) -> int | None:
 
 
 class _LastRowPerKey(StatefulProcessor):
-    """Flink's processLastRowOnChangelog per key, applied to a bucket's records of a micro-batch as columns
-    (tables/last_rows.py): the bucket's rows read once, written once."""
+    """Flink's processLastRowOnChangelog per key, applied to a state group's records of a micro-batch as columns
+    (tables/last_rows.py): the rows of the keys they touch read, the changed ones written back."""
 
     def __init__(self, order: list[str], ttl_ms: int | None) -> None:
         self._order = order
         self._ttl_ms = ttl_ms
-        self._schema = last_rows.held_schema(order, ttl_ms is not None)
+        self._schema = last_rows.held_schema(order)
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        # the name the earlier layouts used: Spark refuses a checkpoint they wrote (another key schema)
-        self._bucket = handle.getValueState("last_row", "rows BINARY", self._ttl_ms)
+        value = StructType(
+            [StructField(last_rows.ROW, StringType()), *[StructField(o, LongType()) for o in self._order]]
+        )
+        # the name every earlier layout used (a ValueState, or grouped by another key): Spark refuses their checkpoints
+        self._rows = handle.getMapState("last_row", StructType([StructField(last_rows.KEY, StringType())]), value,
+                                        self._ttl_ms)  # fmt: skip
+        self._calls = map_state_calls(self._rows)
 
     def handleInputRows(
         self, key: tuple[object, ...], rows: Iterator[pd.DataFrame], timerValues: TimerValues
     ) -> Iterator[pd.DataFrame]:
         frames = list(rows)
         frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-        stored = self._bucket.get()
-        try:
-            held = self._schema.empty_table() if stored is None else last_rows.decode(stored[0], self._schema)
-        except last_rows.LayoutError:
-            raise RecordError(
-                f"{HELPER}: the checkpoint holds a state this version of {HELPER} cannot read ({self._schema}): "
-                "start the query from a new checkpoint"
-            ) from None
         records = last_rows.Records(
             pa.array(frame[_KEY].to_numpy(object), pa.string()),
             pa.array(frame[_ROW].to_numpy(object), pa.string()),
             frame[_RETRACTS].to_numpy(bool),
             [frame[o].to_numpy(np.int64) for o in self._order],
         )
-        now = timerValues.getCurrentProcessingTimeInMs()
-        changes = last_rows.apply(held, records, self._order, self._ttl_ms, now)
-        if changes.held is not None:
-            if changes.held.num_rows:
-                self._bucket.update((last_rows.encode(changes.held),))
-            else:
-                self._bucket.clear()
+        changes = last_rows.apply(self._held(records.keys), records, self._order, self._ttl_ms is not None)
+        self._write(changes.written, changes.removed)
         if len(changes.kinds):
             out = {_ROW: changes.rows.to_numpy(zero_copy_only=False)}
             out |= dict(zip(self._order, changes.orders)) | {_KIND: changes.kinds}
             yield pd.DataFrame(out)
+
+    def _held(self, keys: pa.Array) -> pa.Table:
+        """The state's rows of these keys (a key without one absent)."""
+        if not self._rows.exists():  # nothing held: a fresh query's first records of this group read nothing
+            return self._schema.empty_table()
+        distinct = [(k,) for k in pc.unique(keys).to_pylist()]
+        values = self._calls.get_values(distinct) if self._calls else [self._rows.getValue(k) for k in distinct]
+        found = [(k[0], *v) for k, v in zip(distinct, values) if v is not None]
+        return pa.Table.from_pylist([dict(zip(self._schema.names, f)) for f in found], schema=self._schema)
+
+    def _write(self, written: pa.Table, removed: pa.Array) -> None:
+        keys = [(k,) for k in written[last_rows.KEY].to_pylist()]
+        values = list(zip(*[written[c].to_pylist() for c in self._schema.names[1:]]))
+        gone = [(k,) for k in removed.to_pylist()]
+        if self._calls:
+            self._calls.update_values(keys, values)
+            self._calls.remove_keys(gone)
+            return
+        for k, v in zip(keys, values):
+            self._rows.updateValue(k, v)
+        for k in gone:
+            self._rows.removeKey(k)
 
     def close(self) -> None:
         pass

@@ -35,7 +35,11 @@ from pyspark.sql.types import (
 from ..errors import OptionError, SchemaError
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+# aggregate_changelog's and temporal_join's state groups: hash buckets of the group or key, each bucket one state value
+# (normalized_changelog keeps an entry per key and groups by normalize.GROUPS). Fixed: a checkpoint's layout.
+BUCKETS = 1024
 _PROVIDER = "spark.sql.streaming.stateStore.providerClass"
+_PARTITIONS = "spark.sql.shuffle.partitions"
 
 # to_json and from_json with the same options: a timestamp keeps its microseconds (the default pattern stops at
 # milliseconds) and, for TIMESTAMP, its offset from UTC (so a wall clock in a DST change is not ambiguous).
@@ -66,6 +70,20 @@ def require_rocksdb(spark: SparkSession, helper: str) -> None:
             f"{helper} keeps its state in Spark's RocksDB state store, and this session uses "
             f"{provider or 'the default (HDFS-backed) one'}: set spark.conf.set('{_PROVIDER}', '{ROCKSDB}') "
             "before starting the query (or the same in the session's config)"
+        )
+
+
+def require_state_partitions(spark: SparkSession, helper: str) -> None:
+    """A stateful query runs `spark.sql.shuffle.partitions` tasks of Spark's Python stateful operator each
+    micro-batch, and keeps that number in its checkpoint. Spark's default (200) costs about 24 s a micro-batch of a
+    few thousand records on 2 cores: refuse it before the query starts, unless the user chose it."""
+    if spark.conf.get(_PARTITIONS, None) is None:  # not set: Spark's default
+        raise OptionError(
+            f"{helper} runs a stateful operator in {_PARTITIONS} tasks every micro-batch, and this session has "
+            "Spark's default (200): each micro-batch would start 200 tasks of Spark's Python stateful operator "
+            f"(about 24 s a micro-batch of 2,000 records measured on 2 cores). Set spark.conf.set('{_PARTITIONS}', "
+            "N) before starting the query, N about the cores it runs on (set 200 yourself to keep it); a query "
+            "restarted from its checkpoint keeps the number it first ran with"
         )
 
 

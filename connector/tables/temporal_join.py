@@ -40,8 +40,15 @@ from pyspark.sql.types import IntegralType, LongType, StringType, StructField, S
 from ..errors import RecordError, SchemaError
 from ..kernel.change_kind import ChangeKind, UpsertAction, spellings
 from . import as_of_versions as versions
-from .normalize import BUCKETS
-from .rows import as_text, from_text, require_columns, require_rocksdb, require_text_safe
+from .rows import (
+    BUCKETS,
+    as_text,
+    from_text,
+    require_columns,
+    require_rocksdb,
+    require_state_partitions,
+    require_text_safe,
+)
 
 HELPER = "temporal_join"
 # Spark's Python stateful operator renames columns whose name starts with "__": these names are plain.
@@ -106,6 +113,7 @@ def temporal_join(
             f"{HELPER}: columns {sorted(clash)} are on both sides: rename one side's (the output holds both)"
         )
     require_rocksdb(stream.sparkSession, HELPER)
+    require_state_partitions(stream.sparkSession, HELPER)
     require_text_safe(stream, stream.columns, HELPER)
     require_text_safe(table, carried, HELPER)
 

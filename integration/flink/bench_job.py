@@ -21,6 +21,9 @@ Requests ("op"):
   benchmark's jobs: one record per key, each key one row downstream), then for the first checkpoint triggered after
   that; answers its full state size (RocksDB files referenced, all vertices), the size per vertex, and cancels the
   job.
+- `start`: {"statement", "config"} submits an INSERT over unbounded sources and answers once it is submitted (the
+  steady benchmark's job: it runs until `cancel`).
+- `cancel`: cancels the job `start` submitted.
 - `quit`.
 
 "config" {key: value}: table settings for this request only, put back afterwards (to their value before, or to
@@ -101,6 +104,19 @@ class Session:
             self._cancel(result)
             raise
         return {"seconds": round(time.perf_counter() - started, 3)}
+
+    def op_start(self, req: dict[str, Any]) -> dict[str, Any]:
+        if getattr(self, "running", None) is not None:
+            raise RuntimeError("start: a job is running (cancel it first)")
+        with self._config(req.get("config")):
+            self.running = self.tenv.execute_sql(req["statement"])
+        return {"job": str(self.running.get_job_client().get_job_id())}
+
+    def op_cancel(self, req: dict[str, Any]) -> dict[str, Any]:
+        running, self.running = getattr(self, "running", None), None
+        if running is not None:
+            self._cancel(running)
+        return {"ok": True}
 
     def _cancel(self, result: Any) -> None:
         client = result._j_table_result.getJobClient()

@@ -11,10 +11,12 @@ import struct
 import zipfile
 from pathlib import Path
 
+import pandas as pd
 import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
 from pyspark.sql.datasource import DataSourceStreamWriter
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 from pyspark.sql.types import StructField, StructType, TimestampNTZType, TimestampType
 from pyspark_upsert_kafka import spark_internals
 from pyspark_upsert_kafka.formats.user_modules import shipped_files_root
@@ -226,6 +228,48 @@ def test_inside_a_worker_sparkfiles_root_holds_what_add_py_file_shipped(spark, t
     (inside,) = spark.sparkContext.parallelize([0], 1).mapPartitions(roots).collect()
     assert archive.name in inside
     assert shipped_files_root() is None
+
+
+# ---- A MapState's calls many at a time ----------------------------------------------------------------------
+
+
+class _ManyAtATime(StatefulProcessor):
+    """Writes, reads and removes a group's keys through map_state_calls and checks each answer against the MapState's
+    own one-key calls; a value large enough that its answers outgrow a socket buffer before they are read."""
+
+    def init(self, handle) -> None:
+        self._state = handle.getMapState("m", "k STRING", "v STRING, n BIGINT")
+        self._calls = spark_internals.map_state_calls(self._state)
+
+    def handleInputRows(self, key, rows, timerValues):
+        keys = [(k,) for frame in rows for k in frame["k"].tolist()]
+        values = [("x" * (20_000 if i % 100 == 0 else i % 7), i) for i in range(len(keys))]
+        problems = [] if self._calls else ["map_state_calls gave None"]
+        if self._calls:
+            self._calls.update_values(keys, values)
+            asked = [*keys, ("absent",)]
+            one_by_one = [self._state.getValue(k) for k in asked]
+            if self._calls.get_values(asked) != one_by_one or one_by_one[:-1] != values:
+                problems.append("get_values differs from getValue")
+            self._calls.remove_keys(keys[::2])
+            if [self._state.containsKey(k) for k in keys] != [i % 2 == 1 for i in range(len(keys))]:
+                problems.append("remove_keys removed other keys")
+        yield pd.DataFrame({"g": [key[0]], "problems": ["; ".join(problems)]})
+
+    def close(self) -> None:
+        pass
+
+
+def test_map_state_calls_many_at_a_time_are_the_mapstates_own_calls(spark, rocksdb):
+    """tables/normalize.py reads and writes a micro-batch's keys through map_state_calls: on every pyspark it must be
+    available and give what the MapState's one-key calls give (values, absent keys, removals)."""
+    rows = spark.range(3000).selectExpr("CAST(id % 2 AS STRING) AS g", "CAST(id AS STRING) AS k")
+    out = rows.groupBy("g").transformWithStateInPandas(_ManyAtATime(), "g STRING, problems STRING", "Append", "None")
+    assert sorted(tuple(r) for r in out.collect()) == [("0", ""), ("1", "")]
+
+
+def test_map_state_calls_of_another_object_are_unknown():
+    assert spark_internals.map_state_calls(object()) is None
 
 
 def test_outside_spark_workers_the_probes_answer_unknown():

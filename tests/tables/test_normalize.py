@@ -14,9 +14,10 @@ from pathlib import Path
 
 import orjson
 import pytest
+from pyspark.errors import StreamingQueryException
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 from pyspark_upsert_kafka import OptionError, SchemaError
-from pyspark_upsert_kafka.tables.normalize import BUCKETS, normalized_changelog
+from pyspark_upsert_kafka.tables.normalize import GROUPS, normalized_changelog
 
 from tests.support.kafka_io import produce
 from tests.support.read_helpers import collect_until, run_available_now
@@ -136,7 +137,7 @@ def test_values_come_out_exactly_as_they_went_in(spark, rocksdb, new_topic, opti
 def test_keys_that_share_a_bucket_each_keep_their_own_row(spark, rocksdb, new_topic, options, bootstrap, tmp_path):
     """The state is grouped by a hash bucket of the key: with more keys than buckets, keys share one, and each still
     inserts, updates, repeats and deletes on its own row, across micro-batches."""
-    keys = range(2 * BUCKETS + 1)  # more keys than buckets: some bucket holds two or more
+    keys = range(2 * GROUPS + 1)  # more keys than groups: some group holds two or more
     topic = new_topic()
     produce(bootstrap, topic, [_record(i, f"a{i}") for i in keys])
     normalized = normalized_changelog(_changes(spark, options(topic)), "id").select(*COLUMNS)
@@ -183,9 +184,34 @@ class _MapPerBucketLayout(StatefulProcessor):
         pass
 
 
+class _BucketValueLayout(StatefulProcessor):
+    """The third: grouped by a BIGINT bucket, a bucket's rows one ValueState `last_row` (an Arrow stream)."""
+
+    def init(self, handle) -> None:
+        self._last = handle.getValueState("last_row", "rows BINARY")
+
+    def handleInputRows(self, key, rows, timerValues):
+        for _ in rows:
+            self._last.update((b"rows",))
+        return iter(())
+
+    def close(self) -> None:
+        pass
+
+
 EARLIER_LAYOUTS = {
-    "per key": ("CAST(id AS STRING) AS uk_group", _PerKeyLayout),
-    "a map per bucket": ("CAST(pmod(xxhash64(id), 1024) AS INT) AS uk_group", _MapPerBucketLayout),
+    "per key": ("CAST(id AS STRING) AS uk_group", _PerKeyLayout, "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE"),
+    "a map per bucket": (
+        "CAST(pmod(xxhash64(id), 1024) AS INT) AS uk_group",
+        _MapPerBucketLayout,
+        "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE",
+    ),
+    # the layout before the entry per key (a MapState's entries are keyed by the group and the user key)
+    "a value per bucket": (
+        "pmod(xxhash64(id), 1024) AS uk_group",
+        _BucketValueLayout,
+        "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE",
+    ),
 }
 
 
@@ -196,8 +222,9 @@ def test_a_checkpoint_of_an_earlier_state_layout_is_refused(
 ):
     """A query that normalized with an earlier layout cannot go on with this one: its keys' rows would not be found
     and every key would be new again. The state variable keeps its name (`last_row`) with another key schema (the
-    bucket is a BIGINT now), so Spark refuses the checkpoint at once."""
-    group, processor = EARLIER_LAYOUTS[layout]
+    group is a BIGINT, and a MapState's entry is keyed by the group and the key), so Spark refuses the checkpoint
+    at once."""
+    group, processor, refusal = EARLIER_LAYOUTS[layout]
     topic = new_topic()
     produce(bootstrap, topic, [_record(1, "a")])
     old = (
@@ -208,9 +235,7 @@ def test_a_checkpoint_of_an_earlier_state_layout_is_refused(
     )
     run_available_now(old, str(tmp_path))
     produce(bootstrap, topic, [_record(1, "b")])
-    with pytest.raises(
-        Exception, match=r"STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE|STATE_STORE_INVALID_VARIABLE_TYPE_CHANGE"
-    ):
+    with pytest.raises(StreamingQueryException, match=refusal):
         run_available_now(normalized_changelog(_changes(spark, options(topic)), "id"), str(tmp_path))
 
 
@@ -235,3 +260,19 @@ def test_the_helper_says_what_to_change_before_a_query_starts(spark, new_topic, 
         normalized_changelog(without_offsets.option("schema", SCHEMA).load(), "id")
     with pytest.raises(OptionError, match=r"state_ttl .*a duration"):
         normalized_changelog(changes, "id", state_ttl="soon")
+
+
+def test_sparks_default_shuffle_partitions_are_refused_before_a_query_starts(spark, rocksdb, new_topic, options):
+    """Spark's default of 200 would run 200 stateful tasks a micro-batch (24 s each on 2 cores): the helper says what
+    to set; 200 set by the user is the user's choice."""
+    partitions = "spark.sql.shuffle.partitions"
+    before = spark.conf.get(partitions)
+    changes = _changes(spark, options(new_topic()))
+    try:
+        spark.conf.unset(partitions)
+        with pytest.raises(OptionError, match=r"Spark's default \(200\).*spark\.conf\.set\('spark\.sql\.shuffle"):
+            normalized_changelog(changes, "id")
+        spark.conf.set(partitions, "200")
+        assert normalized_changelog(changes, "id").columns == changes.columns
+    finally:
+        spark.conf.set(partitions, before)

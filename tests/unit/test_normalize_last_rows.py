@@ -1,23 +1,14 @@
 """normalized_changelog's columnar core (tables/last_rows.py) against Flink's rules written record by record: for any
-bucket state and any micro-batch of upserts, repeats and deletes over a few keys, the same changes in each key's
-order and the same rows left; the state's bytes round-trip and a bucket in another layout is refused."""
+state and any micro-batch of upserts, repeats and deletes over a few keys, the same changes in each key's order and
+the same rows left, written back for the keys whose row changed and for no other."""
 
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pyspark_upsert_kafka.tables.last_rows import (
-    TOUCHED,
-    LayoutError,
-    Records,
-    apply,
-    decode,
-    encode,
-    held_schema,
-)
+from pyspark_upsert_kafka.tables.last_rows import Records, apply, held_schema
 
 ORDER = ["offset"]
 
@@ -44,28 +35,31 @@ def _flinks_rules(held: dict, records: list, ttl: bool) -> tuple[dict, dict]:
     return {k: v for k, v in out.items() if v}, state
 
 
-def _columnar(held: dict, records: list, ttl: bool) -> tuple[dict, dict]:
-    schema = held_schema(ORDER, ttl)
+def _table(held: dict) -> pa.Table:
     columns = [list(held), [r for r, _ in held.values()], [o for _, o in held.values()]]
-    table = pa.Table.from_arrays([pa.array(c, t.type) for c, t in zip(columns, schema)] + (
-        [pa.array([100] * len(held), pa.int64())] if ttl else []), schema=schema)  # fmt: skip
+    schema = held_schema(ORDER)
+    return pa.Table.from_arrays([pa.array(c, t.type) for c, t in zip(columns, schema)], schema=schema)
+
+
+def _columnar(held: dict, records: list, ttl: bool) -> tuple[dict, dict]:
     batch = Records(
         pa.array([r[0] for r in records], pa.string()),
         pa.array([r[1] for r in records], pa.string()),
         np.array([r[2] for r in records], bool),
         [np.array([r[3] for r in records], np.int64)],
     )
-    changes = apply(decode(encode(table), schema), batch, ORDER, 1000 if ttl else None, 200)
+    # the state's rows of the micro-batch's keys, as the processor reads them
+    changes = apply(_table({k: v for k, v in held.items() if k in {r[0] for r in records}}), batch, ORDER, ttl)
     out: dict = {}
     keys = [row.split(":")[0] for row in changes.rows.to_pylist()]  # a row names its key, as a row text holds it
     for key, row, offset, kind in zip(keys, changes.rows.to_pylist(), changes.orders[0].tolist(), changes.kinds):
         out.setdefault(key, []).append((row, offset, kind))
-    after = changes.held if changes.held is not None else table
-    if ttl:
-        assert set(after[TOUCHED].to_pylist()) <= {100, 200}
-    state = {
-        k: (r, o) for k, r, o in zip(after["key"].to_pylist(), after["row"].to_pylist(), after["offset"].to_pylist())
-    }
+    written = changes.written.to_pylist()
+    removed = changes.removed.to_pylist()
+    for w in written:  # only what changed is written (with a TTL: every key a record accumulated, its TTL restarts)
+        assert ttl or held.get(w["key"]) != (w["row"], w["offset"])
+    assert set(removed) <= set(held) and not set(removed) & {w["key"] for w in written}
+    state = {k: v for k, v in held.items() if k not in removed} | {w["key"]: (w["row"], w["offset"]) for w in written}
     return out, state
 
 
@@ -98,15 +92,11 @@ def test_a_repeat_keeps_the_order_values_of_the_row_it_repeats():
     assert out == {"k1": [("k1:a", 3, "update_preimage"), ("k1:b", 13, "update_postimage")]}
 
 
-def test_a_key_idle_longer_than_the_ttl_is_forgotten():
-    schema = held_schema(ORDER, True)
-    table = pa.Table.from_pydict({"key": ["k1"], "row": ["k1:a"], "offset": [1], TOUCHED: [100]}, schema=schema)
-    batch = Records(pa.array(["k1"]), pa.array(["k1:a"]), np.array([False]), [np.array([2], np.int64)])
-    assert list(apply(table, batch, ORDER, 50, 150).kinds) == ["insert"]  # 100 + 50 <= 150: expired
-    assert list(apply(table, batch, ORDER, 51, 150).kinds) == ["update_preimage", "update_postimage"]
-
-
-def test_a_bucket_in_another_layout_is_refused():
-    other = pa.Table.from_pydict({"key": ["k1"], "row": ["x"]})
-    with pytest.raises(LayoutError, match="a state bucket holds"):
-        decode(encode(other), held_schema(ORDER, False))
+def test_with_a_ttl_every_key_a_record_accumulated_is_written_again():
+    """Spark's TTL of a key's entry restarts when it is written: a repeat (passed on as an update) is written too."""
+    batch = Records(pa.array(["k1", "k2"]), pa.array(["k1:a", "k2:x"]), np.array([False, True]), [np.array([2, 3])])
+    held = _table({"k1": ("k1:a", 1), "k2": ("k2:b", 1)})
+    with_ttl, without = apply(held, batch, ORDER, True), apply(held, batch, ORDER, False)
+    assert with_ttl.written.to_pylist() == [{"key": "k1", "row": "k1:a", "offset": 2}]
+    assert without.written.num_rows == 0 and list(without.kinds) == ["delete"]
+    assert with_ttl.removed.to_pylist() == without.removed.to_pylist() == ["k2"]

@@ -1,0 +1,354 @@
+"""Tables at stream cadence: normalized_changelog as users run it (the default trigger, updates arriving all the time),
+next to the same pipeline without normalization and Flink 2.2.1's ChangelogNormalize, in the same run.
+
+    integration/dev python -m integration.bench_tables_steady [--keys 1000000] [--rates 5000,15000] [--seconds 30]
+        [--flink auto|yes|no] [--cost-keys 20000,1000000] [--partitions 2]
+
+Freshness: a topic preloaded with `--keys` keys (one record each, integration.bench_kafka.row), a pipeline reading
+it from the earliest offset as an upsert-kafka stream and writing on to an upsert-kafka topic (LogAppendTime), and,
+once the preload went through, updates of random keys at a fixed rate for `--seconds`, each value's `ts` its
+produce time (ms). Freshness of an update is its output record's LogAppendTime minus that `ts`: p50 / p99 per
+pipeline and rate, over the updates produced after the first WARM_S seconds (the preload's last micro-batches).
+Pipelines: `plain` (the changelog as read: id, ts), `normalize` (normalized_changelog on id, its
+inserts and after-images written), Flink's `upsert-kafka` table through ChangelogNormalize
+(`table.exec.source.cdc-events-duplicate` = true) into an `upsert-kafka` table, parallelism 2, RocksDB.
+
+Cost at a steady micro-batch size: per `--cost-keys` size, a topic of that many keys, read into the state in one
+micro-batch, then 40,000 updates in micro-batches of 2,000 records (`scan.max-records-per-batch`), into `noop`:
+the median micro-batch of normalize minus that of the plain read, per record; and the checkpoint's growth per update
+record (bytes of its `state` folder after the updates minus after the preload, over the updates), next to Spark's JVM
+stateful aggregation keeping the latest row per key (`max_by(struct(...), offset)`, update mode) on the same topic.
+
+Spark runs local[2] on the RocksDB state store with `spark.sql.shuffle.partitions` = `--partitions` (the cores).
+Writes integration/results/benchmark-tables-steady.json. Test/dev tooling only: the product never imports this.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import threading
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+import orjson
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from integration import bench_kafka as kb
+from integration.benchmark import _infrastructure, bench_session
+
+RESULTS = Path(__file__).parent / "results" / "benchmark-tables-steady.json"
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+COST_UPDATES, COST_BATCH = 40_000, 2_000
+WARM_S = 5  # the first seconds of updates follow the preload's last micro-batches: measured from then on
+
+
+def update(i: int, keys: int, now_ms: int) -> tuple[bytes, bytes]:
+    """Update i: a key spread over all keys (a stride coprime to any count of keys below it), its row changed."""
+    key = (i * 1_000_003) % keys
+    return orjson.dumps({"id": key}), orjson.dumps(kb.row(key) | {"ts": now_ms, "quantity": i % 13})
+
+
+class Updates:
+    """`rate` updates/s of random keys for `seconds`, from a thread (or all at once with rate 0)."""
+
+    def __init__(self, bootstrap: str, topic: str, keys: int, rate: int, seconds: float) -> None:
+        self.bootstrap, self.topic, self.keys, self.rate, self.seconds = bootstrap, topic, keys, rate, seconds
+        self.sent = 0
+
+    def run(self) -> None:
+        producer = Producer({"bootstrap.servers": self.bootstrap, **kb._PRODUCER, "linger.ms": 0})
+        tick, per_tick = 0.01, max(1, self.rate // 100)
+        started = time.monotonic()
+        while time.monotonic() - started < self.seconds:
+            now = int(time.time() * 1000)
+            for _ in range(per_tick):
+                key, value = update(self.sent, self.keys, now)
+                producer.produce(self.topic, value, key)
+                self.sent += 1
+            producer.poll(0)
+            time.sleep(max(0.0, started + (self.sent / per_tick) * tick - time.monotonic()))
+        producer.flush(30)
+
+    def start(self) -> threading.Thread:
+        thread = threading.Thread(target=self.run, daemon=True)
+        thread.start()
+        return thread
+
+
+class Arrivals:
+    """The output topic read from a thread: the preload's records counted, each update's freshness kept (those
+    produced from `measured_ms` on)."""
+
+    def __init__(self, bootstrap: str, topic: str, since_ms: int) -> None:
+        self.bootstrap, self.topic, self.since_ms = bootstrap, topic, since_ms
+        self.measured_ms = since_ms
+        self.preload, self.updates, self.fresh, self._stop = 0, 0, [], threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        consumer = Consumer(
+            {"bootstrap.servers": self.bootstrap, "group.id": "bench-steady", "enable.auto.commit": False}
+        )
+        consumer.assign([TopicPartition(self.topic, p, 0) for p in range(kb.PARTITIONS)])
+        while not self._stop.is_set():
+            for m in consumer.consume(10_000, timeout=0.2):
+                if m.error() is None and m.value() is not None:
+                    produced = orjson.loads(m.value())["produced_ms"]
+                    if produced < self.since_ms:
+                        self.preload += 1
+                        continue
+                    self.updates += 1
+                    if produced >= self.measured_ms:
+                        self.fresh.append(m.timestamp()[1] - produced)
+        consumer.close()
+
+    def wait(self, what, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while not what() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return bool(what())
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.thread.join(10)
+
+
+def _source(spark, bootstrap: str, topic: str, **options: str):
+    reader = spark.readStream.format("upsert-kafka").options(
+        topic=topic, **{"properties.bootstrap.servers": bootstrap, "key.fields": "id"}
+    )
+    reader = reader.option("scan.startup.mode", "earliest-offset").option("schema", kb.VALUE_DDL)
+    return reader.options(**{"metadata.columns": "offset", **options}).load()
+
+
+def _pipeline(spark, who: str, bootstrap: str, source: str, sink: str, checkpoint: str):
+    from pyspark_upsert_kafka.tables.normalize import normalized_changelog
+
+    changes = _source(spark, bootstrap, source)
+    if who == "normalize":
+        changes = normalized_changelog(changes, "id").where("_change_type IN ('insert', 'update_postimage')")
+    out = changes.selectExpr("id", "ts AS produced_ms")
+    writer = out.writeStream.format("upsert-kafka").options(
+        topic=sink, **{"properties.bootstrap.servers": bootstrap, "key.fields": "id"}
+    )
+    return writer.option("checkpointLocation", checkpoint).start()
+
+
+def _quantiles(found: list[float]) -> dict:
+    q = statistics.quantiles(found, n=100) if len(found) > 1 else found * 99
+    return {"p50_ms": q[49], "p99_ms": q[98], "arrived": len(found)}
+
+
+def freshness_run(spark, bootstrap: str, preloaded: str, keys: int, who: str, rate: int, seconds: float) -> dict:
+    """One pipeline at one rate: the preload through first, then `rate` updates/s for `seconds`."""
+    source = kb.create_topic(bootstrap, f"steady-in-{who}-{rate}-{time.time_ns()}")
+    _copy_topic(bootstrap, preloaded, source, keys)
+    sink = kb.create_topic(
+        bootstrap, f"steady-out-{who}-{rate}-{time.time_ns()}", **{"message.timestamp.type": "LogAppendTime"}
+    )
+    since_ms = int(time.time() * 1000) + 1
+    arrivals = Arrivals(bootstrap, sink, since_ms)
+    with tempfile.TemporaryDirectory(prefix="bench-steady-") as checkpoint:
+        started = time.monotonic()
+        if who == "flink":
+            from integration.bench_tables_flink import steady_job
+
+            stop = steady_job(bootstrap, source, sink)
+        else:
+            query = _pipeline(spark, who, bootstrap, source, sink, checkpoint)
+            stop = query.stop
+        try:
+            if not arrivals.wait(lambda: arrivals.preload >= keys, 900):
+                raise RuntimeError(f"{who}: the preload did not go through ({arrivals.preload} of {keys})")
+            preload_s = time.monotonic() - started
+            updates = Updates(bootstrap, source, keys, rate, seconds + WARM_S)
+            arrivals.measured_ms = int(time.time() * 1000) + WARM_S * 1000
+            updates.start().join()
+            arrivals.wait(lambda: arrivals.updates >= updates.sent, 120)
+            batches = [] if who == "flink" else _steady_batches(query.recentProgress)
+        finally:
+            stop()
+            arrivals.stop()
+    found = _quantiles(sorted(arrivals.fresh)) | {"sent": updates.sent, "preload_s": preload_s}
+    if batches:
+        found |= {k: statistics.median(b[k] for b in batches) for k in batches[0]}
+    found["arrived_all"] = arrivals.updates
+    print(f"  {who:<9} at {rate:,}/s: p50 {found['p50_ms']:,.0f} ms, p99 {found['p99_ms']:,.0f} ms "
+          f"({found['arrived']:,} measured; {arrivals.updates:,} of {updates.sent:,} arrived; preload {preload_s:.1f} s"
+          + (f"; per micro-batch, median: {_shown(batches[0], found)})" if batches else ")"), flush=True)  # fmt: skip
+    return found
+
+
+def _steady_batches(progress) -> list[dict]:
+    """Each steady micro-batch's figures (not the preload's): its records, its time and, with a stateful operator,
+    the operator's update time and its state store's commit time (ms, summed over its tasks), with its RocksDB
+    commit's file sync and the state rows it wrote."""
+    found = []
+    for p in progress:
+        if not p["numInputRows"] or p["numInputRows"] >= 100_000:
+            continue
+        batch = {"records": p["numInputRows"], "batch_ms": p["durationMs"]["triggerExecution"],
+                 "add_batch_ms": p["durationMs"].get("addBatch", 0)}  # fmt: skip
+        for state in p.get("stateOperators", [])[:1]:
+            metrics = state.get("customMetrics", {})
+            batch |= {"state_updates_ms": state["allUpdatesTimeMs"], "state_commit_ms": state["commitTimeMs"],
+                      "rocksdb_sync_ms": metrics.get("rocksdbCommitFileSyncLatencyMs", 0),
+                      "state_rows_updated": state["numRowsUpdated"]}  # fmt: skip
+        found.append(batch)
+    return found
+
+
+def _shown(keys: dict, found: dict) -> str:
+    return ", ".join(f"{k} {found[k]:,.0f}" for k in keys)
+
+
+def _copy_topic(bootstrap: str, source: str, target: str, n: int) -> None:
+    """The preload, once produced, copied for each run (a run's topic is its own: the pipelines do not share one)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-copy", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(source, p, 0) for p in range(kb.PARTITIONS)])
+    producer = Producer({"bootstrap.servers": bootstrap, **kb._PRODUCER})
+    copied, deadline = 0, time.monotonic() + 600
+    while copied < n and time.monotonic() < deadline:
+        for m in consumer.consume(50_000, timeout=1.0):
+            if m.error() is None:
+                while True:
+                    try:
+                        producer.produce(target, m.value(), m.key(), partition=m.partition())
+                        break
+                    except BufferError:
+                        producer.poll(0.05)
+                copied += 1
+        producer.poll(0)
+    producer.flush(60)
+    consumer.close()
+
+
+def cost_run(spark, bootstrap: str, keys: int) -> dict:
+    """Per-record cost and checkpoint growth at micro-batches of COST_BATCH records, `keys` keys held."""
+    topic = kb.create_topic(bootstrap, f"steady-cost-{keys}-{time.time_ns()}")
+    kb.produce_parallel(bootstrap, topic, keys)
+    found: dict = {}
+    steps = ("read", "normalize", "jvm")
+    runs: dict[str, Path] = {}
+    with ExitStack() as stack:
+        for step in steps:
+            checkpoint = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=f"bench-cost-{step}-")))
+            runs[step] = checkpoint
+            _cost_query(spark, bootstrap, topic, step, checkpoint, keys)  # the preload, one micro-batch
+        before = {s: _state_bytes(runs[s]) for s in steps}
+        now = int(time.time() * 1000)
+        kb.produce(bootstrap, topic, [update(i, keys, now) for i in range(COST_UPDATES)])
+        for step in steps:
+            progress = _cost_query(spark, bootstrap, topic, step, runs[step], COST_UPDATES, COST_BATCH)
+            batches = [p["durationMs"]["triggerExecution"] for p in progress if p["numInputRows"]]
+            grown = (_state_bytes(runs[step]) - before[step]) / COST_UPDATES
+            found[step] = {
+                "batch_ms_p50": statistics.median(batches),
+                "batches": len(batches),
+                "bytes_per_update": grown,
+            }
+    own = (found["normalize"]["batch_ms_p50"] - found["read"]["batch_ms_p50"]) * 1000 / COST_BATCH
+    found["normalize_own_us_per_record"] = own
+    jvm = (found["jvm"]["batch_ms_p50"] - found["read"]["batch_ms_p50"]) * 1000 / COST_BATCH
+    found["jvm_own_us_per_record"] = jvm
+    print(f"  {keys:,} keys, micro-batches of {COST_BATCH:,}: read {found['read']['batch_ms_p50']:,.0f} ms, "
+          f"normalize {found['normalize']['batch_ms_p50']:,.0f} ms ({own:,.0f} us a record of its own), JVM "
+          f"latest-row aggregation {found['jvm']['batch_ms_p50']:,.0f} ms ({jvm:,.0f} us); checkpoint per update: "
+          f"normalize {found['normalize']['bytes_per_update']:,.0f} B, JVM "
+          f"{found['jvm']['bytes_per_update']:,.0f} B", flush=True)  # fmt: skip
+    return found
+
+
+def _cost_query(
+    spark, bootstrap: str, topic: str, step: str, checkpoint: Path, expected: int, per_batch: int | None = None
+) -> list:
+    """Run `step` on its checkpoint until it read `expected` records; its micro-batches' progress."""
+    from pyspark.sql import functions as F
+    from pyspark_upsert_kafka.tables.normalize import normalized_changelog
+
+    options = {"scan.max-records-per-batch": str(per_batch)} if per_batch else {}
+    changes = _source(spark, bootstrap, topic, **options)
+    mode = "append"
+    if step == "normalize":
+        changes = normalized_changelog(changes, "id")
+    elif step == "jvm":
+        columns = [c for c in changes.columns if c not in ("id", "offset")]
+        changes = changes.groupBy("id").agg(F.max_by(F.struct(*columns), "offset").alias("row"))
+        mode = "update"
+    query = (
+        changes.writeStream.format("noop").outputMode(mode).option("checkpointLocation", str(checkpoint))
+        .trigger(processingTime="0 seconds").start()
+    )  # fmt: skip
+    deadline = time.monotonic() + 900
+    try:
+        while time.monotonic() < deadline:
+            progress = [p for p in query.recentProgress if p["numInputRows"]]
+            read = sum(p["numInputRows"] for p in progress)
+            if query.exception() is not None:
+                raise RuntimeError(str(query.exception()))
+            if read >= expected:
+                return progress
+            time.sleep(0.2)
+        raise RuntimeError(f"{step}: did not read its records in time")
+    finally:
+        query.stop()
+
+
+def _state_bytes(checkpoint: Path) -> int:
+    return sum(f.stat().st_size for f in (checkpoint / "state").rglob("*") if f.is_file())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--keys", type=int, default=1_000_000)
+    parser.add_argument("--rates", default="5000,15000")
+    parser.add_argument("--seconds", type=float, default=30)
+    parser.add_argument("--flink", choices=("auto", "yes", "no"), default="auto")
+    parser.add_argument("--cost-keys", default="20000,1000000")
+    parser.add_argument("--partitions", default="2")
+    parser.add_argument("--only", choices=("freshness", "cost", "all"), default="all")
+    args = parser.parse_args(argv)
+    results: dict = {"keys": args.keys, "seconds": args.seconds, "partitions": args.partitions}
+    with ExitStack() as stack:
+        bootstrap, _ = _infrastructure(stack)
+        spark = bench_session(
+            "bench-tables-steady",
+            **{
+                "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
+                "spark.sql.shuffle.partitions": args.partitions,
+            },
+        )
+        whos = ["plain", "normalize"] + (["flink"] if _flink_wanted(args.flink) else [])
+        if args.only in ("freshness", "all"):
+            preloaded = kb.create_topic(bootstrap, f"steady-preload-{time.time_ns()}")
+            kb.produce_parallel(bootstrap, preloaded, args.keys)
+            for rate in [int(r) for r in args.rates.split(",")]:
+                for who in whos:
+                    results[f"freshness: {who} at {rate}"] = freshness_run(
+                        spark, bootstrap, preloaded, args.keys, who, rate, args.seconds
+                    )
+        if args.only in ("cost", "all"):
+            for keys in [int(k) for k in args.cost_keys.split(",")]:
+                results[f"cost: {keys} keys"] = cost_run(spark, bootstrap, keys)
+    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+def _flink_wanted(choice: str) -> bool:
+    if choice == "no":
+        return False
+    from integration.flink_session import VENV
+
+    ready = (VENV / "bin" / "python").is_file()
+    if choice == "yes" and not ready:
+        raise SystemExit("--flink yes: the Flink venv is not prepared (integration.flink_session.ensure_flink_venv)")
+    return ready
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
