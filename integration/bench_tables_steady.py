@@ -2,13 +2,14 @@
 next to the same pipeline without normalization and Flink 2.2.1's ChangelogNormalize, in the same run.
 
     integration/dev python -m integration.bench_tables_steady [--keys 1000000] [--rates 5000,15000] [--seconds 30]
-        [--flink auto|yes|no] [--cost-keys 20000,1000000] [--partitions 2]
+        [--flink auto|yes|no] [--cost-keys 20000,1000000] [--partitions 2] [--warm-s 0]
+        [--only freshness|cost|default|all]
 
 Freshness: a topic preloaded with `--keys` keys (one record each, integration.bench_kafka.row), a pipeline reading
 it from the earliest offset as an upsert-kafka stream and writing on to an upsert-kafka topic (LogAppendTime), and,
 once the preload went through, updates of random keys at a fixed rate for `--seconds`, each value's `ts` its
 produce time (ms). Freshness of an update is its output record's LogAppendTime minus that `ts`: p50 / p99 per
-pipeline and rate, over the updates produced after the first WARM_S seconds (the preload's last micro-batches).
+pipeline and rate (with `--warm-s S`, over the updates produced after the first S seconds only).
 Pipelines: `plain` (the changelog as read: id, ts), `normalize` (normalized_changelog on id, its
 inserts and after-images written), Flink's `upsert-kafka` table through ChangelogNormalize
 (`table.exec.source.cdc-events-duplicate` = true) into an `upsert-kafka` table, parallelism 2, RocksDB.
@@ -19,14 +20,19 @@ the median micro-batch of normalize minus that of the plain read, per record; an
 record (bytes of its `state` folder after the updates minus after the preload, over the updates), next to Spark's JVM
 stateful aggregation keeping the latest row per key (`max_by(struct(...), offset)`, update mode) on the same topic.
 
+Spark's default of 200 shuffle partitions, as a new user has it (20,000 keys): left unset, the helper's refusal; set
+to 200 explicitly, a micro-batch of 2,000 updates.
+
 Spark runs local[2] on the RocksDB state store with `spark.sql.shuffle.partitions` = `--partitions` (the cores).
-Writes integration/results/benchmark-tables-steady.json. Test/dev tooling only: the product never imports this.
+Writes integration/results/benchmark-tables-steady.json (with --only X: benchmark-tables-steady-X.json). Test/dev
+tooling only: the product never imports this.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import platform
 import statistics
 import tempfile
 import threading
@@ -43,7 +49,6 @@ from integration.benchmark import _infrastructure, bench_session
 RESULTS = Path(__file__).parent / "results" / "benchmark-tables-steady.json"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 COST_UPDATES, COST_BATCH = 40_000, 2_000
-WARM_S = 5  # the first seconds of updates follow the preload's last micro-batches: measured from then on
 
 
 def update(i: int, keys: int, now_ms: int) -> tuple[bytes, bytes]:
@@ -144,8 +149,11 @@ def _quantiles(found: list[float]) -> dict:
     return {"p50_ms": q[49], "p99_ms": q[98], "arrived": len(found)}
 
 
-def freshness_run(spark, bootstrap: str, preloaded: str, keys: int, who: str, rate: int, seconds: float) -> dict:
-    """One pipeline at one rate: the preload through first, then `rate` updates/s for `seconds`."""
+def freshness_run(
+    spark, bootstrap: str, preloaded: str, keys: int, who: str, rate: int, seconds: float, warm_s: float = 0
+) -> dict:
+    """One pipeline at one rate: the preload through first, then `rate` updates/s for `warm_s` + `seconds` (the
+    first `warm_s` not measured)."""
     source = kb.create_topic(bootstrap, f"steady-in-{who}-{rate}-{time.time_ns()}")
     _copy_topic(bootstrap, preloaded, source, keys)
     sink = kb.create_topic(
@@ -166,8 +174,8 @@ def freshness_run(spark, bootstrap: str, preloaded: str, keys: int, who: str, ra
             if not arrivals.wait(lambda: arrivals.preload >= keys, 900):
                 raise RuntimeError(f"{who}: the preload did not go through ({arrivals.preload} of {keys})")
             preload_s = time.monotonic() - started
-            updates = Updates(bootstrap, source, keys, rate, seconds + WARM_S)
-            arrivals.measured_ms = int(time.time() * 1000) + WARM_S * 1000
+            updates = Updates(bootstrap, source, keys, rate, seconds + warm_s)
+            arrivals.measured_ms = int((time.time() + warm_s) * 1000)
             updates.start().join()
             arrivals.wait(lambda: arrivals.updates >= updates.sent, 120)
             batches = [] if who == "flink" else _steady_batches(query.recentProgress)
@@ -299,6 +307,41 @@ def _cost_query(
         query.stop()
 
 
+def default_partitions_run(spark, bootstrap: str, keys: int, batches: int = 3) -> dict:
+    """Spark's default of 200 shuffle partitions, as a new user has it: left unset, the helper refuses it before the
+    query starts (its message kept); set to 200 explicitly, the median of `batches` micro-batches of COST_BATCH
+    updates (each runs 200 stateful tasks)."""
+    from pyspark_upsert_kafka import OptionError
+    from pyspark_upsert_kafka.tables.normalize import normalized_changelog
+
+    partitions = "spark.sql.shuffle.partitions"
+    before = spark.conf.get(partitions)
+    topic = kb.create_topic(bootstrap, f"steady-default-{keys}-{time.time_ns()}")
+    kb.produce_parallel(bootstrap, topic, keys)
+    found: dict = {}
+    try:
+        spark.conf.unset(partitions)
+        try:
+            normalized_changelog(_source(spark, bootstrap, topic), "id")
+            found["unset"] = "accepted"
+        except OptionError as e:
+            found["unset"] = f"refused before the query started: {e}"
+        spark.conf.set(partitions, "200")
+        with tempfile.TemporaryDirectory(prefix="bench-default-") as checkpoint:
+            _cost_query(spark, bootstrap, topic, "normalize", Path(checkpoint), keys)
+            now = int(time.time() * 1000)
+            kb.produce(bootstrap, topic, [update(i, keys, now) for i in range(batches * COST_BATCH)])
+            progress = _cost_query(
+                spark, bootstrap, topic, "normalize", Path(checkpoint), batches * COST_BATCH, COST_BATCH
+            )
+        found["set_200_batch_ms_p50"] = statistics.median(p["durationMs"]["triggerExecution"] for p in progress)
+    finally:
+        spark.conf.set(partitions, before)
+    print(f"  Spark's default 200 shuffle partitions, {keys:,} keys: unset: {found['unset'][:60]}...; set to 200: "
+          f"{found['set_200_batch_ms_p50']:,.0f} ms a micro-batch of {COST_BATCH:,} updates", flush=True)  # fmt: skip
+    return found
+
+
 def _state_bytes(checkpoint: Path) -> int:
     return sum(f.stat().st_size for f in (checkpoint / "state").rglob("*") if f.is_file())
 
@@ -308,12 +351,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keys", type=int, default=1_000_000)
     parser.add_argument("--rates", default="5000,15000")
     parser.add_argument("--seconds", type=float, default=30)
+    parser.add_argument("--warm-s", type=float, default=0, help="updates not measured at first (seconds)")
     parser.add_argument("--flink", choices=("auto", "yes", "no"), default="auto")
     parser.add_argument("--cost-keys", default="20000,1000000")
     parser.add_argument("--partitions", default="2")
-    parser.add_argument("--only", choices=("freshness", "cost", "all"), default="all")
+    parser.add_argument("--only", choices=("freshness", "cost", "default", "all"), default="all")
     args = parser.parse_args(argv)
-    results: dict = {"keys": args.keys, "seconds": args.seconds, "partitions": args.partitions}
+    run = {"when": time.strftime("%Y-%m-%d %H:%M"), "machine": platform.machine()}
+    results: dict = {"run": run, "keys": args.keys, "seconds": args.seconds, "partitions": args.partitions}
     with ExitStack() as stack:
         bootstrap, _ = _infrastructure(stack)
         spark = bench_session(
@@ -330,12 +375,15 @@ def main(argv: list[str] | None = None) -> int:
             for rate in [int(r) for r in args.rates.split(",")]:
                 for who in whos:
                     results[f"freshness: {who} at {rate}"] = freshness_run(
-                        spark, bootstrap, preloaded, args.keys, who, rate, args.seconds
+                        spark, bootstrap, preloaded, args.keys, who, rate, args.seconds, args.warm_s
                     )
         if args.only in ("cost", "all"):
             for keys in [int(k) for k in args.cost_keys.split(",")]:
                 results[f"cost: {keys} keys"] = cost_run(spark, bootstrap, keys)
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+        if args.only in ("default", "all"):
+            results["default partitions: 20000 keys"] = default_partitions_run(spark, bootstrap, 20_000)
+    out = RESULTS if args.only == "all" else RESULTS.with_name(f"{RESULTS.stem}-{args.only}.json")
+    out.write_text(json.dumps(results, indent=2) + "\n")
     return 0
 
 

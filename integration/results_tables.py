@@ -249,6 +249,59 @@ def _tables_side_by_side(figures: dict) -> str:
     )
 
 
+def tables_steady_table() -> str:
+    """Tables at stream cadence (integration/bench_tables_steady.py): freshness per pipeline and rate, and the cost
+    per record and checkpoint growth per update at micro-batches of 2,000 records, next to Spark's JVM stateful
+    aggregation; figures of its partial runs (`--only cost`, `--only default`) merged in when present."""
+    figures = _load("benchmark-tables-steady.json")
+    for part in ("cost", "default"):
+        if (RESULTS / f"benchmark-tables-steady-{part}.json").exists():
+            extra = _load(f"benchmark-tables-steady-{part}.json")
+            figures |= {k: v for k, v in extra.items() if k.startswith(("cost:", "default")) and k not in figures}
+    fresh = []
+    for name, f in figures.items():
+        if name.startswith("freshness: "):
+            who, rate = name.removeprefix("freshness: ").split(" at ")
+            batch = f.get("batch_ms", f.get("batch_ms_p50"))
+            shown = "-" if batch is None else f"{batch:,.0f}"
+            fresh.append([f"{int(rate):,}/s", who, f"{f['p50_ms']:,.0f}", f"{f['p99_ms']:,.0f}", shown])
+    sizes = sorted(int(n.split()[1]) for n in figures if n.startswith("cost: "))
+    costs = [_cost_row(keys, figures[f"cost: {keys} keys"]) for keys in sizes]
+    run = figures.get("run")
+    fresh_header = ["rate", "pipeline", "freshness p50 ms", "p99 ms", "micro-batch ms (median)"]
+    cost_header = ["keys", "read ms", "normalize ms", "normalize own us/record", "JVM latest row ms",
+                   "JVM own us/record", "normalize checkpoint B/update", "JVM checkpoint B/update"]  # fmt: skip
+    text = (
+        (f"Run of {run['when']} ({run['machine']}, " if run else "A run (")
+        + f"Spark local[2], {figures['partitions']} shuffle partitions): {figures['keys']:,} keys preloaded, "
+        f"updates for {figures['seconds']:.0f} s (`integration/results/benchmark-tables-steady.json`):\n\n"
+        + _table(fresh_header, fresh)
+        + "\n\nMicro-batches of 2,000 updates, after the keys were read in one micro-batch:\n\n"
+        + _table(cost_header, costs)
+    )
+    default = next((f for n, f in figures.items() if n.startswith("default")), None)
+    if default:
+        unset = default["unset"].split(":")[0]
+        text += (
+            f"\n\nSpark's default shuffle partitions, 20,000 keys: left unset, {unset}; set to 200 explicitly, "
+            f"{default['set_200_batch_ms_p50']:,.0f} ms a micro-batch of 2,000 updates."
+        )
+    return text
+
+
+def _cost_row(keys: int, f: dict) -> list[str]:
+    ms = [f[step]["batch_ms_p50"] for step in ("read", "normalize")]
+    return [
+        f"{keys:,}",
+        *(f"{m:,.0f}" for m in ms),
+        f"{f['normalize_own_us_per_record']:,.0f}",
+        f"{f['jvm']['batch_ms_p50']:,.0f}",
+        f"{f['jvm_own_us_per_record']:,.0f}",
+        f"{f['normalize']['bytes_per_update']:,.0f}",
+        f"{f['jvm']['bytes_per_update']:,.0f}",
+    ]
+
+
 BLOCKS: dict[str, Callable[[], str]] = {
     "run": run_line,
     "throughput": throughput_table,
@@ -260,4 +313,5 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "latency-steps": steps_table,
     "formats": formats_table,
     "tables": tables_table,
+    "tables-steady": tables_steady_table,
 }

@@ -75,13 +75,13 @@ def require_rocksdb(spark: SparkSession, helper: str) -> None:
 
 def require_state_partitions(spark: SparkSession, helper: str) -> None:
     """A stateful query runs `spark.sql.shuffle.partitions` tasks of Spark's Python stateful operator each
-    micro-batch, and keeps that number in its checkpoint. Spark's default (200) costs about 24 s a micro-batch of a
+    micro-batch, and keeps that number in its checkpoint. Spark's default (200) costs about 21 s a micro-batch of a
     few thousand records on 2 cores: refuse it before the query starts, unless the user chose it."""
     if spark.conf.get(_PARTITIONS, None) is None:  # not set: Spark's default
         raise OptionError(
             f"{helper} runs a stateful operator in {_PARTITIONS} tasks every micro-batch, and this session has "
             "Spark's default (200): each micro-batch would start 200 tasks of Spark's Python stateful operator "
-            f"(about 24 s a micro-batch of 2,000 records measured on 2 cores). Set spark.conf.set('{_PARTITIONS}', "
+            f"(about 21 s a micro-batch of 2,000 records measured on 2 cores). Set spark.conf.set('{_PARTITIONS}', "
             "N) before starting the query, N about the cores it runs on (set 200 yourself to keep it); a query "
             "restarted from its checkpoint keeps the number it first ran with"
         )

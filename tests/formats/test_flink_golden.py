@@ -23,11 +23,18 @@ from pyspark.sql.types import StringType, StructField, StructType
 from pyspark_upsert_kafka import OptionError, flink_table
 from pyspark_upsert_kafka.spark_internals import TimeType
 
+from integration.flink_golden import all_cases
 from tests.support.flink_golden import FlinkType, canonical, parse_type
 from tests.support.kafka_io import client_config, consume_messages
 
 GOLDEN = Path(__file__).parent / "golden" / "flink"
 CASES = sorted(p for p in GOLDEN.glob("*.json") if "ddl" in json.loads(p.read_text()))
+# Every case the generator writes is here, so that a file lost or a glob gone wrong fails collection rather than
+# leaving cases untested (debezium_avro_confluent only where Flink itself could write avro-confluent).
+_found = {p.stem for p in CASES}
+assert {c.name for c in all_cases(confluent=False)} <= _found <= {c.name for c in all_cases(confluent=True)}, (
+    f"the Flink golden cases in {GOLDEN} are not the generator's (integration/flink_golden.py): {sorted(_found)}"
+)
 UTC = dt.timezone.utc
 # Flink's records carry timestamps of 2024: the default retention (7 days) would let the broker delete them at once.
 KEEP_OLD_RECORDS = {"retention.ms": "-1"}

@@ -27,11 +27,13 @@ def test_explicit_register_makes_the_format_usable_under_any_case(spark, new_top
 
 def test_installed_wheel_registers_the_format_with_no_user_code(bootstrap, new_topic, tmp_path):
     """Build the wheel, pip-install it into a fresh interpreter that cannot see this source tree, and use
-    format("upsert-kafka") there without registering anything."""
+    format("upsert-kafka") there without registering anything. The wheel is typed (PEP 561's py.typed)."""
     wheels, site = tmp_path / "wheels", tmp_path / "venv-site"
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
     subprocess.run([*pip, "wheel", "--no-deps", "-w", wheels, ROOT], check=True)
     subprocess.run([*pip, "install", "--no-deps", "--target", site, *wheels.glob("*.whl")], check=True)
+    # PEP 561: the wheel carries the marker that lets users' type checkers read the package's hints
+    assert (site / "pyspark_upsert_kafka" / "py.typed").is_file()
 
     # A venv whose only view of our packages is the installed wheel: its site dir (.pth processed, as
     # after `pip install`) plus the test venv's dependencies as a plain path (whose .pth files, such

@@ -127,5 +127,5 @@ def test_stop_closes_the_drivers_clients_and_leaves_no_connection(spark, new_top
     reader.stop()
     gc.collect()
     wait_for(lambda: _connections_to(bootstrap) <= before, "the driver's connections to close", timeout=30)
-    with pytest.raises(RuntimeError):  # closed, not merely dropped
+    with pytest.raises(RuntimeError, match=r"^Consumer closed$"):  # closed, not merely dropped
         consumer.assignment()

@@ -13,7 +13,7 @@ from pathlib import Path
 from confluent_kafka import Producer
 from pyspark.sql import functions as F
 
-from tests.support.checkpoints import uncommit
+from tests.support.checkpoints import planned_at, uncommit
 from tests.support.read_helpers import (
     Collector,
     rec,
@@ -29,10 +29,20 @@ T0 = recent_minute()
 WM_ROWS = "id INT, name STRING, part INT, ts TIMESTAMP, wm TIMESTAMP, _change_type STRING"
 WM_META = "part=partition, ts=timestamp, wm=watermark"
 UTC = dt.timezone.utc
+IDLE_TIMEOUT_S = 1
 
 
 def _ms(value: dt.datetime | None) -> int | None:
     return None if value is None else round(value.replace(tzinfo=UTC).timestamp() * 1000)
+
+
+def _wait_until_idle(checkpoint: str, sink: Collector, record: int) -> None:
+    """Until the partition of `record`, its last record, has had none for longer than the idle timeout as the reader
+    counts it: from the planning of the batch that read it, which ended before Spark stamped that batch
+    (batchTimestampMs). The next batch, planned after the caller sends, then finds the partition idle."""
+    (batch,) = [b for b in sink.batches if any(r[0] == record for r in sink.by_batch[b])]
+    since = planned_at(checkpoint, batch) + 0.001  # Spark's stamp is whole milliseconds, rounded down
+    wait_for(lambda: time.time() - since > IDLE_TIMEOUT_S, f"record {record}'s partition to be idle", timeout=30)
 
 
 def _lagging_pair(new_topic, bootstrap: str) -> str:
@@ -125,12 +135,13 @@ def test_watermark_column_shows_the_minimum_of_the_partition_watermarks_when_the
 def test_an_idle_partition_stops_holding_back_the_merged_watermark(spark, new_topic, options, bootstrap, tmp_path):
     topic = new_topic(partitions=2)
     send(bootstrap, topic, [rec(1, partition=0, ts=T0), rec(2, partition=1, ts=T0 - 600_000)])
-    opts = options(topic, {"metadata.columns": WM_META, "scan.watermark.idle-timeout": "1 s"})
+    opts = options(topic, {"metadata.columns": WM_META, "scan.watermark.idle-timeout": f"{IDLE_TIMEOUT_S} s"})
     sink = Collector()
-    query = start_collecting(stream(spark, opts, WM_ROWS), str(tmp_path / "cp"), sink)
+    checkpoint = str(tmp_path / "cp")
+    query = start_collecting(stream(spark, opts, WM_ROWS), checkpoint, sink)
     try:
         wait_for(lambda: len(sink.rows) >= 2, "the first records")
-        time.sleep(1.5)  # partition 1 gets nothing new for longer than the idle timeout
+        _wait_until_idle(checkpoint, sink, 2)  # partition 1 gets nothing new
         send(bootstrap, topic, [rec(3, partition=0, ts=T0 + 1000)])
         wait_for(lambda: len(sink.rows) >= 3, "the next record")
     finally:
@@ -147,13 +158,13 @@ def test_a_replayed_batch_gets_the_same_watermark_column_though_idleness_is_wall
     when each partition last moved) replays the batch with the same merged watermark."""
     topic = new_topic(partitions=2)
     send(bootstrap, topic, [rec(1, partition=0, ts=T0), rec(2, partition=1, ts=T0 - 600_000)])
-    opts = options(topic, {"metadata.columns": WM_META, "scan.watermark.idle-timeout": "1 s"})
+    opts = options(topic, {"metadata.columns": WM_META, "scan.watermark.idle-timeout": f"{IDLE_TIMEOUT_S} s"})
     checkpoint = str(tmp_path / "cp")
     first = Collector()
     query = start_collecting(stream(spark, opts, WM_ROWS), checkpoint, first)
     try:
         wait_for(lambda: len(first.rows) >= 2, "the first records")
-        time.sleep(1.5)  # partition 1 gets nothing new for longer than the idle timeout
+        _wait_until_idle(checkpoint, first, 2)  # partition 1 gets nothing new
         send(bootstrap, topic, [rec(3, partition=0, ts=T0 + 1000)])
         wait_for(lambda: len(first.rows) >= 3, "the next record")
     finally:

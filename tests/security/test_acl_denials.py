@@ -4,6 +4,7 @@ every other ACL the mode needs (tests/security/acls.py), so the missing one is t
 
 from __future__ import annotations
 
+import logging
 import re
 import uuid
 
@@ -11,7 +12,8 @@ import pytest
 
 from tests.security.acls import exactly_once_grants, read_grants
 from tests.security.failures import TIMEOUT_OPTIONS, assert_no_secret, failure_of
-from tests.support.read_helpers import Collector, wait_for
+from tests.support.checkpoints import planned_offsets
+from tests.support.read_helpers import Collector, stream_reader, wait_for
 from tests.support.secure_fixtures import SASL_SSL, Grant
 
 SCHEMA = "id INT, name STRING"
@@ -99,17 +101,19 @@ def test_group_offsets_startup_without_read_on_the_group_names_the_group_and_the
 
 
 def test_streaming_read_keeps_reading_when_it_may_not_commit_to_its_group(
-    spark, secure_kafka, secure_topic, kafka_user, tmp_path
+    spark, secure_kafka, secure_topic, kafka_user, tmp_path, caplog
 ):
     """The offsets a streaming read commits to `properties.group.id` are for monitoring only (Spark's checkpoint
-    is what a query resumes from): without READ on the group the query goes on and delivers every record."""
+    is what a query resumes from): without READ on the group the query goes on and delivers every record, while
+    its commits are denied (the group holds no offset) with a warning naming the group and the grant."""
     topic, group = secure_topic(), f"group-{uuid.uuid4().hex[:8]}"
     user = kafka_user(*read_grants(topic))
     opts = secure_kafka.options(user, topic, SASL_SSL, **{"properties.group.id": group})
+    checkpoint = str(tmp_path / "cp")
     sink = Collector()
     query = (
         spark.readStream.format("upsert-kafka").options(**opts).schema(CHANGES).load()
-        .writeStream.foreachBatch(sink).option("checkpointLocation", str(tmp_path / "cp"))
+        .writeStream.foreachBatch(sink).option("checkpointLocation", checkpoint)
         .trigger(processingTime="200 milliseconds").start()
     )  # fmt: skip
     try:
@@ -121,6 +125,22 @@ def test_streaming_read_keeps_reading_when_it_may_not_commit_to_its_group(
         assert sorted(r[:2] for r in sink.rows) == [(1, "a"), (2, "b")]
     finally:
         query.stop()
+
+    # Spark commits a batch to its source before it runs the next one: had the commit of the first record's batch
+    # got through, the group would hold offset 1.
+    assert secure_kafka.committed(group, topic) is None, "the group holds an offset"
+    # That same commit, made here where its log is seen (the query's reader logs in Spark's Python process).
+    (batch,) = [b for b in sink.batches if any(r[0] == 1 for r in sink.by_batch[b])]
+    reader = stream_reader(opts, CHANGES)
+    try:
+        with caplog.at_level(logging.WARNING, logger="upsert_kafka"):
+            reader.commit(planned_offsets(checkpoint, batch))  # best effort: no error
+    finally:
+        reader.stop()
+    warnings = [
+        r.getMessage() for r in caplog.records if f"could not commit offsets to group '{group}'" in r.getMessage()
+    ]
+    assert len(warnings) == 1 and f"grant this client's user READ on consumer group '{group}'" in warnings[0], warnings
 
 
 # The ACL an exactly-once write lacks: (its resource type, the permission to grant, what the error says besides).

@@ -34,6 +34,14 @@ def planned_offsets(checkpoint: str | Path, batch: int) -> dict:
     return json.loads(source)
 
 
+def planned_at(checkpoint: str | Path, batch: int) -> float:
+    """When micro-batch `batch` was planned, in epoch seconds: its offset log's `batchTimestampMs`, which Spark reads
+    from its clock after the sources' latestOffset() returned."""
+    lines = Path(checkpoint, "offsets", str(batch)).read_text().splitlines()
+    assert lines and lines[0] == "v1", f"batch {batch}'s offset log file is of a version the tests do not read"
+    return json.loads(lines[1])["batchTimestampMs"] / 1000
+
+
 def query_id(checkpoint: str | Path) -> str:
     found = checkpoint_query_id(str(checkpoint))
     assert found is not None, f"no query id in {checkpoint}/metadata"

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from confluent_kafka import KafkaException
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import (
     AclBinding,
     AclBindingFilter,
@@ -191,6 +191,28 @@ class SecureKafka:
 
     def consume_all(self, topic: str) -> list[tuple[int, int, bytes | None, bytes | None]]:
         return consume_all(self.admin_config, topic)
+
+    def committed(self, group: str, topic: str, partition: int = 0, timeout: float = 30) -> int | None:
+        """The offset `group` holds for the partition, None for none; asked again while the group coordinator is not
+        ready (a fresh broker creates __consumer_offsets on first use)."""
+        request = [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, partition)])]
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                answer = self._admin.list_consumer_group_offsets(request, request_timeout=10)[group].result(timeout)
+                (found,) = answer.topic_partitions
+                return found.offset if found.offset >= 0 else None
+            except KafkaException as e:
+                if e.args[0].code() not in _COORDINATOR_NOT_READY or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+
+_COORDINATOR_NOT_READY = (
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+)
 
 
 # librdkafka's lines of the readiness probes (refused logins while a credential propagates) stay out of the output.

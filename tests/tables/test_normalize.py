@@ -263,8 +263,8 @@ def test_the_helper_says_what_to_change_before_a_query_starts(spark, new_topic, 
 
 
 def test_sparks_default_shuffle_partitions_are_refused_before_a_query_starts(spark, rocksdb, new_topic, options):
-    """Spark's default of 200 would run 200 stateful tasks a micro-batch (24 s each on 2 cores): the helper says what
-    to set; 200 set by the user is the user's choice."""
+    """Spark's default of 200 would run 200 stateful tasks a micro-batch (about 21 s each on 2 cores): the helper says
+    what to set; 200 set by the user is the user's choice."""
     partitions = "spark.sql.shuffle.partitions"
     before = spark.conf.get(partitions)
     changes = _changes(spark, options(new_topic()))
