@@ -256,8 +256,11 @@ def checkpoint_source_offsets(batch_file: Path) -> list[str] | None:
 
 # ---- A MapState's calls many at a time (transformWithState's state server) -----------------------------------
 
-# What one chunk of requests may hold before its answers are read: far below the socket's smallest buffers, so that
-# the requests of a chunk are all sent even while the state server waits for us to read its answers.
+# What one chunk of requests may hold before its answers are read. Far below the socket's smallest buffers, so that a
+# chunk's requests are all sent even while the state server waits for us to read its answers; and no more than the
+# server's input buffer (a BufferedInputStream of 8 KB): the server reads a request's bytes with one `read`, not
+# readFully, so a request must never straddle two fills of that buffer, which a chunk that fits in it cannot do
+# (each request is one flush, and the next chunk is sent only once every answer of this one was read).
 _CHUNK_BYTES = 8192
 
 
