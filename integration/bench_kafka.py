@@ -152,15 +152,20 @@ def confluent_avro_records(n: int, schema_id: int) -> list[tuple[bytes, bytes]]:
     return out
 
 
+def _next_row(i: int) -> tuple[bytes, bytes]:
+    return orjson.dumps({"id": i}), orjson.dumps(row(i))
+
+
 @dataclass
 class RateProducer:
-    """Produces `rate` records/s for `seconds` from a thread; each value carries its id, and the record's
-    CreateTime is its produce time."""
+    """Produces `rate` records/s for `seconds` from a thread: record i is `record(i)` (key, value), by default key i
+    with row(i); the record's CreateTime is its produce time."""
 
     bootstrap: str
     topic: str
     rate: int
     seconds: float
+    record: Callable[[int], tuple[bytes, bytes]] = _next_row
     sent: int = 0
 
     def start(self) -> threading.Thread:
@@ -174,8 +179,8 @@ class RateProducer:
         started = time.monotonic()
         while time.monotonic() - started < self.seconds:
             for _ in range(per_tick):
-                i = self.sent
-                producer.produce(self.topic, orjson.dumps(row(i)), orjson.dumps({"id": i}))
+                key, value = self.record(self.sent)
+                producer.produce(self.topic, value, key)
                 self.sent += 1
             producer.poll(0)
             time.sleep(max(0.0, started + (self.sent / per_tick) * tick - time.monotonic()))

@@ -37,11 +37,12 @@ import statistics
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
 import orjson
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 
 from integration import bench_kafka as kb
 from integration.benchmark import _infrastructure, bench_session
@@ -57,31 +58,9 @@ def update(i: int, keys: int, now_ms: int) -> tuple[bytes, bytes]:
     return orjson.dumps({"id": key}), orjson.dumps(kb.row(key) | {"ts": now_ms, "quantity": i % 13})
 
 
-class Updates:
-    """`rate` updates/s of random keys for `seconds`, from a thread (or all at once with rate 0)."""
-
-    def __init__(self, bootstrap: str, topic: str, keys: int, rate: int, seconds: float) -> None:
-        self.bootstrap, self.topic, self.keys, self.rate, self.seconds = bootstrap, topic, keys, rate, seconds
-        self.sent = 0
-
-    def run(self) -> None:
-        producer = Producer({"bootstrap.servers": self.bootstrap, **kb._PRODUCER, "linger.ms": 0})
-        tick, per_tick = 0.01, max(1, self.rate // 100)
-        started = time.monotonic()
-        while time.monotonic() - started < self.seconds:
-            now = int(time.time() * 1000)
-            for _ in range(per_tick):
-                key, value = update(self.sent, self.keys, now)
-                producer.produce(self.topic, value, key)
-                self.sent += 1
-            producer.poll(0)
-            time.sleep(max(0.0, started + (self.sent / per_tick) * tick - time.monotonic()))
-        producer.flush(30)
-
-    def start(self) -> threading.Thread:
-        thread = threading.Thread(target=self.run, daemon=True)
-        thread.start()
-        return thread
+def _update_now(keys: int) -> Callable[[int], tuple[bytes, bytes]]:
+    """Updates as RateProducer produces them: each carries its produce time as `ts`."""
+    return lambda i: update(i, keys, int(time.time() * 1000))
 
 
 class Arrivals:
@@ -149,13 +128,11 @@ def _quantiles(found: list[float]) -> dict:
     return {"p50_ms": q[49], "p99_ms": q[98], "arrived": len(found)}
 
 
-def freshness_run(
-    spark, bootstrap: str, preloaded: str, keys: int, who: str, rate: int, seconds: float, warm_s: float = 0
-) -> dict:
+def freshness_run(spark, bootstrap: str, keys: int, who: str, rate: int, seconds: float, warm_s: float = 0) -> dict:
     """One pipeline at one rate: the preload through first, then `rate` updates/s for `warm_s` + `seconds` (the
     first `warm_s` not measured)."""
     source = kb.create_topic(bootstrap, f"steady-in-{who}-{rate}-{time.time_ns()}")
-    _copy_topic(bootstrap, preloaded, source, keys)
+    kb.produce_parallel(bootstrap, source, keys)  # the preload: one record per key
     sink = kb.create_topic(
         bootstrap, f"steady-out-{who}-{rate}-{time.time_ns()}", **{"message.timestamp.type": "LogAppendTime"}
     )
@@ -174,7 +151,7 @@ def freshness_run(
             if not arrivals.wait(lambda: arrivals.preload >= keys, 900):
                 raise RuntimeError(f"{who}: the preload did not go through ({arrivals.preload} of {keys})")
             preload_s = time.monotonic() - started
-            updates = Updates(bootstrap, source, keys, rate, seconds + warm_s)
+            updates = kb.RateProducer(bootstrap, source, rate, seconds + warm_s, _update_now(keys))
             arrivals.measured_ms = int((time.time() + warm_s) * 1000)
             updates.start().join()
             arrivals.wait(lambda: arrivals.updates >= updates.sent, 120)
@@ -213,27 +190,6 @@ def _steady_batches(progress) -> list[dict]:
 
 def _shown(keys: dict, found: dict) -> str:
     return ", ".join(f"{k} {found[k]:,.0f}" for k in keys)
-
-
-def _copy_topic(bootstrap: str, source: str, target: str, n: int) -> None:
-    """The preload, once produced, copied for each run (a run's topic is its own: the pipelines do not share one)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-copy", "enable.auto.commit": False})
-    consumer.assign([TopicPartition(source, p, 0) for p in range(kb.PARTITIONS)])
-    producer = Producer({"bootstrap.servers": bootstrap, **kb._PRODUCER})
-    copied, deadline = 0, time.monotonic() + 600
-    while copied < n and time.monotonic() < deadline:
-        for m in consumer.consume(50_000, timeout=1.0):
-            if m.error() is None:
-                while True:
-                    try:
-                        producer.produce(target, m.value(), m.key(), partition=m.partition())
-                        break
-                    except BufferError:
-                        producer.poll(0.05)
-                copied += 1
-        producer.poll(0)
-    producer.flush(60)
-    consumer.close()
 
 
 def cost_run(spark, bootstrap: str, keys: int) -> dict:
@@ -370,12 +326,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         whos = ["plain", "normalize"] + (["flink"] if _flink_wanted(args.flink) else [])
         if args.only in ("freshness", "all"):
-            preloaded = kb.create_topic(bootstrap, f"steady-preload-{time.time_ns()}")
-            kb.produce_parallel(bootstrap, preloaded, args.keys)
             for rate in [int(r) for r in args.rates.split(",")]:
                 for who in whos:
                     results[f"freshness: {who} at {rate}"] = freshness_run(
-                        spark, bootstrap, preloaded, args.keys, who, rate, args.seconds, args.warm_s
+                        spark, bootstrap, args.keys, who, rate, args.seconds, args.warm_s
                     )
         if args.only in ("cost", "all"):
             for keys in [int(k) for k in args.cost_keys.split(",")]:

@@ -51,7 +51,7 @@ from pyspark.sql.types import (
 from ..errors import RecordError, SchemaError
 from ..kernel.change_kind import ChangeKind, kind_spellings
 from . import group_accumulators as core
-from .rows import BUCKETS, as_text, from_text, require_columns, require_rocksdb, require_state_partitions
+from .rows import BUCKETS, as_text, from_text, require_columns, require_state_settings
 
 HELPER = "aggregate_changelog"
 _FUNCTIONS = ("count", "sum", "avg", "min", "max")
@@ -92,8 +92,7 @@ def aggregate_changelog(changelog: DataFrame, group_by: str | Sequence[str], **a
     clash = {s.name.lower() for s in specs} & {g.lower() for g in groups}
     if clash or len({s.name.lower() for s in specs}) < len(specs):
         raise SchemaError(f"{HELPER}: each aggregate needs its own name, apart from the group columns")
-    require_rocksdb(changelog.sparkSession, HELPER)
-    require_state_partitions(changelog.sparkSession, HELPER)
+    require_state_settings(changelog.sparkSession, HELPER)
 
     prepared = changelog.select(
         F.pmod(F.xxhash64(*groups), F.lit(BUCKETS)).alias(_BUCKET),

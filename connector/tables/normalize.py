@@ -43,7 +43,7 @@ from ..kernel.change_kind import ChangeKind, kind_spellings
 from ..options.kinds import Duration
 from ..spark_internals import map_state_calls
 from . import last_rows
-from .rows import as_text, from_text, require_columns, require_rocksdb, require_state_partitions, require_text_safe
+from .rows import as_text, from_text, require_columns, require_state_settings, require_text_safe
 
 HELPER = "normalized_changelog"
 # Spark's Python stateful operator renames columns whose name starts with "__": these names are plain.
@@ -85,8 +85,7 @@ def normalized_changelog(
                 "'offset')"
             )
     ttl_ms = _ttl_ms(state_ttl)
-    require_rocksdb(changes.sparkSession, HELPER)
-    require_state_partitions(changes.sparkSession, HELPER)
+    require_state_settings(changes.sparkSession, HELPER)
     compared = [c for c in changes.columns if c != change and c not in order]
     require_text_safe(changes, compared, HELPER)
 
@@ -176,7 +175,11 @@ class _LastRowPerKey(StatefulProcessor):
         distinct = [(k,) for k in pc.unique(keys).to_pylist()]
         values = self._calls.get_values(distinct) if self._calls else [self._rows.getValue(k) for k in distinct]
         found = [(k[0], *v) for k, v in zip(distinct, values) if v is not None]
-        return pa.Table.from_pylist([dict(zip(self._schema.names, f)) for f in found], schema=self._schema)
+        if not found:
+            return self._schema.empty_table()
+        return pa.Table.from_arrays(
+            [pa.array(c, f.type) for c, f in zip(zip(*found), self._schema)], schema=self._schema
+        )
 
     def _write(self, written: pa.Table, removed: pa.Array) -> None:
         keys = [(k,) for k in written[last_rows.KEY].to_pylist()]

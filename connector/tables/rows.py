@@ -62,7 +62,13 @@ _SCALARS = (
 )
 
 
-def require_rocksdb(spark: SparkSession, helper: str) -> None:
+def require_state_settings(spark: SparkSession, helper: str) -> None:
+    """The session settings a stateful helper's query depends on, checked before the query starts."""
+    _require_rocksdb(spark, helper)
+    _require_state_partitions(spark, helper)
+
+
+def _require_rocksdb(spark: SparkSession, helper: str) -> None:
     """Spark's Python stateful operator runs on the RocksDB state store only; say so before the query starts."""
     provider = spark.conf.get(_PROVIDER, None) or ""
     if provider != ROCKSDB:
@@ -73,7 +79,7 @@ def require_rocksdb(spark: SparkSession, helper: str) -> None:
         )
 
 
-def require_state_partitions(spark: SparkSession, helper: str) -> None:
+def _require_state_partitions(spark: SparkSession, helper: str) -> None:
     """A stateful query runs `spark.sql.shuffle.partitions` tasks of Spark's Python stateful operator each
     micro-batch, and keeps that number in its checkpoint. Spark's default (200) costs about 21 s a micro-batch of a
     few thousand records on 2 cores: refuse it before the query starts, unless the user chose it."""

@@ -45,8 +45,7 @@ from .rows import (
     as_text,
     from_text,
     require_columns,
-    require_rocksdb,
-    require_state_partitions,
+    require_state_settings,
     require_text_safe,
 )
 
@@ -112,8 +111,7 @@ def temporal_join(
         raise SchemaError(
             f"{HELPER}: columns {sorted(clash)} are on both sides: rename one side's (the output holds both)"
         )
-    require_rocksdb(stream.sparkSession, HELPER)
-    require_state_partitions(stream.sparkSession, HELPER)
+    require_state_settings(stream.sparkSession, HELPER)
     require_text_safe(stream, stream.columns, HELPER)
     require_text_safe(table, carried, HELPER)
 
