@@ -3,7 +3,7 @@ next to the same pipeline without normalization and Flink 2.2.1's ChangelogNorma
 
     integration/dev python -m integration.bench_tables_steady [--keys 1000000] [--rates 5000,15000] [--seconds 30]
         [--flink auto|yes|no] [--cost-keys 20000,1000000] [--partitions 2] [--warm-s 0]
-        [--only freshness|cost|default|all]
+        [--only freshness|cost|helpers|default|all]
 
 Freshness: a topic preloaded with `--keys` keys (one record each, integration.bench_kafka.row), a pipeline reading
 it from the earliest offset as an upsert-kafka stream and writing on to an upsert-kafka topic (LogAppendTime), and,
@@ -19,6 +19,11 @@ micro-batch, then 40,000 updates in micro-batches of 2,000 records (`scan.max-re
 the median micro-batch of normalize minus that of the plain read, per record; and the checkpoint's growth per update
 record (bytes of its `state` folder after the updates minus after the preload, over the updates), next to Spark's JVM
 stateful aggregation keeping the latest row per key (`max_by(struct(...), offset)`, update mode) on the same topic.
+
+The other helpers at the same micro-batch size (`helpers`): aggregate_changelog behind normalized_changelog, a group
+per key (COUNT(*), SUM, MAX: as many groups as keys), its own cost over normalize alone; temporal_join's latest-value
+join of the updates (a second read of the topic) with the table, its own cost over the plain read (which reads the
+topic once: the join's figure includes the second read).
 
 Spark's default of 200 shuffle partitions, as a new user has it (20,000 keys): left unset, the helper's refusal; set
 to 200 explicitly, a micro-batch of 2,000 updates.
@@ -192,12 +197,16 @@ def _shown(keys: dict, found: dict) -> str:
     return ", ".join(f"{k} {found[k]:,.0f}" for k in keys)
 
 
-def cost_run(spark, bootstrap: str, keys: int) -> dict:
-    """Per-record cost and checkpoint growth at micro-batches of COST_BATCH records, `keys` keys held."""
+# Each cost step and the step its own cost is measured against (the same query without it).
+STEPS = {"read": None, "normalize": "read", "jvm": "read", "aggregate": "normalize", "join": "read"}
+TABLE_STEPS, HELPER_STEPS = ("read", "normalize", "jvm"), ("read", "normalize", "aggregate", "join")
+
+
+def cost_run(spark, bootstrap: str, keys: int, steps: tuple[str, ...] = TABLE_STEPS) -> dict:
+    """Per-record cost and checkpoint growth of each step at micro-batches of COST_BATCH records, `keys` keys held."""
     topic = kb.create_topic(bootstrap, f"steady-cost-{keys}-{time.time_ns()}")
     kb.produce_parallel(bootstrap, topic, keys)
     found: dict = {}
-    steps = ("read", "normalize", "jvm")
     runs: dict[str, Path] = {}
     with ExitStack() as stack:
         for step in steps:
@@ -216,15 +225,15 @@ def cost_run(spark, bootstrap: str, keys: int) -> dict:
                 "batches": len(batches),
                 "bytes_per_update": grown,
             }
-    own = (found["normalize"]["batch_ms_p50"] - found["read"]["batch_ms_p50"]) * 1000 / COST_BATCH
-    found["normalize_own_us_per_record"] = own
-    jvm = (found["jvm"]["batch_ms_p50"] - found["read"]["batch_ms_p50"]) * 1000 / COST_BATCH
-    found["jvm_own_us_per_record"] = jvm
-    print(f"  {keys:,} keys, micro-batches of {COST_BATCH:,}: read {found['read']['batch_ms_p50']:,.0f} ms, "
-          f"normalize {found['normalize']['batch_ms_p50']:,.0f} ms ({own:,.0f} us a record of its own), JVM "
-          f"latest-row aggregation {found['jvm']['batch_ms_p50']:,.0f} ms ({jvm:,.0f} us); checkpoint per update: "
-          f"normalize {found['normalize']['bytes_per_update']:,.0f} B, JVM "
-          f"{found['jvm']['bytes_per_update']:,.0f} B", flush=True)  # fmt: skip
+    shown = []
+    for step in steps:
+        if STEPS[step] in found:
+            own = (found[step]["batch_ms_p50"] - found[STEPS[step]]["batch_ms_p50"]) * 1000 / COST_BATCH
+            found[f"{step}_own_us_per_record"] = own
+            shown.append(f"{step} {found[step]['batch_ms_p50']:,.0f} ms ({own:,.0f} us a record of its own over "
+                         f"{STEPS[step]}, checkpoint {found[step]['bytes_per_update']:,.0f} B an update)")  # fmt: skip
+    print(f"  {keys:,} keys, micro-batches of {COST_BATCH:,}: read {found['read']['batch_ms_p50']:,.0f} ms; "
+          + "; ".join(shown), flush=True)  # fmt: skip
     return found
 
 
@@ -233,13 +242,20 @@ def _cost_query(
 ) -> list:
     """Run `step` on its checkpoint until it read `expected` records; its micro-batches' progress."""
     from pyspark.sql import functions as F
+    from pyspark_upsert_kafka.tables.aggregate import aggregate_changelog
     from pyspark_upsert_kafka.tables.normalize import normalized_changelog
+    from pyspark_upsert_kafka.tables.temporal_join import temporal_join
 
     options = {"scan.max-records-per-batch": str(per_batch)} if per_batch else {}
     changes = _source(spark, bootstrap, topic, **options)
     mode = "append"
-    if step == "normalize":
+    if step in ("normalize", "aggregate"):
         changes = normalized_changelog(changes, "id")
+    if step == "aggregate":  # a group per key: the state holds as many groups as the table has keys
+        changes = aggregate_changelog(changes, "id", n="COUNT(*)", total="SUM(quantity)", top="MAX(price)")
+    elif step == "join":  # the latest-value join of the updates (a second read of the topic) with the table
+        stream = _source(spark, bootstrap, topic, **options).selectExpr("id", "quantity AS ordered")
+        changes = temporal_join(stream, changes, "id", stream_time=None)
     elif step == "jvm":
         columns = [c for c in changes.columns if c not in ("id", "offset")]
         changes = changes.groupBy("id").agg(F.max_by(F.struct(*columns), "offset").alias("row"))
@@ -311,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--flink", choices=("auto", "yes", "no"), default="auto")
     parser.add_argument("--cost-keys", default="20000,1000000")
     parser.add_argument("--partitions", default="2")
-    parser.add_argument("--only", choices=("freshness", "cost", "default", "all"), default="all")
+    parser.add_argument("--only", choices=("freshness", "cost", "helpers", "default", "all"), default="all")
     args = parser.parse_args(argv)
     run = {"when": time.strftime("%Y-%m-%d %H:%M"), "machine": platform.machine()}
     results: dict = {"run": run, "keys": args.keys, "seconds": args.seconds, "partitions": args.partitions}
@@ -334,6 +350,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.only in ("cost", "all"):
             for keys in [int(k) for k in args.cost_keys.split(",")]:
                 results[f"cost: {keys} keys"] = cost_run(spark, bootstrap, keys)
+        if args.only in ("helpers", "all"):
+            for keys in [int(k) for k in args.cost_keys.split(",")]:
+                results[f"helpers: {keys} keys"] = cost_run(spark, bootstrap, keys, HELPER_STEPS)
         if args.only in ("default", "all"):
             results["default partitions: 20000 keys"] = default_partitions_run(spark, bootstrap, 20_000)
     out = RESULTS if args.only == "all" else RESULTS.with_name(f"{RESULTS.stem}-{args.only}.json")

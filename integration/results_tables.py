@@ -254,10 +254,11 @@ def tables_steady_table() -> str:
     per record and checkpoint growth per update at micro-batches of 2,000 records, next to Spark's JVM stateful
     aggregation; figures of its partial runs (`--only cost`, `--only default`) merged in when present."""
     figures = _load("benchmark-tables-steady.json")
-    for part in ("cost", "default"):
+    for part in ("cost", "helpers", "default"):
         if (RESULTS / f"benchmark-tables-steady-{part}.json").exists():
             extra = _load(f"benchmark-tables-steady-{part}.json")
-            figures |= {k: v for k, v in extra.items() if k.startswith(("cost:", "default")) and k not in figures}
+            kept = ("cost:", "helpers:", "default")
+            figures |= {k: v for k, v in extra.items() if k.startswith(kept) and k not in figures}
     fresh = []
     for name, f in figures.items():
         if name.startswith("freshness: "):
@@ -279,6 +280,17 @@ def tables_steady_table() -> str:
         + "\n\nMicro-batches of 2,000 updates, after the keys were read in one micro-batch:\n\n"
         + _table(cost_header, costs)
     )
+    helpers = sorted(int(n.split()[1]) for n in figures if n.startswith("helpers: "))
+    if helpers:
+        helper_header = ["keys", "normalize ms", "+ aggregate ms", "aggregate own us/record",
+                         "aggregate checkpoint B/update", "read ms", "latest-value join ms", "join own us/record",
+                         "join checkpoint B/update"]  # fmt: skip
+        text += (
+            "\n\nThe other helpers, micro-batches of 2,000 updates: aggregate_changelog behind normalized_changelog "
+            "(a group per key: as many groups as keys), temporal_join's latest-value join of the updates (a second "
+            "read of the topic) with the table:\n\n"
+            + _table(helper_header, [_helper_row(keys, figures[f"helpers: {keys} keys"]) for keys in helpers])
+        )
     default = next((f for n, f in figures.items() if n.startswith("default")), None)
     if default:
         unset = default["unset"].split(":")[0]
@@ -299,6 +311,20 @@ def _cost_row(keys: int, f: dict) -> list[str]:
         f"{f['jvm_own_us_per_record']:,.0f}",
         f"{f['normalize']['bytes_per_update']:,.0f}",
         f"{f['jvm']['bytes_per_update']:,.0f}",
+    ]
+
+
+def _helper_row(keys: int, f: dict) -> list[str]:
+    return [
+        f"{keys:,}",
+        f"{f['normalize']['batch_ms_p50']:,.0f}",
+        f"{f['aggregate']['batch_ms_p50']:,.0f}",
+        f"{f['aggregate_own_us_per_record']:,.0f}",
+        f"{f['aggregate']['bytes_per_update']:,.0f}",
+        f"{f['read']['batch_ms_p50']:,.0f}",
+        f"{f['join']['batch_ms_p50']:,.0f}",
+        f"{f['join_own_us_per_record']:,.0f}",
+        f"{f['join']['bytes_per_update']:,.0f}",
     ]
 
 

@@ -10,10 +10,13 @@ changes of a group give one result: `insert` for a new group, `update_preimage` 
 changed (nothing when none did), `delete` (the last result) when the group empties. The output is a changelog the
 upsert-kafka writer takes as it is (append mode).
 
-The operator is grouped by a hash bucket of the group (as normalized_changelog by a bucket of the key): a bucket's
-groups are one state value (Arrow tables), read and written once per micro-batch, and its rows are folded, its
-groups' results computed and compared as columns (tables/group_accumulators.py): a micro-batch costs about the same
-per record whether it touches 97 groups or a million. Values cross into Python in forms it holds exactly (integers,
+Each group's state is its own entry of a MapState (its accumulators and, for MIN / MAX, its values and their counts),
+read and written only when a micro-batch touches the group, many at a time (tables/map_entries.py): a micro-batch
+costs what it changes, not what the table holds, and the checkpoint grows with the touched groups. A MIN / MAX group's
+entry holds its distinct values, so it is rewritten whole when the group changes (Flink keeps a row per value): cheap
+for the usual few thousand values a group, dear for a group of millions. The operator is grouped by one of rows.GROUPS
+hash buckets of the group, and each group's rows are folded, its results computed and compared as columns
+(tables/group_accumulators.py). Values cross into Python in forms it holds exactly (integers,
 dates and timestamps as BIGINT with a null mask; floating point as DOUBLE with a null mask, so NaN stays apart from
 null; decimals and strings as text), and the results come back as columns of the same kinds, each with a state
 column (a value, null, or NaN, which pandas would turn into null on its way to Arrow).
@@ -28,10 +31,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle, TimerValues
 from pyspark.sql.types import (
+    ArrayType,
     BooleanType,
     DataType,
     DateType,
@@ -51,7 +56,8 @@ from pyspark.sql.types import (
 from ..errors import RecordError, SchemaError
 from ..kernel.change_kind import ChangeKind, kind_spellings
 from . import group_accumulators as core
-from .rows import BUCKETS, as_text, from_text, require_columns, require_state_settings
+from .map_entries import MapEntries
+from .rows import as_text, from_text, require_columns, require_state_settings, state_group
 
 HELPER = "aggregate_changelog"
 _FUNCTIONS = ("count", "sum", "avg", "min", "max")
@@ -95,7 +101,7 @@ def aggregate_changelog(changelog: DataFrame, group_by: str | Sequence[str], **a
     require_state_settings(changelog.sparkSession, HELPER)
 
     prepared = changelog.select(
-        F.pmod(F.xxhash64(*groups), F.lit(BUCKETS)).alias(_BUCKET),
+        state_group(groups).alias(_BUCKET),
         as_text(groups).alias(_GROUP),
         _sign(F.col(change)).alias(_SIGN),
         *[
@@ -267,28 +273,22 @@ def _columns(changes: core.Changes, specs: list[core.Spec]) -> dict[str, object]
 
 
 class _GroupAggregates(StatefulProcessor):
-    """A bucket's groups' accumulators; a micro-batch's changes of each group in, one result change out."""
+    """A state group's aggregate groups, each its own entry; a micro-batch's changes of each group in, one result change
+    out."""
 
     def __init__(self, specs: list[core.Spec]) -> None:
         self._specs = specs
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        # the name the per-group layout used: Spark refuses its checkpoint (another key or value schema)
-        self._bucket = handle.getValueState("accumulators", "groups BINARY")
+        fields = [StructField(f.name, _SPARK_TYPES[str(f.type)]) for f in core.entry_schema(self._specs)]
+        # the name every earlier layout used (a ValueState per group or per bucket): Spark refuses their checkpoints
+        self._groups = MapEntries(handle, "accumulators", "group", StructType(fields))
 
     def handleInputRows(
         self, key: tuple[object, ...], rows: Iterator[pd.DataFrame], timerValues: TimerValues
     ) -> Iterator[pd.DataFrame]:
         frames = list(rows)
         frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-        stored = self._bucket.get()
-        try:
-            bucket = core.decode(None if stored is None else stored[0], self._specs)
-        except core.LayoutError:
-            raise RecordError(
-                f"{HELPER}: the checkpoint holds aggregate_changelog state in another form (an earlier version's, or "
-                "of other aggregates), which this query cannot go on from: start it from a new checkpoint"
-            ) from None
         present = [s.carried is not None for s in self._specs]
         batch = core.Rows(
             pa.array(frame[_GROUP].to_numpy(object), pa.string()),
@@ -296,16 +296,34 @@ class _GroupAggregates(StatefulProcessor):
             [frame[f"uk_v{i}"].to_numpy() if p else None for i, p in enumerate(present)],
             [frame[f"uk_n{i}"].to_numpy(bool) if p else None for i, p in enumerate(present)],
         )
+        touched = pc.unique(batch.groups).to_pylist()
+        found = [(g, e) for g, e in zip(touched, self._groups.held(touched)) if e is not None]
         try:
-            bucket, changes = core.apply(bucket, batch, self._specs)
+            held = core.held([g for g, _ in found], [e for _, e in found], self._specs)
+        except core.LayoutError:
+            raise RecordError(
+                f"{HELPER}: the checkpoint holds aggregate_changelog state in another form (an earlier version's, or "
+                "of other aggregates), which this query cannot go on from: start it from a new checkpoint"
+            ) from None
+        try:
+            after, changes = core.apply(held, batch, self._specs)
         except core.GroupError as e:
             raise RecordError(f"{HELPER}: {e}") from None
-        if bucket.groups.num_rows:
-            self._bucket.update((core.encode(bucket),))
-        else:
-            self._bucket.clear()
+        groups, entries = core.entries(after, self._specs)
+        emptied = set(touched) - set(groups)
+        self._groups.write(groups, entries, [g for g, _ in found if g in emptied])
         if len(changes.index):
             yield pd.DataFrame(_columns(changes, self._specs))
 
     def close(self) -> None:
         pass
+
+
+# a group entry's Arrow types (group_accumulators.entry_schema) as Spark's
+_SPARK_TYPES = {
+    "int64": LongType(),
+    "double": DoubleType(),
+    "string": StringType(),
+    "list<item: int64>": ArrayType(LongType()),
+    "list<item: string>": ArrayType(StringType()),
+}

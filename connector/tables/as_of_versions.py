@@ -1,12 +1,13 @@
-"""The core of temporal_join: a state bucket's table versions and waiting stream rows, and a micro-batch's rows of that
-bucket, in; the joined pairs and the bucket's new state out, as Arrow and numpy kernels (no Python per row).
+"""The core of temporal_join: the versions of the keys a micro-batch touches and a state group's waiting stream rows,
+and the micro-batch's rows of that group, in; the joined pairs, the keys' versions to write and the group's rows in
+flight out, as Arrow and numpy kernels (no Python per row).
 
-One table holds both: a version is (key, time, row; a null row: deleted from that time on); a waiting stream row is
-(key, time, arrival number, row). Flink's rules (TemporalRowTimeJoinOperator): a table change is a version at its
-time, a later change (by order) at the same time replacing it; a stream row waits until the watermark reaches its
-time, then takes the version of the greatest time not after its own (a row whose key has a null takes none); once the
-watermark passed, a key's versions before the last one not after it are dropped. The latest-value join keeps one
-version per key, at time 0, and waits for nothing.
+One table holds both while a step runs: a version is (key, time, row; a null row: deleted from that time on); a
+waiting stream row is (key, time, arrival number, row). Flink's rules (TemporalRowTimeJoinOperator): a table change is
+a version at its time, a later change (by order) at the same time replacing it; a stream row waits until the
+watermark reaches its time, then takes the version of the greatest time not after its own (a row whose key has a null
+takes none); once the watermark passed, a key's versions before the last one not after it are dropped. The
+latest-value join keeps one version per key, at time 0, and waits for nothing.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 KEY, TIME, SEQ, ROW, WAITING = "key", "time", "seq", "row", "waiting"
-LAYOUT = b"as_of_versions/1"
+LAYOUT = b"as_of_versions/2"
 SCHEMA = pa.schema(
     [
         pa.field(KEY, pa.string()),  # null: a stream row whose key has a null (it matches no version)
@@ -181,7 +182,116 @@ def _behind_dropped(versions: pa.Table, watermark: int) -> pa.Table:
     return joined.filter(pc.fill_null(keep, True)).select(SCHEMA.names)
 
 
-def next_due(state: pa.Table) -> int | None:
-    """The earliest time a waiting row waits for (None: none waits)."""
-    waiting = state.filter(state[WAITING])
-    return None if not waiting.num_rows else pc.min(waiting[TIME]).as_py()
+# A key's versions are its own state entry (times and rows as two lists); the rows waiting for the watermark and a
+# mark at each version's time (a version row in the waiting table: the time its key's older versions may be dropped,
+# as Flink's timer per version) are the state group's in-flight table, which holds what the watermark has not passed,
+# not what the table holds. A micro-batch reads the entries of the keys its changes, its arrivals and the due waiting
+# rows and marks name, and writes back those whose versions changed.
+ENTRY = pa.schema([pa.field("times", pa.list_(pa.int64())), pa.field("rows", pa.list_(pa.string()))])
+
+
+@dataclass(frozen=True)
+class Step:
+    """A state group's micro-batch (or timer) done: the entries to put and remove, the in-flight table after, and the
+    joined pairs (stream row, version row or null) in arrival order."""
+
+    put: list[str]
+    entries: list[tuple[object, ...]]
+    removed: list[str]
+    in_flight: pa.Table
+    arrivals: int
+    left: pa.Array
+    right: pa.Array
+
+
+def needed(in_flight: pa.Table, changes: Changes | None, arrived: Arrivals | None, watermark: int | None) -> list[str]:
+    """The keys whose versions a step reads: its changes' and arrivals', and those of the rows and marks the
+    watermark reached (None: the latest-value join, which keeps nothing in flight)."""
+    parts = [c.keys for c in (changes, arrived) if c is not None]
+    if watermark is not None:
+        parts.append(in_flight.filter(pc.less_equal(in_flight[TIME], watermark))[KEY].combine_chunks())
+    keys = pc.unique(pa.concat_arrays([p.cast(pa.string()) for p in parts])) if parts else pa.array([], pa.string())
+    return [k for k in keys.to_pylist() if k is not None]
+
+
+def versions_of(keys: list[str], entries: list[tuple[object, ...] | None]) -> pa.Table:
+    """The versions held in these keys' entries (a key without one holds none)."""
+    found = [(k, e) for k, e in zip(keys, entries) if e is not None]
+    if not found:
+        return SCHEMA.empty_table()
+    lists = pa.Table.from_pylist([dict(zip(ENTRY.names, e)) for _, e in found], schema=ENTRY)
+    times, rows = lists["times"].combine_chunks(), lists["rows"].combine_chunks()
+    lengths = pc.list_value_length(times).to_numpy(zero_copy_only=False)
+    count = int(lengths.sum())
+    return pa.Table.from_arrays(
+        [
+            pa.array([k for k, _ in found], pa.string()).take(pa.array(np.repeat(np.arange(len(found)), lengths))),
+            pc.list_flatten(times),
+            pa.array(np.full(count, -1, np.int64)),
+            pc.list_flatten(rows),
+            pa.array(np.zeros(count, bool)),
+        ],
+        schema=SCHEMA,
+    )
+
+
+def step(
+    held: pa.Table,
+    in_flight: pa.Table,
+    arrivals: int,
+    changes: Changes | None,
+    arrived: Arrivals | None,
+    watermark: int | None,
+) -> Step:
+    """One call of the join on a state group: `held` the versions of the keys `needed` named, `watermark` None for
+    the latest-value join (its arrivals joined at once, after the changes)."""
+    state = pa.concat_tables([held, in_flight.filter(in_flight[WAITING])])
+    if changes is not None:
+        state = add_versions(state, changes, latest_only=watermark is None)
+    if watermark is None:
+        empty = pa.nulls(0, pa.string())
+        matched = as_of(state, arrived.keys, np.zeros(len(arrived.keys), np.int64)) if arrived else empty
+        left = arrived.rows if arrived else empty
+        return _step(held, state, SCHEMA.empty_table(), 0, left, matched)
+    if arrived is not None:
+        state, arrivals = add_waiting(state, arrived, arrivals)
+    rest, left, right = join_due(state, watermark)
+    marks = in_flight.filter(pc.invert(in_flight[WAITING]))
+    if changes is not None:
+        known = pc.is_valid(changes.keys)
+        new = pa.table({KEY: changes.keys.filter(known), TIME: pa.array(changes.times).filter(known)})
+        marks = pa.concat_tables([marks, _marks(new)])
+    marks = marks.filter(pc.greater(marks[TIME], watermark))
+    waiting = rest.filter(rest[WAITING])
+    return _step(held, rest, pa.concat_tables([waiting, marks]), arrivals if waiting.num_rows else 0, left, right)
+
+
+def _marks(keyed: pa.Table) -> pa.Table:
+    n = keyed.num_rows
+    return pa.Table.from_arrays(
+        [
+            keyed[KEY],
+            keyed[TIME],
+            pa.array(np.full(n, -1, np.int64)),
+            pa.nulls(n, pa.string()),
+            pa.array(np.zeros(n, bool)),
+        ],
+        schema=SCHEMA,
+    )
+
+
+def _step(held: pa.Table, state: pa.Table, in_flight: pa.Table, arrivals: int, left: pa.Array, right: pa.Array) -> Step:
+    """The entries of the keys whose versions changed (any change: a version added or replaced, older ones dropped)."""
+    after = state.filter(pc.invert(state[WAITING]))
+    before, now = _per_key(held), _per_key(after)
+    changed = [k for k in before.keys() | now.keys() if before.get(k) != now.get(k)]
+    put = [k for k in changed if k in now]
+    removed = [k for k in changed if k not in now and k in before]
+    return Step(put, [now[k] for k in put], removed, in_flight, arrivals, _array(left), _array(right))
+
+
+def _per_key(versions: pa.Table) -> dict[str, tuple[list[int], list[str | None]]]:
+    """Each key's versions as its entry: times ascending, rows alike."""
+    ordered = versions.sort_by([(KEY, "ascending"), (TIME, "ascending")])
+    lists = ordered.group_by(KEY, use_threads=False).aggregate([(TIME, "list"), (ROW, "list")])  # keeps the order
+    return dict(zip(lists[KEY].to_pylist(), zip(lists[f"{TIME}_list"].to_pylist(), lists[f"{ROW}_list"].to_pylist())))

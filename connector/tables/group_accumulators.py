@@ -1,32 +1,35 @@
-"""The core of aggregate_changelog: a state bucket's groups and a micro-batch's signed rows of that bucket in, the
-bucket's groups after and each touched group's results before and after out. numpy and Arrow; Spark only calls it.
+"""The core of aggregate_changelog: the state of the groups a micro-batch touches (each group's own state entry) and
+its signed rows of them in, those groups' state after and each touched group's results before and after out. numpy
+and Arrow; Spark only calls it.
 
-A bucket is columns, and so is every step: the micro-batch's rows are folded per group (the net change of its row
-count, of each aggregate's non-null count and sum), the touched groups' accumulators are gathered from the bucket,
-changed and compared, and their results come out as columns. Python visits no group one by one, except for a DECIMAL
+The groups' state is columns, and so is every step: the micro-batch's rows are folded per group (the net change of
+its row count, of each aggregate's non-null count and sum), the touched groups' accumulators are gathered, changed and
+compared, and their results come out as columns. Python visits no group one by one, except for a DECIMAL
 result (rounded half up and checked as Python's decimals) and an AVG of integers whose sum no double holds exactly.
 - Row counts and integer sums are kept in two 64-bit halves (high, low: the low 32 bits), so that no sum wraps; a
   SUM beyond BIGINT fails when it is the result, not on the way. DOUBLE sums add the held sum first and then the rows
   in order (numpy's bincount adds one at a time, as Flink's SUM does). DECIMAL sums are 75-digit Arrow decimals.
 - MIN / MAX keep how many rows hold each value (as Flink's MinWithRetract / MaxWithRetract), in a table of
-  (group, value, rows) per aggregate, so that the next best value is known when the best one's last row goes. Values
-  are kept in forms that order as Flink does: integers, dates and timestamps as integers, a DOUBLE as its IEEE bits
-  turned into an ordered integer (Java's Double.compareTo: -0.0 below 0.0, NaN above everything), a DECIMAL as an
-  Arrow decimal, a STRING as itself (UTF-8 byte order, Spark's).
+  (group, value, rows) per aggregate (in a group's entry: its values and their counts as two lists), so that the
+  next best value is known when the best one's last row goes. Values are kept in forms that order as Flink does:
+  integers, dates and timestamps as integers, a DOUBLE as its IEEE bits turned into an ordered integer (Java's
+  Double.compareTo: -0.0 below 0.0, NaN above everything), a DECIMAL as an Arrow decimal, a STRING as itself (UTF-8
+  byte order, Spark's).
 """
 
 from __future__ import annotations
 
 import decimal
-import pickle
+import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-# The state's layout: a checkpoint's bucket written in another form is refused, never misread.
-LAYOUT = "aggregate_changelog/3"
+# The state's layout: a group's entry written in another form (or for other aggregates) is refused, never misread.
+LAYOUT = "aggregate_changelog/4"
 DECIMALS = decimal.Context(prec=80)
 _HELD_DIGITS = 75  # a held DECIMAL sum: Arrow's addition gives one digit more, within its 76
 _LOW32 = np.int64(0xFFFFFFFF)
@@ -36,7 +39,7 @@ _EXACT_DOUBLE = 2**53
 
 
 class LayoutError(ValueError):
-    """A bucket's state in a form this version does not read."""
+    """A group's state in a form this version does not read."""
 
 
 class GroupError(ValueError):
@@ -124,36 +127,72 @@ def empty(specs: list[Spec]) -> Bucket:
     return Bucket(pa.schema(fields).empty_table(), values)
 
 
-def decode(blob: bytes | None, specs: list[Spec]) -> Bucket:
-    """A bucket from its bytes; LayoutError for another layout, or a bucket of other aggregates."""
-    if blob is None:
-        return empty(specs)
-    expected = empty(specs)
+def entry_schema(specs: list[Spec]) -> pa.Schema:
+    """A group's state entry: its accumulators (a DECIMAL as text), per MIN / MAX its values and how many rows hold
+    each (as lists: the group's multiset read and written with it), and the layout's signature."""
+    fields = [pa.field(f.name, _held_type(f.type)) for f in empty(specs).groups.schema if f.name != "g"]
+    for i, s in enumerate(specs):
+        if _extreme(s):
+            fields += [pa.field(f"v{i}", pa.list_(_held_type(_key_type(s)))), pa.field(f"n{i}", pa.list_(pa.int64()))]
+    return pa.schema([*fields, pa.field("layout", pa.string())])
+
+
+def _held_type(kind: pa.DataType) -> pa.DataType:
+    return pa.string() if pa.types.is_decimal(kind) else kind
+
+
+def _signature(specs: list[Spec]) -> str:
+    """The layout and the aggregates' state kinds: an entry written for others is refused, never misread."""
+    kinds = ";".join(f"{s.function}:{s.carried}:{s.given_scale}" for s in specs)
+    return f"{LAYOUT}/" + hashlib.sha1(kinds.encode()).hexdigest()[:10]
+
+
+def held(groups: Sequence[str], entries: Sequence[tuple[object, ...]], specs: list[Spec]) -> Bucket:
+    """The groups' state from their entries (entry_schema's fields in order); LayoutError for an entry of another
+    layout or of other aggregates."""
+    base = empty(specs)
+    if not groups:
+        return base
+    schema = entry_schema(specs)
     try:
-        layout, groups, values = pickle.loads(blob)
-        bucket = Bucket(_table(groups), {i: _table(v) for i, v in values.items()})
-    except Exception:
-        layout = None
-    if layout != LAYOUT or not bucket.groups.schema.equals(expected.groups.schema):
-        raise LayoutError("a state bucket in another layout")
-    return bucket
+        if any(len(e) != len(schema) for e in entries):
+            raise ValueError("another number of fields")
+        columns = {f.name: pa.array(c, f.type) for f, c in zip(schema, zip(*entries))}
+    except (ValueError, TypeError, pa.ArrowException):
+        raise LayoutError("a state entry in another layout") from None
+    if not pc.all(pc.equal(columns["layout"], _signature(specs))).as_py():
+        raise LayoutError("a state entry in another layout")
+    names = pa.array(groups, pa.string())
+    table = pa.table({"g": names} | {f.name: columns[f.name].cast(f.type) for f in base.groups.schema if f.name != "g"})
+    values = {}
+    for i, kept in base.values.items():
+        lengths = pc.list_value_length(columns[f"v{i}"]).to_numpy(zero_copy_only=False)
+        values[i] = pa.table(
+            {
+                "g": names.take(pa.array(np.repeat(np.arange(len(groups)), lengths))),
+                "k": pc.list_flatten(columns[f"v{i}"]).cast(kept.schema.field("k").type),
+                "n": pc.list_flatten(columns[f"n{i}"]),
+            }
+        )
+    return Bucket(table.cast(base.groups.schema), values)
 
 
-def encode(bucket: Bucket) -> bytes:
-    """The bucket's bytes: its tables in Arrow's IPC stream form (stable across pyarrow versions), in a tuple."""
-    return pickle.dumps((LAYOUT, _ipc(bucket.groups), {i: _ipc(v) for i, v in bucket.values.items()}), protocol=4)
-
-
-def _ipc(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    blob: bytes = sink.getvalue().to_pybytes()
-    return blob
-
-
-def _table(blob: bytes) -> pa.Table:
-    return pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
+def entries(bucket: Bucket, specs: list[Spec]) -> tuple[list[str], list[tuple[object, ...]]]:
+    """Each group's name and entry (entry_schema's fields in order)."""
+    groups, schema = bucket.groups, entry_schema(specs)
+    count = groups.num_rows
+    columns = {f.name: groups[f.name].cast(f.type) for f in schema if f.name in groups.column_names}
+    for i, kept in bucket.values.items():
+        at = pc.index_in(kept["g"], value_set=groups["g"])
+        assert at.null_count == 0, "a MIN / MAX value of a group that holds no rows"
+        index = at.to_numpy(zero_copy_only=False)
+        order = pa.array(np.argsort(index, kind="stable"))
+        offsets = pa.array(np.concatenate([[0], np.cumsum(np.bincount(index, minlength=count))]), pa.int32())
+        for name, column in ((f"v{i}", kept["k"]), (f"n{i}", kept["n"])):
+            flat = column.combine_chunks().take(order).cast(schema.field(name).type.value_type)
+            columns[name] = pa.ListArray.from_arrays(offsets, flat)
+    columns["layout"] = pa.array([_signature(specs)] * count, pa.string())
+    return groups["g"].to_pylist(), list(zip(*[columns[f.name].to_pylist() for f in schema]))
 
 
 def apply(bucket: Bucket, rows: Rows, specs: list[Spec]) -> tuple[Bucket, Changes]:

@@ -16,11 +16,7 @@ as Spark's own JSON text (tables/rows.py). Within a micro-batch, a key's records
 Each key's last row is its own entry of a MapState (its row text and order values), so a micro-batch reads and
 writes the keys it touches and nothing else: its cost and the checkpoint's growth follow the changes, not the table
 (a state entry is a row of its own in RocksDB). The entries are read and written many keys at a time
-(spark_internals.MapStateCalls: one request per key, no round trip per key), and not read at all while a state group
-holds nothing (a fresh query). Spark calls Python once per state group and micro-batch, and a group's call has a
-cost of its own (about 3 ms here: the rows to pandas, the state calls' fixed part, the kernels on small arrays), so
-the operator is grouped by one of `GROUPS` hash buckets of the key: few enough that a micro-batch of a few thousand
-records does not pay a call per handful of keys, enough to spread a large one over as many cores.
+(tables/map_entries.py), and the operator is grouped by one of rows.GROUPS hash buckets of the key.
 With a state TTL, Spark's TTL of each entry forgets a key idle that long. The grouping and the state variable are
 the checkpoint's state layout: a checkpoint of another one is refused by Spark's own check when the query starts.
 """
@@ -41,16 +37,13 @@ from pyspark.sql.types import IntegralType, LongType, StringType, StructField, S
 from ..errors import OptionError, SchemaError
 from ..kernel.change_kind import ChangeKind, kind_spellings
 from ..options.kinds import Duration
-from ..spark_internals import map_state_calls
 from . import last_rows
-from .rows import as_text, from_text, require_columns, require_state_settings, require_text_safe
+from .map_entries import MapEntries
+from .rows import as_text, from_text, require_columns, require_state_settings, require_text_safe, state_group
 
 HELPER = "normalized_changelog"
 # Spark's Python stateful operator renames columns whose name starts with "__": these names are plain.
 _ROW, _RETRACTS, _KIND, _KEY, _BUCKET = "uk_row", "uk_retracts", "uk_kind", "uk_key", "uk_bucket"
-# The state groups (hash buckets of the key): a micro-batch's keys spread over this many Python calls, and at most this
-# many tasks apply them at once. Fixed, since a key's state is found by its group (a checkpoint's layout).
-GROUPS = 32
 # Flink's rule: +I and +U (and an upsert) accumulate; -D and -U retract the key's row.
 _RETRACTING = list(kind_spellings(ChangeKind.DELETE, ChangeKind.UPDATE_BEFORE))
 _ACCUMULATING = list(kind_spellings(ChangeKind.INSERT, ChangeKind.UPDATE_AFTER, ChangeKind.UPSERT))
@@ -90,7 +83,7 @@ def normalized_changelog(
     require_text_safe(changes, compared, HELPER)
 
     prepared = changes.select(
-        F.pmod(F.xxhash64(*keys), F.lit(GROUPS)).alias(_BUCKET),
+        state_group(keys).alias(_BUCKET),
         as_text(keys).alias(_KEY),
         as_text(compared).alias(_ROW),
         _retracts(F.col(change), change).alias(_RETRACTS),
@@ -146,9 +139,7 @@ class _LastRowPerKey(StatefulProcessor):
             [StructField(last_rows.ROW, StringType()), *[StructField(o, LongType()) for o in self._order]]
         )
         # the name every earlier layout used (a ValueState, or grouped by another key): Spark refuses their checkpoints
-        self._rows = handle.getMapState("last_row", StructType([StructField(last_rows.KEY, StringType())]), value,
-                                        self._ttl_ms)  # fmt: skip
-        self._calls = map_state_calls(self._rows)
+        self._rows = MapEntries(handle, "last_row", last_rows.KEY, value, self._ttl_ms)
 
     def handleInputRows(
         self, key: tuple[object, ...], rows: Iterator[pd.DataFrame], timerValues: TimerValues
@@ -170,11 +161,8 @@ class _LastRowPerKey(StatefulProcessor):
 
     def _held(self, keys: pa.Array) -> pa.Table:
         """The state's rows of these keys (a key without one absent)."""
-        if not self._rows.exists():  # nothing held: a fresh query's first records of this group read nothing
-            return self._schema.empty_table()
-        distinct = [(k,) for k in pc.unique(keys).to_pylist()]
-        values = self._calls.get_values(distinct) if self._calls else [self._rows.getValue(k) for k in distinct]
-        found = [(k[0], *v) for k, v in zip(distinct, values) if v is not None]
+        distinct = pc.unique(keys).to_pylist()
+        found = [(k, *v) for k, v in zip(distinct, self._rows.held(distinct)) if v is not None]
         if not found:
             return self._schema.empty_table()
         return pa.Table.from_arrays(
@@ -182,17 +170,8 @@ class _LastRowPerKey(StatefulProcessor):
         )
 
     def _write(self, written: pa.Table, removed: pa.Array) -> None:
-        keys = [(k,) for k in written[last_rows.KEY].to_pylist()]
         values = list(zip(*[written[c].to_pylist() for c in self._schema.names[1:]]))
-        gone = [(k,) for k in removed.to_pylist()]
-        if self._calls:
-            self._calls.update_values(keys, values)
-            self._calls.remove_keys(gone)
-            return
-        for k, v in zip(keys, values):
-            self._rows.updateValue(k, v)
-        for k in gone:
-            self._rows.removeKey(k)
+        self._rows.write(written[last_rows.KEY].to_pylist(), values, removed.to_pylist())
 
     def close(self) -> None:
         pass

@@ -4,10 +4,12 @@ without a time, with the table's latest row (a lookup of the current state; Flin
 table: "Processing-time temporal join is not supported yet.").
 
 Spark's Python stateful operator takes one input on pyspark 4.0, so both sides go in as one union, tagged by side and
-grouped by a hash bucket of the join key (as normalized_changelog's state): a bucket's table versions (a delete being
-a version without a row) and stream rows waiting for the watermark are one state value, read and written once per
-micro-batch, and joined as columns (tables/as_of_versions.py); one event-time timer per bucket, at the earliest time
-a row waits for. Flink's rules, event time:
+grouped by one of rows.GROUPS hash buckets of the join key. Each key's versions (a delete being a version without a
+row) are its own state entry, read and written only when a micro-batch (or a timer) touches the key, many at a time
+(tables/map_entries.py); the stream rows waiting for the watermark, and a mark at each version's time the watermark
+has not passed (when the key's older versions may go, Flink's timer per version), are one state value of the group,
+which holds what is in flight, not what the table holds; one event-time timer per group, at the earliest of them.
+The rows are joined as columns (tables/as_of_versions.py). Flink's rules, event time:
 - a stream row waits until the watermark (Spark's: the least of both inputs' watermarks) reaches its time, then it is
   joined with the version of the greatest time not after its own; a deleted version, or none, is no match (LEFT: the
   row with nulls; inner: nothing);
@@ -35,19 +37,13 @@ from pyspark.sql.streaming.stateful_processor import (
     StatefulProcessorHandle,
     TimerValues,
 )
-from pyspark.sql.types import IntegralType, LongType, StringType, StructField, StructType, TimestampType
+from pyspark.sql.types import ArrayType, IntegralType, LongType, StringType, StructField, StructType, TimestampType
 
 from ..errors import RecordError, SchemaError
 from ..kernel.change_kind import ChangeKind, UpsertAction, spellings
 from . import as_of_versions as versions
-from .rows import (
-    BUCKETS,
-    as_text,
-    from_text,
-    require_columns,
-    require_state_settings,
-    require_text_safe,
-)
+from .map_entries import MapEntries
+from .rows import as_text, from_text, require_columns, require_state_settings, require_text_safe, state_group
 
 HELPER = "temporal_join"
 # Spark's Python stateful operator renames columns whose name starts with "__": these names are plain.
@@ -119,7 +115,7 @@ def temporal_join(
         """The bucket, and the key as text (null where a key column is null: such a key matches nothing)."""
         any_null = F.greatest(*[F.col(k).isNull() for k in names]) if len(names) > 1 else F.col(names[0]).isNull()
         text = F.when(any_null, F.lit(None).cast(StringType())).otherwise(as_text(names))
-        return [F.pmod(F.xxhash64(*names), F.lit(BUCKETS)).alias(_BUCKET), text.alias(_KEY)]
+        return [state_group(names).alias(_BUCKET), text.alias(_KEY)]
 
     left = stream.select(
         *keyed(stream, keys),
@@ -201,8 +197,8 @@ def _action(kind: Column, name: str) -> Column:
 
 
 class _AsOfJoin(StatefulProcessor):
-    """Per bucket: the table's versions and the stream rows waiting for the watermark (event time), or each key's
-    latest row (stream_time None)."""
+    """Per state group: each key's versions its own entry, and the stream rows waiting for the watermark with the
+    marks of versions it has not passed (event time); or each key's latest row (stream_time None)."""
 
     def __init__(self, orders: int, outer: bool, event_time: bool) -> None:
         self._orders = [f"uk_order{i}" for i in range(orders)]
@@ -211,17 +207,19 @@ class _AsOfJoin(StatefulProcessor):
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self._handle = handle
-        # the name the per-key layout used (a map there): Spark refuses its checkpoint
-        self._state = handle.getValueState("versions", "state BINARY")
+        entry = StructType([StructField(f.name, ArrayType(StringType() if f.name == "rows" else LongType()))
+                            for f in versions.ENTRY])  # fmt: skip
+        # the name every earlier layout used (a map per key, a value per bucket): Spark refuses their checkpoints
+        self._versions = MapEntries(handle, "versions", "key", entry)
+        self._in_flight = handle.getValueState("in_flight", "state BINARY")
 
     def handleInputRows(
         self, key: tuple[object, ...], rows: Iterator[pd.DataFrame], timerValues: TimerValues
     ) -> Iterator[pd.DataFrame]:
         frames = list(rows)
         frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-        state, arrivals = self._load()
         side, action = frame[_SIDE].to_numpy(), frame[_ACTION].to_numpy()
-        changes = frame[(side == _TABLE) & (action != _SKIP)]
+        changes, change = frame[(side == _TABLE) & (action != _SKIP)], None
         if len(changes):
             deleted = pa.array(changes[_ACTION].to_numpy() == _DELETE)
             change_rows = pc.if_else(deleted, pa.nulls(len(changes), pa.string()), _texts(changes[_ROW]))
@@ -231,36 +229,37 @@ class _AsOfJoin(StatefulProcessor):
                 change_rows,
                 [changes[o].to_numpy(np.int64) for o in self._orders],
             )
-            state = versions.add_versions(state, change, latest_only=not self._event_time)
         arrived = frame[side == _STREAM]
-        if not self._event_time:
-            self._save(state, arrivals)
-            matched = versions.as_of(state, _texts(arrived[_KEY]), np.zeros(len(arrived), np.int64))
-            yield from self._joined(_texts(arrived[_ROW]), matched)
-            return
+        waiting = None
         if len(arrived):
             waiting = versions.Arrivals(_texts(arrived[_KEY]), arrived[_TIME].to_numpy(np.int64), _texts(arrived[_ROW]))
-            state, arrivals = versions.add_waiting(state, waiting, arrivals)
-        yield from self._ready(state, arrivals, timerValues.getCurrentWatermarkInMs(), changed=True)
+        yield from self._step(change, waiting, timerValues)
 
     def handleExpiredTimer(
         self, key: tuple[object, ...], timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
     ) -> Iterator[pd.DataFrame]:
-        state, arrivals = self._load()
-        yield from self._ready(state, arrivals, timerValues.getCurrentWatermarkInMs(), changed=False)
+        yield from self._step(None, None, timerValues)
 
-    def _ready(self, state: pa.Table, arrivals: int, watermark_ms: int, changed: bool) -> Iterator[pd.DataFrame]:
-        """Flink's emitResultAndCleanUpState: the waiting rows the watermark passed, joined; old versions dropped."""
-        rest, left, right = versions.join_due(state, watermark_ms * 1000)
-        if changed or rest.num_rows != state.num_rows:
-            self._save(rest, arrivals)
-        due = versions.next_due(rest)
-        if due is not None:
-            self._handle.registerTimer(_timer_ms(due))
-        yield from self._joined(left, right)
+    def _step(
+        self, changes: versions.Changes | None, arrived: versions.Arrivals | None, timerValues: TimerValues
+    ) -> Iterator[pd.DataFrame]:
+        """Flink's processElement and emitResultAndCleanUpState on the keys this call touches: the waiting rows the
+        watermark passed joined, the versions no waiting row can need dropped."""
+        watermark = timerValues.getCurrentWatermarkInMs() * 1000 if self._event_time else None
+        in_flight, arrivals = self._load()
+        keys = versions.needed(in_flight, changes, arrived, watermark)
+        held = versions.versions_of(keys, self._versions.held(keys))
+        done = versions.step(held, in_flight, arrivals, changes, arrived, watermark)
+        self._versions.write(done.put, done.entries, done.removed)
+        if done.in_flight.num_rows:
+            self._in_flight.update((versions.encode(done.in_flight, done.arrivals),))
+            self._handle.registerTimer(_timer_ms(pc.min(done.in_flight[versions.TIME]).as_py()))
+        elif in_flight.num_rows:
+            self._in_flight.clear()
+        yield from self._joined(done.left, done.right)
 
     def _load(self) -> tuple[pa.Table, int]:
-        stored = self._state.get()
+        stored = self._in_flight.get()
         try:
             return versions.decode(None if stored is None else stored[0])
         except versions.LayoutError:
@@ -268,12 +267,6 @@ class _AsOfJoin(StatefulProcessor):
                 f"{HELPER}: the checkpoint holds a state this version of {HELPER} cannot read: start the query from "
                 "a new checkpoint"
             ) from None
-
-    def _save(self, state: pa.Table, arrivals: int) -> None:
-        if state.num_rows:
-            self._state.update((versions.encode(state, arrivals),))
-        else:
-            self._state.clear()  # arrival numbers only order the rows waiting together: they may start again
 
     def _joined(self, left: pa.Array, right: pa.Array) -> Iterator[pd.DataFrame]:
         if not self._outer:

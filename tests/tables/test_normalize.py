@@ -17,7 +17,8 @@ import pytest
 from pyspark.errors import StreamingQueryException
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 from pyspark_upsert_kafka import OptionError, SchemaError
-from pyspark_upsert_kafka.tables.normalize import GROUPS, normalized_changelog
+from pyspark_upsert_kafka.tables.normalize import normalized_changelog
+from pyspark_upsert_kafka.tables.rows import GROUPS
 
 from tests.support.kafka_io import produce
 from tests.support.read_helpers import collect_until, run_available_now

@@ -1,7 +1,7 @@
 """temporal_join on a real broker, against a real Flink: the orders and currency rates of Flink's documented event-time
 temporal join, as Flink 2.2.1 wrote them (tests/formats/golden/flink/tables_temporal_join.json), joined here give the
 rows Flink's TemporalJoin emitted, LEFT and inner; late rows, deletes, a restart from the checkpoint, the latest-value
-join, a checkpoint of the per-key state layout refused, and the errors."""
+join, a checkpoint of an earlier state layout refused, and the errors."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from pyspark.errors import StreamingQueryException
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 from pyspark_upsert_kafka import SchemaError
@@ -213,7 +214,7 @@ def test_the_join_says_what_to_change_before_a_query_starts(spark, rocksdb, new_
 
 
 class _PerKeyLayout(StatefulProcessor):
-    """The state layout temporal_join had before its buckets: grouped by the key, a MapState `versions`."""
+    """The first state layout of temporal_join: grouped by the key, a MapState `versions`."""
 
     def init(self, handle) -> None:
         self._versions = handle.getMapState("versions", "time BIGINT", "row STRING")
@@ -227,9 +228,33 @@ class _PerKeyLayout(StatefulProcessor):
         pass
 
 
-def test_a_checkpoint_of_the_per_key_state_layout_is_refused(spark, rocksdb, tmp_path):
-    """A query that joined with the per-key layout cannot go on with buckets: its versions would not be found. The
-    state variable keeps its name with another key schema, so Spark refuses the checkpoint at once."""
+class _BucketValueLayout(StatefulProcessor):
+    """The second: grouped by a BIGINT bucket, a bucket's versions and waiting rows one ValueState `versions`."""
+
+    def init(self, handle) -> None:
+        self._versions = handle.getValueState("versions", "state BINARY")
+
+    def handleInputRows(self, key, rows, timerValues):
+        for _ in rows:
+            self._versions.update((b"state",))
+        return iter(())
+
+    def close(self) -> None:
+        pass
+
+
+EARLIER_LAYOUTS = {
+    "per key": ("currency", _PerKeyLayout),
+    "a value per bucket": ("pmod(xxhash64(currency), 1024)", _BucketValueLayout),
+}
+
+
+@pytest.mark.parametrize("layout", EARLIER_LAYOUTS)
+def test_a_checkpoint_of_an_earlier_state_layout_is_refused(spark, rocksdb, tmp_path, layout):
+    """A query that joined with an earlier layout cannot go on with this one: its versions would not be found. The
+    state variable keeps its name (`versions`) with another key schema (a MapState's entry is keyed by the state
+    group and the key), so Spark refuses the checkpoint at once."""
+    grouping, processor = EARLIER_LAYOUTS[layout]
     schemas = {
         "stream": "currency STRING, n INT",
         "table": "currency STRING, rate DOUBLE, _change_type STRING, offset BIGINT",
@@ -243,13 +268,13 @@ def test_a_checkpoint_of_the_per_key_state_layout_is_refused(spark, rocksdb, tmp
     append()
     stream, table = (spark.readStream.schema(schemas[s]).parquet(str(tmp_path / s)) for s in schemas)
     old = (
-        stream.selectExpr("currency AS uk_key0")
-        .unionByName(table.selectExpr("currency AS uk_key0"))
+        stream.selectExpr(f"{grouping} AS uk_key0")
+        .unionByName(table.selectExpr(f"{grouping} AS uk_key0"))
         .groupBy("uk_key0")
-        .transformWithStateInPandas(_PerKeyLayout(), "uk_left STRING, uk_right STRING", "Append", "None")
+        .transformWithStateInPandas(processor(), "uk_left STRING, uk_right STRING", "Append", "None")
     )
     run_available_now(old, str(tmp_path / "cp"))
     append()
     refused = r"STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE|STATE_STORE_INVALID_VARIABLE_TYPE_CHANGE"
-    with pytest.raises(Exception, match=refused):
+    with pytest.raises(StreamingQueryException, match=refused):
         run_available_now(temporal_join(stream, table, "currency", stream_time=None), str(tmp_path / "cp"))

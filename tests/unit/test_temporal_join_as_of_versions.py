@@ -1,7 +1,8 @@
 """temporal_join's columnar core (tables/as_of_versions.py) against Flink's TemporalRowTimeJoinOperator written row by
 row: for any micro-batches of table changes (versions, deletes, a change replacing another at the same time) and
 stream rows (late ones too) over a few keys, under a rising watermark, the same rows joined with the same versions,
-in arrival order; the state's bytes round-trip and another layout is refused."""
+in arrival order, each step reading only the keys it names and keeping in flight only what the watermark has not
+passed; the in-flight state's bytes round-trip and another layout is refused."""
 
 from __future__ import annotations
 
@@ -17,11 +18,12 @@ from pyspark_upsert_kafka.tables.as_of_versions import (
     Changes,
     LayoutError,
     add_versions,
-    add_waiting,
     as_of,
     decode,
     encode,
-    join_due,
+    needed,
+    step,
+    versions_of,
 )
 
 
@@ -55,7 +57,10 @@ class _FlinksRules:
         return held[i - 1][1] if i else None
 
 
-def _columnar(state: pa.Table, arrivals: int, changes: list, rows: list, watermark: int):
+def _columnar(entries: dict, in_flight: pa.Table, arrivals: int, changes: list, rows: list, watermark: int):
+    """A step as the operator takes it: the entries of the keys it needs read from `entries` (key -> entry, as
+    Spark's MapState keeps them), the changed ones written back, the in-flight state through its bytes."""
+    batch = None
     if changes:
         batch = Changes(
             pa.array([c[0] for c in changes], pa.string()),
@@ -63,15 +68,20 @@ def _columnar(state: pa.Table, arrivals: int, changes: list, rows: list, waterma
             pa.array([c[2] for c in changes], pa.string()),
             [np.array([c[3] for c in changes], np.int64)],
         )
-        state = add_versions(state, batch, latest_only=False)
-    waiting = Arrivals(
-        pa.array([a[0] for a in rows], pa.string()), np.array([a[1] for a in rows], np.int64),
-        pa.array([a[2] for a in rows], pa.string()),
-    )  # fmt: skip
-    state, arrivals = add_waiting(state, waiting, arrivals)
-    state, left, right = join_due(state, watermark)
-    state, arrivals = decode(encode(state, arrivals))
-    return state, arrivals, list(zip(left.to_pylist(), right.to_pylist()))
+    waiting = None
+    if rows:
+        waiting = Arrivals(
+            pa.array([a[0] for a in rows], pa.string()), np.array([a[1] for a in rows], np.int64),
+            pa.array([a[2] for a in rows], pa.string()),
+        )  # fmt: skip
+    keys = needed(in_flight, batch, waiting, watermark)
+    done = step(versions_of(keys, [entries.get(k) for k in keys]), in_flight, arrivals, batch, waiting, watermark)
+    for k in done.removed:
+        del entries[k]
+    entries.update(zip(done.put, done.entries))
+    assert all(t > watermark for t in done.in_flight["time"].to_pylist())  # nothing the watermark passed stays
+    in_flight, arrivals = decode(encode(done.in_flight, done.arrivals))
+    return in_flight, arrivals, list(zip(done.left.to_pylist(), done.right.to_pylist()))
 
 
 keys = st.sampled_from(["k1", "k2", None])
@@ -87,14 +97,16 @@ batches = st.lists(
 
 @given(batches)
 def test_the_columnar_core_joins_as_flinks_temporal_join_does(steps):
-    rules, (state, arrivals), watermark, offset = _FlinksRules(), decode(None), -1, 0
+    rules, entries, (in_flight, arrivals), watermark, offset = _FlinksRules(), {}, decode(None), -1, 0
     for n, (changes, rows, rise) in enumerate(steps):
         watermark += rise
         changes = [(k, t, r, offset + i) for i, (k, t, r) in enumerate(changes)]
         offset += len(changes)
         rows = [(k, t, f"s{n}.{i}") for i, (k, t) in enumerate(rows)]
-        state, arrivals, got = _columnar(state, arrivals, changes, rows, watermark)
+        in_flight, arrivals, got = _columnar(entries, in_flight, arrivals, changes, rows, watermark)
         assert got == rules.batch(changes, rows, watermark)
+        held = {k: dict(zip(*e)) for k, e in entries.items()}
+        assert held == {k: v for k, v in rules.versions.items() if v}  # each key's entry: the versions Flink keeps
 
 
 def test_the_latest_value_join_keeps_one_version_a_key_and_none_for_a_deleted_key():
