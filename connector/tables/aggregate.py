@@ -57,7 +57,7 @@ from ..errors import RecordError, SchemaError
 from ..kernel.change_kind import ChangeKind, kind_spellings
 from . import group_accumulators as core
 from .map_entries import MapEntries
-from .rows import as_text, from_text, require_columns, require_state_settings, state_group
+from .rows import as_text, from_text, micros_ntz, ntz_micros, require_columns, require_state_settings, state_group
 
 HELPER = "aggregate_changelog"
 _FUNCTIONS = ("count", "sum", "avg", "min", "max")
@@ -65,7 +65,6 @@ _CALL = re.compile(r"^\s*(\w+)\s*\(\s*(\*|`[^`]+`|[^\s()`]+)\s*\)\s*$")
 _GROUP, _SIGN, _KIND, _BUCKET = "uk_group", "uk_sign", "uk_kind", "uk_bucket"
 _COMING_IN = list(kind_spellings(ChangeKind.INSERT, ChangeKind.UPDATE_AFTER))
 _GOING_OUT = list(kind_spellings(ChangeKind.DELETE, ChangeKind.UPDATE_BEFORE))
-_EPOCH_NTZ = "1970-01-01 00:00:00"
 # the core's change codes (INSERT, DELETE, UPDATE_BEFORE, UPDATE_AFTER) as the changelog's kinds
 _KINDS = np.array(
     [k.value for k in (ChangeKind.INSERT, ChangeKind.DELETE, ChangeKind.UPDATE_BEFORE, ChangeKind.UPDATE_AFTER)], object
@@ -205,7 +204,7 @@ def _crossing(column: Column, given: DataType, i: int) -> list[Column]:
     elif isinstance(given, TimestampType):
         value = F.coalesce(F.unix_micros(column), F.lit(0))
     elif isinstance(given, TimestampNTZType):
-        value = F.coalesce(_NTZ_MICROS(column), F.lit(0))
+        value = F.coalesce(ntz_micros(column), F.lit(0))
     elif isinstance(given, DateType):
         value = F.coalesce(F.unix_date(column), F.lit(0)).cast(LongType())
     else:
@@ -225,14 +224,6 @@ def _core_spec(s: _Aggregate) -> core.Spec:
     )
 
 
-def _NTZ_MICROS(column: Column) -> Column:
-    return F.timestamp_diff("MICROSECOND", F.lit(_EPOCH_NTZ).cast(TimestampNTZType()), column)
-
-
-def _MICROS_NTZ(column: Column) -> Column:
-    return F.timestamp_add("MICROSECOND", column, F.lit(_EPOCH_NTZ).cast(TimestampNTZType()))
-
-
 # How a result crosses back: as its core column (BIGINT, DOUBLE, BOOLEAN or text) and a state: 0 a value, 1 null, 2 NaN
 # (pandas' way to Arrow makes every NaN of a DOUBLE column null); then typed as Spark's result.
 _CARRIERS = {"int": LongType(), "float": DoubleType(), "bool": BooleanType(), "text": StringType()}
@@ -248,7 +239,7 @@ def _result(s: _Aggregate, i: int) -> Column:
     if isinstance(s.result, TimestampType):
         value = F.timestamp_micros(value)
     elif isinstance(s.result, TimestampNTZType):
-        value = _MICROS_NTZ(value)
+        value = micros_ntz(value)
     elif isinstance(s.result, DateType):
         value = F.date_from_unix_date(value.cast(IntegerType()))
     typed = F.when(state == _VALUE, value.cast(s.result))

@@ -16,6 +16,11 @@ such a repeat finds them.
 What goes back to the state is per key: the last row of a key whose records changed it (with a state TTL, of every
 key a record accumulated, since a write restarts the key's TTL), and the removal of a held key whose last record
 retracted it. Keys the micro-batch did not touch are neither read nor written.
+
+With versions (`apply_versioned`), a key's records apply in the order of their versions: a record whose version is
+below the highest one its key has seen (held, a deleted key's too, or of its earlier records) is dropped, an equal
+one applies in order. The state then keeps every touched key's version, a deleted key's as an entry without a row,
+so that an older version arriving after a delete resurrects nothing.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import pyarrow.compute as pc
 
 from ..kernel.change_kind import ChangeKind
 
-KEY, ROW = "key", "row"
+KEY, ROW, VERSION = "key", "row", "version"
 _INSERT, _BEFORE, _AFTER, _DELETE = range(4)
 _KIND_NAMES = np.array(
     [ChangeKind.INSERT.value, ChangeKind.UPDATE_BEFORE.value, ChangeKind.UPDATE_AFTER.value, ChangeKind.DELETE.value],
@@ -44,6 +49,7 @@ class Records:
     rows: pa.Array  # string
     retracts: np.ndarray  # bool
     orders: list[np.ndarray]  # int64 each
+    versions: np.ndarray | None = None  # int64: each record's version (apply_versioned)
 
 
 @dataclass(frozen=True)
@@ -55,12 +61,13 @@ class Changes:
     kinds: np.ndarray  # object: each change's kind
     written: pa.Table  # keys whose row is new, with it (a table of `held_schema`)
     removed: pa.Array  # string: held keys whose row is gone
+    late: int = 0  # records dropped: a version below their key's (apply_versioned)
 
 
-def held_schema(order: list[str]) -> pa.Schema:
-    return pa.schema(
-        [pa.field(KEY, pa.string()), pa.field(ROW, pa.string()), *[pa.field(o, pa.int64()) for o in order]]
-    )
+def held_schema(order: list[str], versioned: bool = False) -> pa.Schema:
+    """A key's entry: its row (null: a deleted key's version kept), its order values, and its version if versioned."""
+    fields = [pa.field(KEY, pa.string()), pa.field(ROW, pa.string()), *[pa.field(o, pa.int64()) for o in order]]
+    return pa.schema(fields + ([pa.field(VERSION, pa.int64())] if versioned else []))
 
 
 def apply(held: pa.Table, records: Records, order: list[str], ttl: bool) -> Changes:
@@ -125,6 +132,71 @@ def apply(held: pa.Table, records: Records, order: list[str], ttl: bool) -> Chan
     write = key_ends[accumulates[key_ends] & changed]
     remove = key_ends[~accumulates[key_ends] & (slot[key_ends] >= 0)]
     columns = [encoded.dictionary.take(pa.array(code[write])), rows.take(pa.array(write))]
-    written = pa.Table.from_arrays(columns + [pa.array(a[write]) for a in after_orders], schema=held.schema)
+    if records.versions is not None:  # every touched key's entry: its row after (null: deleted) and its version
+        write, remove = key_ends, np.zeros(0, np.int64)
+        after_rows = pc.if_else(
+            pa.array(accumulates[write]), rows.take(pa.array(write)), pa.nulls(len(write), pa.string())
+        )
+        columns = [encoded.dictionary.take(pa.array(code[write])), after_rows]
+        columns += [pa.array(a[write]) for a in after_orders] + [pa.array(records.versions[perm][write])]
+        schema = held_schema(order, versioned=True)
+    else:
+        columns = [encoded.dictionary.take(pa.array(code[write])), rows.take(pa.array(write))]
+        columns += [pa.array(a[write]) for a in after_orders]
+        schema = held.schema
+    written = pa.Table.from_arrays(columns, schema=schema)
     removed = encoded.dictionary.take(pa.array(code[remove]))
     return Changes(changes_rows, changes_orders, _KIND_NAMES[kind], written, removed)
+
+
+def apply_versioned(held: pa.Table, records: Records, order: list[str], ttl: bool) -> Changes:
+    """`apply` with each key's records in version order: `held` a table of `held_schema(order, versioned=True)` (a
+    deleted key's entry without a row), `records.versions` set. The records below their key's highest version are
+    dropped (counted in `late`); every key a kept record touches is written with its row after and its version."""
+    assert records.versions is not None
+    keep = _in_version_order(held, records)
+    if not keep.any():
+        empty = held_schema(order, versioned=True).empty_table()
+        none = pa.array([], pa.string())
+        return Changes(none, [np.zeros(0, np.int64) for _ in order], _KIND_NAMES[:0], empty, none, len(keep))
+    kept = Records(
+        records.keys.filter(pa.array(keep)),
+        records.rows.filter(pa.array(keep)),
+        records.retracts[keep],
+        [o[keep] for o in records.orders],
+        records.versions[keep],
+    )
+    rows = held.filter(pc.is_valid(held[ROW])).select(held_schema(order).names)
+    changes = apply(rows, kept, order, ttl)
+    return Changes(changes.rows, changes.orders, changes.kinds, changes.written, changes.removed, int((~keep).sum()))
+
+
+def _in_version_order(held: pa.Table, records: Records) -> np.ndarray:
+    """Per record: whether its version is at least the highest its key saw before it (its held version, and those
+    of its earlier records by order; the records in Records order)."""
+    assert records.versions is not None
+    n = len(records.keys)
+    encoded = pc.dictionary_encode(records.keys)
+    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    perm = np.lexsort((*reversed(records.orders), codes))
+    code = codes[perm]
+    at = (
+        pc.index_in(encoded.dictionary, value_set=held[KEY].combine_chunks())
+        .fill_null(-1)
+        .to_numpy(zero_copy_only=False)
+    )
+    held_versions = held[VERSION].to_numpy() if held.num_rows else np.zeros(0, np.int64)
+    # versions as ranks (0..r-1) among every version in sight; a key's running highest as the running maximum of
+    # (key, rank) pairs, which, keys being sorted, stays within the key
+    _, ranks = np.unique(np.concatenate([held_versions, records.versions[perm]]), return_inverse=True)
+    width = len(ranks) + 1
+    held_rank = np.where(at >= 0, ranks[: len(held_versions)][np.maximum(at, 0)] if len(held_versions) else 0, -1)
+    rank = ranks[len(held_versions) :]
+    running = np.maximum.accumulate(code * width + rank + 1) - code * width - 1  # within the key: its records' highest
+    first = np.ones(n, bool)
+    first[1:] = code[1:] != code[:-1]
+    before = np.where(first, -1, np.roll(running, 1))  # the highest of the key's earlier records
+    keep_sorted = rank >= np.maximum(before, held_rank[code])
+    keep = np.empty(n, bool)
+    keep[perm] = keep_sorted
+    return keep

@@ -32,18 +32,39 @@ import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle, TimerValues
-from pyspark.sql.types import IntegralType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import (
+    DateType,
+    DecimalType,
+    IntegralType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
 
 from ..errors import OptionError, SchemaError
 from ..kernel.change_kind import ChangeKind, kind_spellings
 from ..options.kinds import Duration
 from . import last_rows
 from .map_entries import MapEntries
-from .rows import as_text, from_text, require_columns, require_state_settings, require_text_safe, state_group
+from .rows import (
+    as_text,
+    from_text,
+    ntz_micros,
+    require_columns,
+    require_state_settings,
+    require_text_safe,
+    state_group,
+)
 
 HELPER = "normalized_changelog"
 # Spark's Python stateful operator renames columns whose name starts with "__": these names are plain.
 _ROW, _RETRACTS, _KIND, _KEY, _BUCKET = "uk_row", "uk_retracts", "uk_kind", "uk_key", "uk_bucket"
+_VERSION, _LATE = "uk_version", "uk_late"
+# The query progress's observedMetrics entry counting the records dropped for a version below their key's.
+LATE_METRIC = "normalized_changelog_late_versions"
 # Flink's rule: +I and +U (and an upsert) accumulate; -D and -U retract the key's row.
 _RETRACTING = list(kind_spellings(ChangeKind.DELETE, ChangeKind.UPDATE_BEFORE))
 _ACCUMULATING = list(kind_spellings(ChangeKind.INSERT, ChangeKind.UPDATE_AFTER, ChangeKind.UPSERT))
@@ -56,6 +77,7 @@ def normalized_changelog(
     order_by: str | Sequence[str] = "offset",
     state_ttl: str | None = None,
     change_column: str = "_change_type",
+    version: str | None = None,
 ) -> DataFrame:
     """The full changelog of the table `changes` describes: the same columns, `change_column` now `insert`,
     `update_preimage`, `update_postimage` or `delete` (Spark's change data feed names; the upsert-kafka writer
@@ -64,7 +86,15 @@ def normalized_changelog(
     `key`: the primary key's columns. `order_by`: integer columns that order a key's records within a micro-batch
     (default: the record's offset, read with option `metadata.columns` = `offset`); they are not part of the
     comparison of a row with the last one. `state_ttl`: a duration ('1 h', '7 d'); unset, every key's last row is
-    kept for ever. Needs the RocksDB state store provider (the error says how to set it)."""
+    kept for ever. Needs the RocksDB state store provider (the error says how to set it).
+
+    `version`: a column whose value orders a key's records instead of their arrival (integers, timestamps, dates,
+    decimals of up to 18 digits): a record whose version is below the highest its key has seen is dropped (an equal
+    one applies in `order_by` order), a delete's too, and a deleted key keeps its version in the state (with
+    `state_ttl`, as long as a row), so an older version read after a delete resurrects nothing. A delete read from an
+    upsert topic has no value columns: take the version from the record's timestamp or a header (`metadata.columns`),
+    which a tombstone carries too; a record without a version fails the query. The records dropped are counted in
+    the query's progress (`observedMetrics`, under LATE_METRIC)."""
     keys = require_columns(changes, [key] if isinstance(key, str) else list(key), "key column", HELPER)
     order = require_columns(changes, [order_by] if isinstance(order_by, str) else list(order_by), "order_by", HELPER)
     (change,) = require_columns(changes, [change_column], "change column", HELPER)
@@ -78,6 +108,7 @@ def normalized_changelog(
                 "'offset')"
             )
     ttl_ms = _ttl_ms(state_ttl)
+    versions = [] if version is None else [_version(changes, version).alias(_VERSION)]
     require_state_settings(changes.sparkSession, HELPER)
     compared = [c for c in changes.columns if c != change and c not in order]
     require_text_safe(changes, compared, HELPER)
@@ -88,11 +119,12 @@ def normalized_changelog(
         as_text(compared).alias(_ROW),
         _retracts(F.col(change), change).alias(_RETRACTS),
         *[F.col(o).cast(LongType()).alias(o) for o in order],
+        *versions,
     )
     orders = [StructField(o, LongType()) for o in order]
     out = StructType([StructField(_ROW, StringType()), *orders, StructField(_KIND, StringType())])
     normalized = prepared.groupBy(_BUCKET).transformWithStateInPandas(
-        statefulProcessor=_LastRowPerKey(order, ttl_ms),
+        statefulProcessor=_LastRowPerKey(order, ttl_ms, version is not None),
         outputStructType=out,
         outputMode="Append",
         timeMode="ProcessingTime" if ttl_ms else "None",
@@ -101,7 +133,36 @@ def normalized_changelog(
     typed = {c: changes.schema[c].dataType for c in order}
     columns = {c: F.col(f"uk_r.{c}") for c in compared} | {c: F.col(c).cast(typed[c]) for c in order}
     columns[change] = F.col(_KIND)
+    if version is not None:  # the dropped records' counts, one row a state group, into the query's progress
+        late = F.when(F.col(_KIND) == _LATE, F.col(_ROW).cast(LongType())).otherwise(F.lit(0))
+        normalized = normalized.observe(LATE_METRIC, F.sum(late).alias("records")).where(F.col(_KIND) != _LATE)
     return normalized.select(row, *order, _KIND).select(*[columns[c].alias(c) for c in changes.columns])
+
+
+def _version(changes: DataFrame, name: str) -> Column:
+    """The version as BIGINT, ordered as the column's values are; a record without one fails the query."""
+    (column,) = require_columns(changes, [name], "version column", HELPER)
+    given, value = changes.schema[column].dataType, F.col(column)
+    if isinstance(given, IntegralType):
+        as_long = value.cast(LongType())
+    elif isinstance(given, TimestampType):
+        as_long = F.unix_micros(value)
+    elif isinstance(given, TimestampNTZType):
+        as_long = ntz_micros(value)
+    elif isinstance(given, DateType):
+        as_long = F.unix_date(value).cast(LongType())
+    elif isinstance(given, DecimalType) and given.precision <= 18:
+        as_long = (value * F.lit(10**given.scale)).cast(LongType())  # its unscaled value, exact within 18 digits
+    else:
+        raise SchemaError(
+            f"{HELPER}: version column '{column}' is {given.simpleString()}; a version is an integer, timestamp, "
+            "date or decimal of up to 18 digits (cast it to one)"
+        )
+    missing = (
+        f"{HELPER}: a record without a version in column '{column}' (a delete read from an upsert topic carries only "
+        "its key: take the version from the record's timestamp or a header, with option metadata.columns)"
+    )
+    return F.when(value.isNotNull(), as_long).otherwise(F.raise_error(F.lit(missing)))
 
 
 def _retracts(kind: Column, name: str) -> Column:
@@ -129,15 +190,15 @@ class _LastRowPerKey(StatefulProcessor):
     """Flink's processLastRowOnChangelog per key, applied to a state group's records of a micro-batch as columns
     (tables/last_rows.py): the rows of the keys they touch read, the changed ones written back."""
 
-    def __init__(self, order: list[str], ttl_ms: int | None) -> None:
+    def __init__(self, order: list[str], ttl_ms: int | None, versioned: bool) -> None:
         self._order = order
         self._ttl_ms = ttl_ms
-        self._schema = last_rows.held_schema(order)
+        self._versioned = versioned
+        self._schema = last_rows.held_schema(order, versioned)
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        value = StructType(
-            [StructField(last_rows.ROW, StringType()), *[StructField(o, LongType()) for o in self._order]]
-        )
+        value = StructType([StructField(f.name, StringType() if f.name == last_rows.ROW else LongType())
+                            for f in self._schema if f.name != last_rows.KEY])  # fmt: skip
         # the name every earlier layout used (a ValueState, or grouped by another key): Spark refuses their checkpoints
         self._rows = MapEntries(handle, "last_row", last_rows.KEY, value, self._ttl_ms)
 
@@ -151,13 +212,17 @@ class _LastRowPerKey(StatefulProcessor):
             pa.array(frame[_ROW].to_numpy(object), pa.string()),
             frame[_RETRACTS].to_numpy(bool),
             [frame[o].to_numpy(np.int64) for o in self._order],
+            frame[_VERSION].to_numpy(np.int64) if self._versioned else None,
         )
-        changes = last_rows.apply(self._held(records.keys), records, self._order, self._ttl_ms is not None)
+        apply = last_rows.apply_versioned if self._versioned else last_rows.apply
+        changes = apply(self._held(records.keys), records, self._order, self._ttl_ms is not None)
         self._write(changes.written, changes.removed)
         if len(changes.kinds):
             out = {_ROW: changes.rows.to_numpy(zero_copy_only=False)}
             out |= dict(zip(self._order, changes.orders)) | {_KIND: changes.kinds}
             yield pd.DataFrame(out)
+        if changes.late:
+            yield pd.DataFrame({_ROW: [str(changes.late)]} | {o: [0] for o in self._order} | {_KIND: [_LATE]})
 
     def _held(self, keys: pa.Array) -> pa.Table:
         """The state's rows of these keys (a key without one absent)."""

@@ -34,6 +34,7 @@ from pyspark.sql.types import (
 
 from ..errors import OptionError, SchemaError
 
+_EPOCH_NTZ = "1970-01-01 00:00:00"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 # The state groups of the helpers that keep an entry per key or group (hash buckets of it): a micro-batch's keys spread
 # over this many Python calls, and at most this many tasks apply them at once. Spark calls Python once per state group
@@ -42,6 +43,16 @@ ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvi
 # handful of keys, enough to spread a large one over as many cores. Fixed, since an entry is found by its group (a
 # checkpoint's layout).
 GROUPS = 32
+
+
+def ntz_micros(column: Column) -> Column:
+    """A TIMESTAMP_NTZ as microseconds from its epoch (BIGINT), whatever the session's time zone."""
+    return F.timestamp_diff("MICROSECOND", F.lit(_EPOCH_NTZ).cast(TimestampNTZType()), column)
+
+
+def micros_ntz(column: Column) -> Column:
+    """Microseconds from the epoch as a TIMESTAMP_NTZ (ntz_micros undone)."""
+    return F.timestamp_add("MICROSECOND", column, F.lit(_EPOCH_NTZ).cast(TimestampNTZType()))
 
 
 def state_group(columns: list[str]) -> Column:

@@ -15,13 +15,15 @@ from pathlib import Path
 import orjson
 import pytest
 from pyspark.errors import StreamingQueryException
+from pyspark.sql import functions as F
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 from pyspark_upsert_kafka import OptionError, SchemaError
-from pyspark_upsert_kafka.tables.normalize import normalized_changelog
+from pyspark_upsert_kafka.tables.aggregate import aggregate_changelog
+from pyspark_upsert_kafka.tables.normalize import LATE_METRIC, normalized_changelog
 from pyspark_upsert_kafka.tables.rows import GROUPS
 
 from tests.support.kafka_io import produce
-from tests.support.read_helpers import collect_until, run_available_now
+from tests.support.read_helpers import Collector, collect_until, finish_available_now, run_available_now
 
 SCHEMA = "id INT, name STRING"
 UTC = dt.timezone.utc
@@ -32,8 +34,8 @@ def _record(i: int, name: str | None) -> tuple:
     return (orjson.dumps({"id": i}), value)
 
 
-def _changes(spark, options: dict, schema: str = SCHEMA):
-    more = {"metadata.columns": "offset", "schema": schema, "scan.startup.mode": "earliest-offset"}
+def _changes(spark, options: dict, schema: str = SCHEMA, metadata: str = "offset"):
+    more = {"metadata.columns": metadata, "schema": schema, "scan.startup.mode": "earliest-offset"}
     return spark.readStream.format("upsert-kafka").options(**(options | more)).load()
 
 
@@ -63,6 +65,58 @@ def test_a_key_idle_longer_than_the_state_ttl_is_new_again(spark, rocksdb, new_t
     produce(bootstrap, topic, [_record(2, None), _record(1, "a2")])
     # key 1's row is forgotten: an insert, not an update; key 2's delete finds no row and gives nothing
     assert _per_key(_named(collect_until(normalized, tmp_path, 1))) == {1: [("a2", "insert")]}
+
+
+def _versioned(spark, options: dict, checkpoint: Path) -> tuple[list, list]:
+    """One AvailableNow run of the topic normalized in its records' timestamp order, a key's live rows counted behind
+    it: (each micro-batch's normalized rows and counts, the late records each micro-batch dropped)."""
+    changes = _changes(spark, options, metadata="offset, version=timestamp")
+    normalized = normalized_changelog(changes, "id", version="version").drop("version")
+    counted = aggregate_changelog(normalized.withColumn("all", F.lit(0)), "all", live="COUNT(*)")
+    found, late = [], []
+    for name, df in (("normalized", normalized), ("counted", counted)):
+        sink = Collector()
+        query = df.writeStream.foreachBatch(sink).option("checkpointLocation", str(checkpoint / name))
+        query = query.trigger(availableNow=True).start()
+        finish_available_now(query)
+        found.append(sink.rows)
+        if name == "normalized":  # (the query behind it observes the same metric)
+            metrics = [p["observedMetrics"].get(LATE_METRIC) for p in query.recentProgress if p["numInputRows"]]
+            late = [m["records"] for m in metrics if m is not None and m["records"]]
+    return found, late
+
+
+def test_versions_order_upserts_and_tombstones_across_micro_batches_and_a_restart(
+    spark, rocksdb, new_topic, options, bootstrap, tmp_path
+):
+    """With the record's timestamp as each record's version: an older upsert after a newer one is dropped, in one
+    micro-batch and after a restart; an older tombstone deletes nothing; an older upsert after a newer delete does not
+    resurrect the key; the drops are counted in the query's progress; aggregate_changelog behind it counts the keys
+    of the highest versions."""
+    topic = new_topic()
+    k = lambda i, name, version: (*_record(i, name), None, version)  # noqa: E731
+    produce(bootstrap, topic, [k(1, "a", 10), k(1, "old", 5), k(2, "x", 10), k(2, None, 20), k(3, "p", 10)])
+    (rows, counts), late = _versioned(spark, options(topic), tmp_path)
+    assert _per_key(_named(rows)) == {1: [("a", "insert")], 2: [("x", "insert"), ("x", "delete")], 3: [("p", "insert")]}
+    assert counts[-1][1:] == (2, "insert") and late == [1]
+    produce(bootstrap, topic, [k(2, "y", 15), k(1, None, 8), k(3, "q", 30), k(4, "n", 1)])
+    (rows, counts), late = _versioned(spark, options(topic), tmp_path)
+    assert _per_key(_named(rows)) == {3: [("p", "update_preimage"), ("q", "update_postimage")], 4: [("n", "insert")]}
+    assert [c[1:] for c in counts] == [(2, "update_preimage"), (3, "update_postimage")] and late == [2]
+
+
+def test_a_record_without_a_version_fails_the_query_saying_where_to_take_one(
+    spark, rocksdb, new_topic, options, bootstrap, tmp_path
+):
+    topic = new_topic()
+    produce(bootstrap, topic, [_record(1, "a"), _record(1, None)])
+    changes = _changes(spark, options(topic), "id INT, name STRING, v BIGINT")
+    with pytest.raises(
+        StreamingQueryException, match=r"a record without a version in column 'v' .* timestamp or a header"
+    ):
+        run_available_now(normalized_changelog(changes, "id", version="v"), str(tmp_path))
+    with pytest.raises(SchemaError, match=r"version column 'name' is string; a version is an integer, timestamp"):
+        normalized_changelog(changes, "id", version="name")
 
 
 GOLDEN = json.loads((Path(__file__).parents[1] / "formats/golden/flink/tables_normalize.json").read_text())

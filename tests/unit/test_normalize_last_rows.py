@@ -1,6 +1,7 @@
 """normalized_changelog's columnar core (tables/last_rows.py) against Flink's rules written record by record: for any
 state and any micro-batch of upserts, repeats and deletes over a few keys, the same changes in each key's order and
-the same rows left, written back for the keys whose row changed and for no other."""
+the same rows left, written back for the keys whose row changed and for no other; with versions, the same rules on
+the records at or above their key's highest version, the others dropped and counted, every key's version kept."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
-from pyspark_upsert_kafka.tables.last_rows import Records, apply, held_schema
+from pyspark_upsert_kafka.tables.last_rows import Records, apply, apply_versioned, held_schema
 
 ORDER = ["offset"]
 
@@ -100,3 +101,69 @@ def test_with_a_ttl_every_key_a_record_accumulated_is_written_again():
     assert with_ttl.written.to_pylist() == [{"key": "k1", "row": "k1:a", "offset": 2}]
     assert without.written.num_rows == 0 and list(without.kinds) == ["delete"]
     assert with_ttl.removed.to_pylist() == without.removed.to_pylist() == ["k2"]
+
+
+def _versioned_rules(held: dict, records: list, ttl: bool) -> tuple[dict, dict, int]:
+    """The rules above on the records whose version is at least their key's highest so far (held: key -> (row or
+    None for a deleted key, offset, version)); the others dropped and counted."""
+    state, out, late = dict(held), {}, 0
+    for key, row, retracts, offset, version in sorted(records, key=lambda r: r[3]):
+        last = state.get(key)
+        if last is not None and version < last[2]:
+            late += 1
+            continue
+        held_row = {key: last[:2]} if last is not None and last[0] is not None else {}
+        emitted, after = _flinks_rules(held_row, [(key, row, retracts, offset)], ttl)
+        out.setdefault(key, []).extend(emitted.get(key, []))
+        state[key] = (*after[key], version) if key in after else (None, offset, version)
+    return {k: v for k, v in out.items() if v}, state, late
+
+
+def _versioned_columnar(held: dict, records: list, ttl: bool) -> tuple[dict, dict, int]:
+    batch = Records(
+        pa.array([r[0] for r in records], pa.string()),
+        pa.array([r[1] for r in records], pa.string()),
+        np.array([r[2] for r in records], bool),
+        [np.array([r[3] for r in records], np.int64)],
+        np.array([r[4] for r in records], np.int64),
+    )
+    touched = {r[0] for r in records}
+    schema = held_schema(ORDER, versioned=True)
+    entries = [(k, *v) for k, v in held.items() if k in touched]
+    table = pa.Table.from_arrays([pa.array(c, f.type) for c, f in zip(zip(*entries), schema)], schema=schema) \
+        if entries else schema.empty_table()  # fmt: skip
+    changes = apply_versioned(table, batch, ORDER, ttl)
+    out: dict = {}
+    keys = [row.split(":")[0] for row in changes.rows.to_pylist()]
+    for key, row, offset, kind in zip(keys, changes.rows.to_pylist(), changes.orders[0].tolist(), changes.kinds):
+        out.setdefault(key, []).append((row, offset, kind))
+    assert not len(changes.removed)  # a deleted key keeps its version: an entry without a row
+    written = {w["key"]: (w["row"], w["offset"], w["version"]) for w in changes.written.to_pylist()}
+    return out, held | written, changes.late
+
+
+versions = st.integers(0, 3)
+
+
+@given(
+    held=st.dictionaries(keys, st.tuples(st.one_of(st.none(), rows), st.integers(0, 5), versions)),
+    records=st.lists(st.tuples(keys, rows, st.booleans(), versions), min_size=1, max_size=12),
+    ttl=st.booleans(),
+)
+def test_versions_order_a_keys_records_and_a_deleted_keys_version_stays(held, records, ttl):
+    held = {k: (None if r is None else f"{k}:{r}", o, v) for k, (r, o, v) in held.items()}
+    batch = [(k, f"{k}:{r}", retracts, 10 + i, v) for i, (k, r, retracts, v) in enumerate(records)]
+    got, expected = _versioned_columnar(held, batch, ttl), _versioned_rules(held, batch, ttl)
+    assert got[0] == expected[0] and got[2] == expected[2]
+    # a deleted key's entry: its version (the order values of a row that is gone mean nothing)
+    assert {k: (r, o if r else None, v) for k, (r, o, v) in got[1].items()} == {
+        k: (r, o if r else None, v) for k, (r, o, v) in expected[1].items()
+    }
+
+
+def test_an_older_version_after_a_delete_resurrects_nothing_and_is_counted():
+    held = {"k": ("k:a", 1, 5)}
+    batch = [("k", "k:a", True, 10, 6), ("k", "k:b", False, 11, 4), ("k", "k:c", True, 12, 5)]
+    out, state, late = _versioned_columnar(held, batch, ttl=False)
+    assert out == {"k": [("k:a", 1, "delete")]} and late == 2
+    assert state["k"][0] is None and state["k"][2] == 6
