@@ -1,6 +1,5 @@
 """How the failure tests on the secured broker look at a failure: its whole message (Spark's wrapping included),
-its kind, whether it waited out the client timeout, and whether a secret shows anywhere a user or an operator could
-see it."""
+its kind, whether a retry was waited for, and whether a secret shows anywhere a user or an operator could see it."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The Schema Registry for the tests: SCHEMA_REGISTRY_URL when set, else an Apicurio Registry started for
 the session (integration/registry.py); where a brand answers otherwise than Confluent's API documents (DEVIATIONS);
-and a gate in front of it that checks credentials and serves TLS,
-for the registry client's auth and TLS settings (Apicurio itself only authenticates through OIDC)."""
+and a gate in front of it that checks credentials and serves TLS, for the registry client's auth and TLS settings
+(Apicurio itself only authenticates through OIDC)."""
 
 from __future__ import annotations
 

@@ -44,7 +44,7 @@ def test_the_look_up_scan_sees_every_way_of_naming_an_option():
         'f = options["topic"]\n'
         'g = "topic" in options\n'
         'h = "topic" not in options\n'
-        'i = x if y in "topic" else z\n'
+        'i = found = key in "topic"\n'  # the pattern's bare `in "name"`
         "j = options.value(TOPIC)\n"  # through a constant
         'k = record.get("payload")\n'  # not an option's name
     )
