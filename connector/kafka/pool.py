@@ -68,7 +68,7 @@ class ClientPool:
         self._lock = threading.Lock()
         # Clients of every kind (a key's first item): least recently given back first.
         self._idle: OrderedDict[int, Pooled[Any]] = OrderedDict()
-        self._timer: threading.Timer | None = None
+        self._timer: threading.Event | None = None  # set: the armed sweep is cancelled
         self._timer_due = 0.0
         # Clients made and lent again, by kind (a key's first item): what a worker's tasks cost in clients.
         self.made: Counter[Hashable] = Counter()
@@ -169,18 +169,24 @@ class ClientPool:
         return [self._idle.pop(k) for k in gone]
 
     def _arm(self, due: float) -> None:
-        """Sweep at `due` at the latest (under the lock)."""
+        """Sweep at `due` at the latest (under the lock), on the pool's clock: a thread waits for it."""
         if self._timer is not None and self._timer_due <= due:
             return
         if self._timer is not None:
-            self._timer.cancel()
+            self._timer.set()
         self._timer_due = due
-        self._timer = threading.Timer(max(0.0, due - self.clock.monotonic()) + 0.01, self._sweep)
-        self._timer.daemon = True
-        self._timer.start()
+        self._timer = cancelled = threading.Event()
+        delay = max(0.0, due - self.clock.monotonic()) + 0.01
+        sweeper = threading.Thread(target=self._sweep, args=(delay, cancelled), name="upsert-kafka-pool-sweep")
+        sweeper.daemon = True
+        sweeper.start()
 
-    def _sweep(self) -> None:
+    def _sweep(self, delay: float, cancelled: threading.Event) -> None:
+        if self.clock.wait(cancelled, delay):
+            return
         with self._lock:
+            if cancelled.is_set():  # an earlier sweep was armed while this one's wait ended
+                return
             self._timer = None
             expired = self._take_expired(self.clock.monotonic())
             if self._idle:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from ..kernel.option_kinds import BOTH, READ, Choice, Count, Flag, Option, Regex, Text
+from ..kernel.option_kinds import BOTH, READ, Choice, Count, Flag, Kind, Option, Regex, Text, must_be
 from .kinds import (
     Duration,
     EpochMillis,
@@ -69,6 +70,42 @@ CHANGELOG_COMPACT = Option(
     READ,
     "In changelog mode, keep only the last change per key of each read or micro-batch (not combined with splitting).",
     kind=Flag(),
+)
+
+
+@dataclass(frozen=True)
+class VersionSource:
+    """Where a record's version comes from (option scan.upsert.version): its timestamp, or a header's integer text."""
+
+    header: str | None  # None: the record's timestamp
+
+    def __str__(self) -> str:
+        return "timestamp" if self.header is None else f"header:{self.header}"
+
+
+@dataclass(frozen=True)
+class VersionSources(Kind[VersionSource]):
+    type_name: str = "`timestamp` / `header:<name>`"
+
+    def parse(self, raw: str) -> VersionSource:
+        value = raw.strip()
+        if value.lower() == "timestamp":
+            return VersionSource(None)
+        if value.lower().startswith("header:") and value[len("header:") :].strip():
+            return VersionSource(value[len("header:") :].strip())
+        raise must_be("'timestamp' or 'header:<name>' (a header holding the version as integer text)", raw)
+
+
+SCAN_UPSERT_VERSION: Option[VersionSource | None] = Option(
+    "scan.upsert.version",
+    None,
+    READ,
+    "A table read (`read.mode` = `table`): each key's row is the record of its highest version, not its last one; "
+    "a record of a lower version is ignored, a tombstone's too (equal versions: the later record). `timestamp`: the "
+    "record's timestamp; `header:<name>`: that header's value, an integer as text (a tombstone carries headers, "
+    "which the writer writes from a `headers` column). A record without the header fails the read. For a stream: "
+    "`normalized_changelog(..., version=...)`.",
+    kind=VersionSources(),
 )
 
 SCAN_TABLE_MEMORY_BUDGET = Option(
@@ -315,6 +352,7 @@ READ_OPTIONS: tuple[Option[Any], ...] = (
     ASSIGN,
     READ_MODE,
     CHANGELOG_COMPACT,
+    SCAN_UPSERT_VERSION,
     SCAN_TABLE_MEMORY_BUDGET,
     SCAN_STARTUP_MODE,
     SCAN_STARTUP_TIMESTAMP_MILLIS,

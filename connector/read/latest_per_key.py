@@ -39,6 +39,7 @@ from .fetch import Records
 log = logging.getLogger("upsert_kafka")
 
 KEY, VALUE, OFFSET, IDENT = "key", "value", "offset", "ident"
+VERSION = "version"  # int64, present when a key's row is its record of the highest version (scan.upsert.version)
 META_PREFIX = "meta:"
 # The Arrow type of each per-record metadata kind the fetch collects (fetch._META_READERS).
 # The `header-list` metadata: the record's headers in order, a repeated key kept each time.
@@ -116,11 +117,12 @@ def _as_binary(column: pa.Array) -> pa.Array:
 
 def latest(table: pa.Table, by: str) -> pa.Table:
     """The row with the highest offset of each distinct `by` (offsets are unique within a partition), in `by`
-    order. By sorting, not Acero's group_by: its hash tables come from pyarrow's default allocator, whose freed
-    memory was measured to stay resident."""
+    order; with a VERSION column, of the highest version and then offset. By sorting, not Acero's group_by: its hash
+    tables come from pyarrow's default allocator, whose freed memory was measured to stay resident."""
     if table.num_rows < 2:
         return table
-    order = pc.sort_indices(table, [(by, "ascending"), (OFFSET, "descending")], memory_pool=MEMORY_POOL)
+    newest = [(VERSION, "descending")] if VERSION in table.column_names else []
+    order = pc.sort_indices(table, [(by, "ascending"), *newest, (OFFSET, "descending")], memory_pool=MEMORY_POOL)
     values = pc.take(table[by], order, memory_pool=MEMORY_POOL)
     values = values.combine_chunks(memory_pool=MEMORY_POOL) if isinstance(values, pa.ChunkedArray) else values
     n = len(values)
@@ -216,11 +218,15 @@ class LatestPerKey:
         newer = latest(pa.concat_tables(self._pending), KEY).combine_chunks(memory_pool=MEMORY_POOL)
         self._pending, self._pending_bytes = [], 0
         keys = newer[KEY]
-        kept = []
+        kept, rivals = [], []
         for chunk in self._base:
             overwritten = pc.is_in(chunk[KEY], value_set=keys, memory_pool=MEMORY_POOL)
             stays = pc.invert(overwritten)
             kept.append(pc.filter(chunk, stays, memory_pool=MEMORY_POOL) if pc.any(overwritten).as_py() else chunk)
+            if VERSION in chunk.column_names and pc.any(overwritten).as_py():  # a later record may be an older version
+                rivals.append(pc.filter(chunk, overwritten, memory_pool=MEMORY_POOL))
+        if rivals:
+            newer = latest(pa.concat_tables([*rivals, newer]), KEY).combine_chunks(memory_pool=MEMORY_POOL)
         kept.append(newer)
         self._base = _coalesced([c for c in kept if c.num_rows])
         self._base_bytes = sum(c.nbytes for c in self._base)

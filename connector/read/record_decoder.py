@@ -17,8 +17,19 @@ import pyarrow.compute as pc
 from ..formats import Codec, Decoder
 from ..formats.codec import Role
 from ..kernel.change_kind import ChangeKind
+from . import versions
 from .fetch import CHUNK_RECORDS, Records
-from .latest_per_key import IDENT, KEY, OFFSET, LatestPerKey, key_identity, records_table, table_records
+from .latest_per_key import (
+    IDENT,
+    KEY,
+    META_PREFIX,
+    OFFSET,
+    VERSION,
+    LatestPerKey,
+    key_identity,
+    records_table,
+    table_records,
+)
 from .range_calculator import PartitionRange
 from .range_decoder import RangeDecoder
 from .spec import ReadSpec
@@ -48,7 +59,18 @@ class RecordRangeDecoder(RangeDecoder):
 
     def _keyed(self, chunk: Records) -> pa.Table | None:
         records = self._drop_null_keys(chunk)
-        return records_table(records) if len(records) else None
+        if not len(records):
+            return None
+        table = records_table(records)
+        source = self.spec.version
+        if source is None:
+            return table
+        where = f"topic '{self.rng.topic}' partition {self.rng.partition}"
+        table = table.append_column(VERSION, versions.versions(table, source, where))
+        read_for_it = META_PREFIX + versions.metadata_kind(source)
+        if versions.metadata_kind(source) not in {c.kind for c in self.layout.metadata}:
+            table = table.drop_columns([read_for_it])  # read for the version only: not carried through the reducer
+        return table
 
     def _reduced_rows(self, table: pa.Table) -> pa.RecordBatch:
         key_batch = pa.RecordBatch.from_arrays(

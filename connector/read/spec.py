@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pyspark.sql.types import StructType
 
 from ..errors import OptionError, SchemaError
+from ..formats import ChangelogCodec
 from ..kafka.spec import KafkaSpec, parse_kafka_spec
 from ..kernel.option_kinds import OptionValues
 from ..options.canonical import canonical_options, changelog_column_name
@@ -31,9 +32,11 @@ from ..options.catalog_read import (
     SCAN_SPLIT_MAX_RECORDS,
     SCAN_TABLE_MEMORY_BUDGET,
     SCAN_TOPIC_PARTITION_DISCOVERY_INTERVAL,
+    SCAN_UPSERT_VERSION,
     SCAN_WATERMARK_ALIGNMENT_MAX_DRIFT,
     SCAN_WATERMARK_IDLE_TIMEOUT,
     ReadMode,
+    VersionSource,
 )
 from ..options.layout import Layout, check_codecs, parse_layout
 from ..options.topics import TopicSelection, parse_topic_selection
@@ -48,6 +51,7 @@ class ReadSpec:
     changelog: bool  # False: table mode (latest value per key)
     table_memory_budget: int  # bytes: scan.table.memory-budget (table mode, changelog.compact)
     compact: bool = False  # changelog: only the last change per key of each read / micro-batch
+    version: VersionSource | None = None  # table mode: a key's row is its record of the highest version
     start: Bound = FROM_EARLIEST
     end: Bound = UNBOUNDED
     max_records_per_batch: int | None = None
@@ -85,6 +89,13 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
     compact = options.value(CHANGELOG_COMPACT)
     if compact and mode is not ReadMode.CHANGELOG:
         raise OptionError("option 'changelog.compact' applies to read.mode=changelog (a table is compact already)")
+    version = options.value(SCAN_UPSERT_VERSION)
+    if version is not None and (mode is not ReadMode.TABLE or isinstance(layout.value_codec, ChangelogCodec)):
+        raise OptionError(
+            f"option '{SCAN_UPSERT_VERSION.name}' orders the records of a table read (read.mode=table) of upserts; a "
+            "changelog's records are every change in arrival order: for a stream, order them with "
+            "normalized_changelog(..., version=...)"
+        )
     start = parse_bound(options, "startup", streaming)
     end = parse_bound(options, "bounded", streaming)
     for bound in (start, end):
@@ -131,6 +142,7 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
         layout=layout,
         changelog=mode is ReadMode.CHANGELOG,
         compact=compact,
+        version=version,
         table_memory_budget=options.value(SCAN_TABLE_MEMORY_BUDGET),
         start=start,
         end=end,

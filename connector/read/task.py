@@ -12,6 +12,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
 from ..formats import ChangelogCodec
+from . import versions
 from .changes import ChangeRangeDecoder
 from .fetch import fetch_range
 from .range_calculator import PartitionRange, RangeGroup
@@ -28,6 +29,8 @@ def read_range(spec: ReadSpec, rng: InputPartition) -> Iterator[pa.RecordBatch]:
         return iter(())  # Spark's stand-in InputPartition(None) for a plan with no ranges
     decoder = range_decoder(spec, rng)
     kinds = tuple(c.kind for c in spec.layout.metadata)
+    if spec.version is not None and versions.metadata_kind(spec.version) not in kinds:
+        kinds += (versions.metadata_kind(spec.version),)
     chunks = fetch_range(spec.kafka, rng, kinds, spec.fail_on_data_loss)
     return decoder.changelog(chunks) if spec.changelog else decoder.table(chunks)
 

@@ -20,6 +20,7 @@ result (rounded half up and checked as Python's decimals) and an AVG of integers
 from __future__ import annotations
 
 import decimal
+import functools
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -116,6 +117,11 @@ INSERT, DELETE, UPDATE_BEFORE, UPDATE_AFTER = range(4)
 
 
 def empty(specs: list[Spec]) -> Bucket:
+    return _empty(tuple(specs))
+
+
+@functools.cache
+def _empty(specs: tuple[Spec, ...]) -> Bucket:
     fields = [pa.field("g", pa.string()), pa.field("rows", pa.int64())]
     for i, s in enumerate(specs):
         fields += [pa.field(n, t) for n, t in _accumulators(s, i)]
@@ -128,9 +134,14 @@ def empty(specs: list[Spec]) -> Bucket:
 
 
 def entry_schema(specs: list[Spec]) -> pa.Schema:
+    return _entry_schema(tuple(specs))
+
+
+@functools.cache  # a query's aggregates are fixed: their entries' schema and signature are made once
+def _entry_schema(specs: tuple[Spec, ...]) -> pa.Schema:
     """A group's state entry: its accumulators (a DECIMAL as text), per MIN / MAX its values and how many rows hold
     each (as lists: the group's multiset read and written with it), and the layout's signature."""
-    fields = [pa.field(f.name, _held_type(f.type)) for f in empty(specs).groups.schema if f.name != "g"]
+    fields = [pa.field(f.name, _held_type(f.type)) for f in empty(list(specs)).groups.schema if f.name != "g"]
     for i, s in enumerate(specs):
         if _extreme(s):
             fields += [pa.field(f"v{i}", pa.list_(_held_type(_key_type(s)))), pa.field(f"n{i}", pa.list_(pa.int64()))]
@@ -141,7 +152,8 @@ def _held_type(kind: pa.DataType) -> pa.DataType:
     return pa.string() if pa.types.is_decimal(kind) else kind
 
 
-def _signature(specs: list[Spec]) -> str:
+@functools.cache
+def _signature(specs: tuple[Spec, ...]) -> str:
     """The layout and the aggregates' state kinds: an entry written for others is refused, never misread."""
     kinds = ";".join(f"{s.function}:{s.carried}:{s.given_scale}" for s in specs)
     return f"{LAYOUT}/" + hashlib.sha1(kinds.encode()).hexdigest()[:10]
@@ -160,7 +172,7 @@ def held(groups: Sequence[str], entries: Sequence[tuple[object, ...]], specs: li
         columns = {f.name: pa.array(c, f.type) for f, c in zip(schema, zip(*entries))}
     except (ValueError, TypeError, pa.ArrowException):
         raise LayoutError("a state entry in another layout") from None
-    if not pc.all(pc.equal(columns["layout"], _signature(specs))).as_py():
+    if not pc.all(pc.equal(columns["layout"], _signature(tuple(specs)))).as_py():
         raise LayoutError("a state entry in another layout")
     names = pa.array(groups, pa.string())
     table = pa.table({"g": names} | {f.name: columns[f.name].cast(f.type) for f in base.groups.schema if f.name != "g"})
@@ -191,7 +203,7 @@ def entries(bucket: Bucket, specs: list[Spec]) -> tuple[list[str], list[tuple[ob
         for name, column in ((f"v{i}", kept["k"]), (f"n{i}", kept["n"])):
             flat = column.combine_chunks().take(order).cast(schema.field(name).type.value_type)
             columns[name] = pa.ListArray.from_arrays(offsets, flat)
-    columns["layout"] = pa.array([_signature(specs)] * count, pa.string())
+    columns["layout"] = pa.array([_signature(tuple(specs))] * count, pa.string())
     return groups["g"].to_pylist(), list(zip(*[columns[f.name].to_pylist() for f in schema]))
 
 

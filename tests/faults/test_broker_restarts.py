@@ -1,6 +1,6 @@
 """Availability: queries ride out broker restarts (a crash with SIGKILL, a rolling upgrade's SIGTERM) without
 failing, within the bound the options set (client.timeout + client.retries * client.retry-interval); a broker
-that stays away longer fails the query with one clear error, within that bound plus a margin.
+that stays away longer fails the query with one clear error, after that bound and not the default one.
 
 The broker is the fault suite's own (tests/faults/conftest.py); it is restarted on its data directory."""
 
@@ -27,7 +27,7 @@ from tests.faults.helpers import (
     tally,
 )
 from tests.faults.hooks import block_first_attempt
-from tests.support.kafka_io import create_topic, log_ends
+from tests.support.kafka_io import DEFAULT_PATIENCE_S, create_topic, log_ends
 from tests.support.read_helpers import wait_for
 from tests.support.write_helpers import arrow_batch_rows
 
@@ -188,7 +188,7 @@ def test_stream_fails_with_one_clear_error_when_the_broker_stays_down_beyond_the
         own_broker.kill()
         down = time.monotonic()
         with contextlib.suppress(StreamingQueryException):
-            query.awaitTermination(120)
+            query.awaitTermination(2 * DEFAULT_PATIENCE_S)
         failed_after = time.monotonic() - down
         assert not query.isActive, "the query did not fail"
         message = str(query.exception())
@@ -198,5 +198,5 @@ def test_stream_fails_with_one_clear_error_when_the_broker_stays_down_beyond_the
     assert "KafkaUnavailableError" in message
     assert f"the Kafka brokers '{servers}'" in message
     assert "a query waits 7 s for them (options 'client.timeout' = 4 s, 'client.retries' = 3" in message
-    # The bound, plus one trigger interval and Spark's own time to stop the query.
-    assert failed_after < 7 + 20, failed_after
+    # The options' bound, not the default one (60 s), was waited out: a margin no loaded machine takes up.
+    assert failed_after < DEFAULT_PATIENCE_S, failed_after

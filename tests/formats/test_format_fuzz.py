@@ -140,17 +140,22 @@ class Prepared:
     skipping: ReadSpec  # with
     keys: list[bytes]  # valid encoded keys
     values: list[bytes]  # valid encoded values
+    key_rows: dict[bytes, dict]  # each valid key's bytes -> the columns it was made from
+    value_rows: dict[bytes, dict]  # each valid value's bytes -> the columns it was made from
 
 
 def prepare(case: Case, registry_url: str | None) -> Prepared:
     spec = parse_read_spec(case.options(False, registry_url), case.table(), streaming=False)
     skipping = parse_read_spec(case.options(True, registry_url), case.table(), streaming=False)
     layout = spec.layout
-    keys = layout.key_codec.encoder(layout.key_schema).encode(batch_from_records(case.key_rows, layout.key_schema))
-    values = layout.value_codec.encoder(layout.value_schema).encode(
-        batch_from_records(case.value_rows, layout.value_schema)
-    )
-    return Prepared(case, spec, skipping, keys, values)
+    # The columns as Arrow holds them (a FLOAT rounded to 32 bits), as the encoders were given them.
+    key_batch = batch_from_records(case.key_rows, layout.key_schema)
+    value_batch = batch_from_records(case.value_rows, layout.value_schema)
+    keys = layout.key_codec.encoder(layout.key_schema).encode(key_batch)
+    values = layout.value_codec.encoder(layout.value_schema).encode(value_batch)
+    key_rows, value_rows = dict(zip(keys, key_batch.to_pylist())), dict(zip(values, value_batch.to_pylist()))
+    assert len(key_rows) == len(keys) and len(value_rows) == len(values), "two rows encode to the same bytes"
+    return Prepared(case, spec, skipping, keys, values, key_rows, value_rows)
 
 
 _prepared: dict[str, Prepared] = {}
@@ -220,13 +225,29 @@ def alone(spec: ReadSpec, key: bytes | None, value: bytes | None, offset: int) -
     return rows[0] if rows else None
 
 
+def made_row(prepared: Prepared, key: bytes | None, value: bytes | None, offset: int) -> dict | None:
+    """The changelog row a record of valid bytes reads as: the columns its key and value were made from (a
+    tombstone's value columns null), or None when either part is not valid bytes."""
+    if key not in prepared.key_rows or (value is not None and value not in prepared.value_rows):
+        return None
+    columns = dict.fromkeys(f.name for f in prepared.case.value_columns)
+    if value is not None:
+        columns.update(prepared.value_rows[value])
+    kind = "delete" if value is None else "upsert"
+    return {**prepared.key_rows[key], **columns, "_change_type": kind, "offset": offset}
+
+
 def check(prepared: Prepared, keys: list[bytes | None], values: list[bytes | None]) -> None:
-    """Decode with and without ignore-parse-errors: only the documented outcomes, and each record's outcome
-    is the one it has alone."""
+    """Decode with and without ignore-parse-errors: only the documented outcomes, each record's outcome the one
+    it has alone, and a record of valid bytes read as the row they were made from (a decoder refusing what it
+    should read, or reading it wrong, fails here)."""
     TRIED[prepared.case.name] += len(keys)
     offsets = list(range(FIRST_OFFSET, FIRST_OFFSET + len(keys)))
     rows, decoder = decode(prepared.skipping, keys, values)  # anything but RecordError fails the test here
     expected = [alone(prepared.skipping, k, v, o) for k, v, o in zip(keys, values, offsets)]
+    made = [(row, made_row(prepared, k, v, o)) for row, k, v, o in zip(expected, keys, values, offsets)]
+    wrong = [(r, m) for r, m in made if m is not None and (r is None or _comparable([r]) != _comparable([m]))]
+    assert not wrong, f"valid bytes skipped or read otherwise (read, made from): {wrong[:2]}"
     assert _comparable(rows) == _comparable([r for r in expected if r is not None])
     skipped = [o for o, r, k in zip(offsets, expected, keys) if r is None and k is not None]
     assert decoder.bad_records == len(skipped), "every skip is counted"
@@ -303,6 +324,17 @@ CASE_PARAMS = [
 
 
 # -- the tests ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("prepared", CASE_PARAMS, indirect=True)
+def test_valid_records_decode_to_the_rows_they_were_made_from(prepared):
+    """Every valid key with every valid value, and as a tombstone: the oracle that a decoder refusing every
+    record, or reading one wrong, cannot pass (the fuzz tests below hold only that a record fails as documented)."""
+    pairs = [(k, v) for k in prepared.keys for v in [*prepared.values, None]]
+    keys, values = [k for k, _ in pairs], [v for _, v in pairs]
+    rows, decoder = decode(prepared.spec, keys, values)
+    made = [made_row(prepared, k, v, FIRST_OFFSET + i) for i, (k, v) in enumerate(pairs)]
+    assert decoder.bad_records == 0 and _comparable(rows) == _comparable(made)
 
 
 @pytest.mark.parametrize("prepared", CASE_PARAMS, indirect=True)

@@ -23,6 +23,7 @@ from pyspark_upsert_kafka.formats.json.confluent_codec import json_schema
 from tests.formats.test_format_avro_confluent import confluent_client
 from tests.support.kafka_io import consume_all, produce
 from tests.support.read_helpers import rows_of
+from tests.support.registry_fixtures import CHECK_OF_ANOTHER_TYPE
 from tests.support.write_helpers import write
 
 FMT = "json-confluent"
@@ -92,15 +93,23 @@ def test_records_written_here_are_read_by_confluents_json_deserializer(
 
 
 def test_a_write_whose_json_schema_the_subject_refuses_fails_before_writing(
-    spark, options, bootstrap, new_topic, registry_url
+    spark, options, bootstrap, new_topic, registry_url, registry_api
 ):
-    """The subject holds another type (Avro): the registry's check refuses the table's JSON schema."""
+    """The subject holds another type (Avro): the registry's check refuses the table's JSON schema (Confluent's API
+    answers is_compatible false), and the write fails before writing, naming the subject and the option to change."""
     topic = new_topic()
-    confluent_client(registry_url).register_schema(
-        f"{topic}-value",
+    subject, client = f"{topic}-value", confluent_client(registry_url)
+    client.register_schema(
+        subject,
         Schema(json.dumps({"type": "record", "name": "R", "fields": [{"name": "id", "type": "long"}]}), "AVRO"),
     )
-    with pytest.raises(Exception, match=rf"subjects/{topic}-value/versions/latest failed: HTTP 422 .*another type"):
+    table = json_schema(pa.schema([pa.field("id", pa.int64(), False), ("name", pa.string())]), "value")
+    with registry_api.as_documented(CHECK_OF_ANOTHER_TYPE):
+        assert client.test_compatibility(subject, Schema(json.dumps(table), "JSON")) is False
+
+    # The connector's error either way: the check's refusal (OptionError), or the registry's deviating answer to it.
+    refused = rf"\b(OptionError|RegistryError): .*subject '{subject}'.*the format's 'subject' option"
+    with pytest.raises(Exception, match=refused):
         write(spark, json_options(options(topic), registry_url), [(1, "a")], "id BIGINT, name STRING")
     assert consume_all(bootstrap, topic) == []
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import time
 
 import pytest
+from pyspark.errors import StreamingQueryException
 
+from tests.support.kafka_io import DEFAULT_PATIENCE_S
 from tests.support.read_helpers import load, stream
 
 SPECIFIC_FORM = r"'partition:0,offset:42;partition:1,offset:300'"
@@ -163,12 +165,13 @@ def test_stream_from_unreachable_brokers_fails_after_the_retry_bound_naming_serv
     started = time.monotonic()
     try:
         with pytest.raises(
-            Exception,
-            match=r"brokers '127\.0\.0\.1:1': no answer but transient errors for \d+ s .*"
+            StreamingQueryException,
+            match=r"KafkaUnavailableError: .*brokers '127\.0\.0\.1:1': no answer but transient errors for \d+ s .*"
             r"waits 3 s for them \(options 'client\.timeout' = 2 s, 'client\.retries' = 2, "
             r"'client\.retry-interval' = 0\.5 s\)",
         ):
-            query.awaitTermination(60)
+            query.awaitTermination(2 * DEFAULT_PATIENCE_S)
     finally:
         query.stop()
-    assert time.monotonic() - started < 30, "must fail within the bound (3 s) plus Spark's own time, not hang"
+    # The options' bound (3 s), not the default one, was waited out: a margin no loaded machine takes up.
+    assert time.monotonic() - started < DEFAULT_PATIENCE_S

@@ -10,6 +10,7 @@ class ManualClock:
         self._now = now
         self._wall = wall - now  # the wall clock moves with the monotonic one
         self._moved = threading.Condition()
+        self._deadlines: list[float] = []  # of the waits in progress
 
     def monotonic(self) -> float:
         return self._now
@@ -29,7 +30,16 @@ class ManualClock:
     def wait(self, stop: threading.Event, timeout: float) -> bool:
         deadline = self._now + timeout
         with self._moved:
-            # `stop` is an Event of its own, not this condition: it is looked at between short real waits.
-            while not stop.is_set() and self._now < deadline:
-                self._moved.wait(0.01)
+            self._deadlines.append(deadline)
+            try:
+                # `stop` is an Event of its own, not this condition: it is looked at between short real waits.
+                while not stop.is_set() and self._now < deadline:
+                    self._moved.wait(0.01)
+            finally:
+                self._deadlines.remove(deadline)
         return stop.is_set()
+
+    def waiting(self) -> list[float]:
+        """The deadlines of the waits in progress: a timer thread parked on this clock, and until when."""
+        with self._moved:
+            return sorted(self._deadlines)

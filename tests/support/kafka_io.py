@@ -10,10 +10,15 @@ from collections.abc import Iterable, Mapping
 
 from confluent_kafka import Consumer, IsolationLevel, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, OffsetSpec
+from pyspark_upsert_kafka.kafka.spec import KafkaSpec
 
 from integration.kafka import create_topic as create_topic  # the one topic maker, for the tests too
 
 Servers = str | Mapping[str, str]
+
+# How long a query waits for its brokers with the default options (client.timeout + client.retries *
+# client.retry-interval): a test that sets a shorter bound proves it was the one waited out by failing well within this.
+DEFAULT_PATIENCE_S = KafkaSpec("any:9092").patience_s
 
 
 def client_config(bootstrap: Servers, **more: object) -> dict:

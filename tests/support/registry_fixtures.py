@@ -1,9 +1,12 @@
 """The Schema Registry for the tests: SCHEMA_REGISTRY_URL when set, else an Apicurio Registry started for
-the session (integration/registry.py); and a gate in front of it that checks credentials and serves TLS,
-for the registry client's auth and TLS settings (Apicurio itself only authenticates through OIDC)."""
+the session (integration/registry.py); where a brand answers otherwise than Confluent's API documents (DEVIATIONS);
+and a gate in front of it that checks credentials and serves TLS, for the registry client's auth and TLS settings
+(Apicurio itself only authenticates through OIDC)."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import ssl
 import subprocess
@@ -30,6 +33,76 @@ def registry_url() -> Iterator[str]:
 
     with started("Schema registry", SchemaRegistryServer()) as server:
         yield server.url
+
+
+# -- what a registry answers: Confluent's API reference, and a brand's known deviations from it -----------------
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A registry's refusal: its HTTP status and the error code of its body (Confluent's API reference lists both)."""
+
+    status: int
+    code: int
+
+
+# Requests some registry answers otherwise than Confluent's API reference (and Confluent's registry) does.
+# Documented: 200 with is_compatible false (Confluent: "Incompatible because of different schema type").
+CHECK_OF_ANOTHER_TYPE = (
+    "POST /compatibility/subjects/<subject>/versions/latest, a schema of another type than the subject's"
+)
+# Documented: 200 with the schema as a serialized file descriptor (what Confluent's ProtobufDeserializer asks for).
+SERIALIZED_PROTOBUF = (
+    "GET /schemas/ids/<id>?format=serialized, a Protobuf schema registered as a serialized descriptor (as "
+    "confluent-kafka's ProtobufSerializer registers it)"
+)
+
+# Each brand's known deviations, stated here once (by the name its own API gives itself). A test asserts what
+# Confluent's API documents, within `Registry.as_documented`, which takes a brand's stated answer in its place:
+# such a test passes on a registry that answers as documented (Confluent's, a fixed Apicurio) and fails on any
+# other answer (a refused connection, another error).
+DEVIATIONS: dict[str, dict[str, Answer]] = {
+    "Apicurio Registry": {  # 3.3.3, the session's registry unless SCHEMA_REGISTRY_URL names another
+        CHECK_OF_ANOTHER_TYPE: Answer(422, 42201),  # it parses the schema as one of the subject's type
+        # It parses the registered descriptor as .proto text ("Syntax error in Order.proto"), with no error code.
+        SERIALIZED_PROTOBUF: Answer(500, 0),
+    },
+}
+
+
+@dataclass(frozen=True)
+class Registry:
+    """The session's schema registry: its Confluent-compatible API and its brand (None: one that does not name
+    itself, as Confluent's does not)."""
+
+    url: str
+    brand: str | None
+
+    @contextlib.contextmanager
+    def as_documented(self, request: str) -> Iterator[None]:
+        """The block asserts what Confluent's API documents for `request`; where this registry's brand is known to
+        answer it otherwise (DEVIATIONS), the block may fail with exactly that answer instead."""
+        from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+        deviation = DEVIATIONS.get(self.brand or "", {}).get(request)
+        try:
+            yield
+        except SchemaRegistryError as e:
+            if deviation is None or Answer(e.http_status_code, e.error_code) != deviation:
+                raise
+
+
+@pytest.fixture(scope="session")
+def registry_api(registry_url: str) -> Registry:
+    """The session's registry with its brand, as Apicurio names itself (GET /apis/registry/v3/system/info)."""
+    origin = registry_url.partition("/apis/")[0]
+    try:
+        with urllib.request.urlopen(f"{origin}/apis/registry/v3/system/info", timeout=10) as answer:
+            name = json.loads(answer.read()).get("name", "")
+    except (OSError, ValueError):  # no such API: a registry of another brand
+        name = ""
+    brand = next((b for b in DEVIATIONS if name.startswith(b)), None)
+    return Registry(registry_url, brand)
 
 
 # -- a gate in front of the real registry: checks credentials, serves TLS, counts requests ----------

@@ -10,6 +10,7 @@ from collections import defaultdict
 
 import orjson
 import pytest
+from pyspark.errors import AnalysisException
 from pyspark_upsert_kafka import changelog_history, changelog_table
 
 from tests.support.kafka_io import produce
@@ -114,5 +115,5 @@ def test_an_unknown_change_kind_fails_the_query_naming_the_kinds(spark):
 
 def test_a_missing_column_is_sparks_error_naming_it(spark):
     changes = spark.createDataFrame([(1, "a", "upsert", 0)], KINDS)
-    with pytest.raises(Exception, match="seq"):
+    with pytest.raises(AnalysisException, match=r"UNRESOLVED_COLUMN\.\w+\].*`seq`"):
         changelog_table(changes, "id", order_by="seq").collect()

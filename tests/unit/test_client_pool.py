@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 
 import pytest
 from pyspark_upsert_kafka.kafka.errors import ClientErrors
 from pyspark_upsert_kafka.kafka.pool import ClientPool, Pooled
 
 from tests.support.clock import ManualClock
+from tests.support.read_helpers import wait_for
 
 
 class FakeClient:
@@ -103,15 +103,21 @@ def test_an_idle_timeout_of_zero_closes_the_client_after_its_borrower():
 
 
 def test_an_idle_client_is_closed_after_its_idle_timeout_without_any_borrower():
-    pool, made = ClientPool(), []
+    clock = ManualClock()
+    pool, made = ClientPool(clock=clock), []
     key = ("consumer", "a")
     lent = pool.borrow(key, maker(key, made))
-    pool.give_back(lent, clean=True, idle_timeout_s=0.2)
-    assert pool.idle() == 1 and not lent.client.closed
-    deadline = time.monotonic() + 10
-    while not lent.client.closed and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert lent.client.closed and pool.idle() == 0, "the pool's timer closed it"
+    closed = threading.Event()
+    lent.close = lambda client: (setattr(client, "closed", True), closed.set())
+    pool.give_back(lent, clean=True, idle_timeout_s=60)
+    # The pool's sweep waits on the pool's clock, due at the idle timeout (and a hair after).
+    wait_for(lambda: clock.waiting() != [], "the pool's sweep to wait on its clock", 30)
+    assert clock.waiting()[0] - clock.monotonic() == pytest.approx(60, abs=0.1)
+    clock.advance(59)
+    assert pool.idle() == 1 and not closed.is_set(), "closed before its idle timeout"
+    clock.advance(2)
+    assert closed.wait(30), "the pool's sweep did not close it"  # a bound on the wait: it comes at once
+    assert pool.idle() == 0 and clock.waiting() == []
 
 
 def test_the_least_recently_given_back_clients_are_closed_beyond_the_pools_size():

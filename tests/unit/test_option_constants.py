@@ -25,16 +25,39 @@ LOOK_UP = re.compile(
 )
 
 
+def look_ups(source: str, names: set[str]) -> list[int]:
+    """The lines of `source` that look an option up by one of `names` (LOOK_UP)."""
+    return [
+        number
+        for number, line in enumerate(source.splitlines(), 1)
+        if any((m.group(1) or m.group(2)) in names for m in LOOK_UP.finditer(line))
+    ]
+
+
+def test_the_look_up_scan_sees_every_way_of_naming_an_option():
+    source = (
+        'a = options.value("read.mode")\n'
+        'b = given.get("topic")\n'
+        'c = values.text("topic")\n'
+        'd = spec.given("topic")\n'
+        'e = default_of("topic")\n'
+        'f = options["topic"]\n'
+        'g = "topic" in options\n'
+        'h = "topic" not in options\n'
+        'i = found = key in "topic"\n'  # the pattern's bare `in "name"`
+        "j = options.value(TOPIC)\n"  # through a constant
+        'k = record.get("payload")\n'  # not an option's name
+    )
+    assert look_ups(source, {"read.mode", "topic"}) == [1, 2, 3, 4, 5, 6, 7, 8, 9]
+
+
 def test_no_option_is_read_by_its_name_outside_the_catalog():
     names = set(BY_NAME) - {"properties.*"}
-    found = []
-    for path in sorted(CONNECTOR.rglob("*.py")):
-        if path.parent.name == "options" and path.name.startswith("catalog"):
-            continue
-        for number, line in enumerate(path.read_text().splitlines(), 1):
-            for match in LOOK_UP.finditer(line):
-                if (match.group(1) or match.group(2)) in names:
-                    found.append(f"{path.relative_to(CONNECTOR)}:{number}: {line.strip()}")
+    scanned = [
+        p for p in sorted(CONNECTOR.rglob("*.py")) if not (p.parent.name == "options" and p.name.startswith("catalog"))
+    ]
+    assert len(scanned) > 50, "the scan sees the connector's modules"
+    found = [f"{p.relative_to(CONNECTOR)}:{n}" for p in scanned for n in look_ups(p.read_text(), names)]
     assert found == []
 
 
@@ -73,17 +96,29 @@ def test_an_option_without_a_default_is_typed_as_possibly_none():
     }
     names = {key.rpartition(" ")[2] for key in declared}
     assert names >= {"READ_MODE", "TOPIC", "CHARSET", "SUBJECT", "SINK_WRITE_ID"}, "the scan sees every catalog"
-    untyped = [key for key, (no_default, annotation) in declared.items() if no_default and "None" not in annotation]
-    assert untyped == []
+    assert _untyped(declared) == []
 
 
-def test_the_typing_scan_reads_declarations():
+def _untyped(declared: dict[str, tuple[bool, str]]) -> list[str]:
+    """The declarations without a default whose type does not say None."""
+    return [key for key, (no_default, annotation) in declared.items() if no_default and "None" not in annotation]
+
+
+def test_the_typing_scan_reads_declarations_and_finds_an_untyped_one():
     source = (
         "A = Option('a', None, READ, 'doc', kind=Text())\n"
         "B: Option[str | None] = Option('b', None, READ, 'doc', kind=Text())\n"
         "C = Option('c', '1', READ, 'doc', kind=Count())\n"
+        "D: Option[str] = Option('d', None, READ, 'doc', kind=Text())\n"
     )
-    assert _declared_options(source) == [("A", True, ""), ("B", True, "Option[str | None]"), ("C", False, "")]
+    declared = _declared_options(source)
+    assert declared == [
+        ("A", True, ""),
+        ("B", True, "Option[str | None]"),
+        ("C", False, ""),
+        ("D", True, "Option[str]"),
+    ]
+    assert _untyped({name: (no_default, annotation) for name, no_default, annotation in declared}) == ["A", "D"]
 
 
 # ---- Read by a name string, in the connector and in every codec: read from the sources' syntax -----------------

@@ -7,7 +7,10 @@ from collections import Counter
 import orjson
 import pytest
 
-from tests.support.kafka_io import produce
+from tests.faults.helpers import wait_reached
+from tests.faults.hooks import block_first_attempt
+from tests.support.kafka_io import log_ends, produce
+from tests.support.read_helpers import wait_for
 from tests.support.write_helpers import records, write
 
 SCHEMA = "id INT, name STRING, price DOUBLE"
@@ -71,17 +74,23 @@ def test_interval_flush_sends_buffered_rows_while_a_streaming_task_still_runs(
         ],
     )
     changes = spark.readStream.format("upsert-kafka").options(**options(source)).schema(CHANGES).load()
-    # Halfway through, the task holds for 2 s (in the JVM) with every key buffered, far beyond the interval.
-    held = changes.where(
-        f"reflect('java.lang.Thread', 'sleep', if(price = {n // 2}, 2000L, 0L)) is distinct from 'stop'"
-    )
+    # Halfway through, the task is held (its input stops at row n / 2) with every key buffered until the target
+    # holds records: only an interval flush can send them while the task runs.
+    hold = block_first_attempt(0, {0: n // 2}, str(tmp_path))
     query = (
-        held.writeStream.format("upsert-kafka")
+        changes.where(hold("price").isNotNull())
+        .writeStream.format("upsert-kafka")
         .options(**options(target, buffered(10 * keys, "100 ms")))  # max-rows never reached
         .option("checkpointLocation", str(tmp_path / "cp"))
         .trigger(availableNow=True)
         .start()
     )
+    try:
+        wait_reached(query, [tmp_path / "reached-p0"], "the write task")
+        wait_for(lambda: sum(log_ends(bootstrap, target).values()) > 0 or not query.isActive, "an interval flush")
+        assert query.isActive, f"the task ended before any flush: {query.exception()}"
+    finally:
+        (tmp_path / "released").touch()
     query.awaitTermination(120)
     assert query.exception() is None, query.exception()
 
