@@ -10,6 +10,7 @@ import random
 import orjson
 import pyarrow as pa
 import pytest
+from pyspark.sql import functions as F
 from pyspark_upsert_kafka.errors import OptionError, RecordError
 from pyspark_upsert_kafka.read.fetch import Records
 from pyspark_upsert_kafka.read.latest_per_key import KEY, OFFSET, VALUE, VERSION, LatestPerKey, records_table
@@ -99,3 +100,19 @@ def test_the_option_is_refused_where_it_means_nothing(options):
     changelog = options("t", {"scan.upsert.version": "timestamp", "read.mode": "changelog"})
     with pytest.raises(OptionError, match=r"normalized_changelog\(..., version=...\)"):
         read_spec(changelog, SCHEMA + ", _change_type STRING")
+
+
+def test_the_writers_version_headers_order_the_table_tombstones_included(spark, new_topic, options):
+    """Rows written with their version in a header (the writer's `headers` column, on tombstones too), in an order
+    that is not the versions': the table read by that header holds each key's highest version."""
+    topic = new_topic()
+    rows = [(1, "a", 2, "upsert"), (1, "older", 1, "upsert"), (2, "x", 1, "upsert"), (2, None, 3, "delete"),
+            (2, "older", 2, "upsert"), (3, "p", 5, "upsert"), (3, None, 4, "delete")]  # fmt: skip
+    df = spark.createDataFrame(rows, "id INT, name STRING, v BIGINT, _change_type STRING").coalesce(1)
+    headers = F.create_map(F.lit("v"), F.col("v").cast("string").cast("binary"))
+    written = df.withColumn("headers", headers).drop("v")
+    written.write.format("upsert-kafka").options(**options(topic, {"metadata.columns": "headers"})).mode(
+        "append"
+    ).save()
+    versioned = options(topic, {"scan.upsert.version": "header:v"})
+    assert sorted(rows_of(spark, versioned, SCHEMA)) == [(1, "a"), (3, "p")]
