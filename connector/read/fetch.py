@@ -126,6 +126,7 @@ def _chunks(
             raise kafka_error(kafka, f"read {rng}", errors.final, _read_grant(rng))
         records = Records([], [], [], {kind: [] for kind, _ in readers})
         keys, values, offsets = records.keys, records.values, records.offsets
+        collect = [(records.meta[kind].append, read) for kind, read in readers]  # per record: no look-up
         for m in messages:
             error = m.error()
             topic = m.topic()
@@ -154,8 +155,8 @@ def _chunks(
             keys.append(m.key())
             values.append(m.value())
             offsets.append(offset)
-            for kind, read in readers:
-                records.meta[kind].append(read(m))
+            for append, read in collect:
+                append(read(m))
             position = offset + 1
         if offsets:
             last_progress = clock.monotonic()

@@ -212,21 +212,30 @@ class LatestPerKey:
 
     def _fold(self) -> None:
         """Fold the pending chunks into the base: base rows whose key a pending row overwrites are dropped,
-        one base chunk at a time (so a fold copies at most one chunk besides the pending rows)."""
+        one base chunk at a time (so a fold copies at most one chunk besides the pending rows). With versions, a
+        base row of a higher version than its key's pending row stays, and that pending row goes instead."""
         if not self._pending:
             return
         newer = latest(pa.concat_tables(self._pending), KEY).combine_chunks(memory_pool=MEMORY_POOL)
         self._pending, self._pending_bytes = [], 0
         keys = newer[KEY]
-        kept, rivals = [], []
+        versions = newer[VERSION] if VERSION in newer.column_names else None
+        kept: list[pa.Table] = []
+        beaten: list[pa.Array] = []  # pending rows a base row of a higher version holds back
         for chunk in self._base:
-            overwritten = pc.is_in(chunk[KEY], value_set=keys, memory_pool=MEMORY_POOL)
+            if versions is None:
+                overwritten = pc.is_in(chunk[KEY], value_set=keys, memory_pool=MEMORY_POOL)
+            else:  # a later record of an older version does not overwrite (equal versions: the later record does)
+                at = pc.index_in(chunk[KEY], value_set=keys, memory_pool=MEMORY_POOL)
+                holds = pc.fill_null(pc.greater(chunk[VERSION], versions.take(at), memory_pool=MEMORY_POOL), False)
+                found = at.filter(holds)
+                beaten += found.chunks if isinstance(found, pa.ChunkedArray) else [found]
+                overwritten = pc.and_(pc.is_valid(at), pc.invert(holds))
             stays = pc.invert(overwritten)
             kept.append(pc.filter(chunk, stays, memory_pool=MEMORY_POOL) if pc.any(overwritten).as_py() else chunk)
-            if VERSION in chunk.column_names and pc.any(overwritten).as_py():  # a later record may be an older version
-                rivals.append(pc.filter(chunk, overwritten, memory_pool=MEMORY_POOL))
-        if rivals:
-            newer = latest(pa.concat_tables([*rivals, newer]), KEY).combine_chunks(memory_pool=MEMORY_POOL)
+        if beaten:
+            lost = pc.is_in(pa.array(range(newer.num_rows), pa.int32()), value_set=pa.concat_arrays(beaten))
+            newer = pc.filter(newer, pc.invert(lost), memory_pool=MEMORY_POOL)
         kept.append(newer)
         self._base = _coalesced([c for c in kept if c.num_rows])
         self._base_bytes = sum(c.nbytes for c in self._base)
