@@ -220,6 +220,18 @@ class SchemaRegistry:
             return parsed
         return self._inline_references(parsed, found.references or [])
 
+    def writer_named(self, schema_id: int, subjects: Sequence[str] = ()) -> str:
+        """A record's writer schema as an error names it: its id and the versions that hold it under `subjects` (the
+        table's), else under any subject (what the registry says; the id alone when it says nothing)."""
+        try:
+            with self._errors(("GET", f"/schemas/ids/{schema_id}/versions")):
+                held = [(v.subject, v.version) for v in self._client.get_schema_versions(schema_id)]
+        except RegistryError:
+            held = []
+        held = [(s, v) for s, v in held if s in subjects] or held
+        where = ", ".join(f"subject '{s}' version {v}" for s, v in held if s and v)
+        return f"writer schema id {schema_id}" + (f" ({where})" if where else "")
+
     def latest(self, subject: str) -> tuple[int, Any]:
         """The latest schema registered under `subject` and its id (never cached: it changes)."""
         with self._errors(("GET", f"/subjects/{subject}/versions/latest"), subject):

@@ -1,0 +1,180 @@
+"""Schema evolution as registry users live it: confluent-kafka's own serializers write records of version 1, then
+version 2, of a subject into one topic of the real broker, under the subject's compatibility rule on the real
+registry; the connector reads both into the table's columns with the values Confluent's deserializers give (batch
+and an AvailableNow stream across the change), names what it cannot read (subject, schema id, version, field and
+both types), and its own writes reuse an equal registered schema."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from confluent_kafka.schema_registry import ServerConfig
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.schema_registry.common.schema_registry_client import ConfigCompatibilityLevel
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from tests.formats.test_format_avro_confluent import avro_options, confluent_client
+from tests.support.kafka_io import produce
+from tests.support.read_helpers import run_available_now
+
+
+def compatibility(client, subject: str, level: str) -> None:
+    """The subject's compatibility rule, set before its first version (Confluent's API: PUT /config/<subject>)."""
+    client.set_config(subject, ServerConfig(compatibility=ConfigCompatibilityLevel(level)))
+
+
+def avro_record(name: str, *fields: dict) -> dict:
+    return {"type": "record", "name": name, "namespace": "shop", "fields": list(fields)}
+
+
+ID = {"name": "id", "type": "int"}
+NAME = {"name": "name", "type": "string"}
+V1 = avro_record("Item", ID, NAME)
+# v2 adds a NOT NULL field with a default: BACKWARD (and FULL) compatible.
+V2_TIER = avro_record("Item", ID, NAME, {"name": "tier", "type": "string", "default": "basic"})
+
+
+def produce_avro(bootstrap: str, topic: str, client, versions: list[tuple[dict, list[dict]]]) -> None:
+    """Each (schema, values) written by Confluent's AvroSerializer (registering the schema), keyed by id as JSON."""
+    records = []
+    for schema, values in versions:
+        serialize = AvroSerializer(client, json.dumps(schema))
+        for v in values:
+            records.append((json.dumps({"id": v["id"]}).encode(), serialize(v, _value(topic))))
+    produce(bootstrap, topic, records)
+
+
+def _value(topic: str) -> SerializationContext:
+    return SerializationContext(topic, MessageField.VALUE)
+
+
+def confluent_reads(client, topic: str, bootstrap: str, reader: dict) -> list[dict]:
+    """What Confluent's AvroDeserializer gives for every record of the topic, reading with `reader`."""
+    from tests.support.kafka_io import consume_all
+
+    deserialize = AvroDeserializer(client, json.dumps(reader))
+    return [deserialize(v, _value(topic)) for *_, v in consume_all(bootstrap, topic)]
+
+
+@pytest.mark.parametrize("level", ["BACKWARD", "FULL"])
+def test_avro_columns_from_the_registry_read_an_added_field_as_its_default_as_confluents_deserializer_does(
+    spark, new_topic, options, bootstrap, registry_url, level
+):
+    topic = new_topic()
+    client = confluent_client(registry_url)
+    compatibility(client, f"{topic}-value", level)
+    produce_avro(
+        bootstrap,
+        topic,
+        client,
+        [(V1, [{"id": 1, "name": "old"}]), (V2_TIER, [{"id": 2, "name": "new", "tier": "gold"}])],
+    )
+
+    opts = avro_options(options(topic, {"read.mode": "table"}), registry_url, roles=("value",))
+    df = spark.read.format("upsert-kafka").options(**opts).load()  # no .schema(...): the subject's latest
+
+    assert df.schema.simpleString() == "struct<id:int,name:string,tier:string>"
+    rows = sorted(tuple(r) for r in df.collect())
+    assert rows == [(1, "old", "basic"), (2, "new", "gold")]
+    assert sorted(tuple(r.values()) for r in confluent_reads(client, topic, bootstrap, V2_TIER)) == rows
+
+
+def test_avro_a_field_a_writer_lacks_that_the_latest_holds_not_null_without_default_fails_naming_it(
+    spark, new_topic, options, bootstrap, registry_url
+):
+    # FORWARD: v2 may add a field without a default (v1's readers ignore it); v1's records cannot give it.
+    topic = new_topic()
+    client = confluent_client(registry_url)
+    compatibility(client, f"{topic}-value", "FORWARD")
+    v2 = avro_record("Item", ID, NAME, {"name": "stock", "type": "int"})
+    produce_avro(
+        bootstrap, topic, client, [(V1, [{"id": 1, "name": "old"}]), (v2, [{"id": 2, "name": "new", "stock": 3}])]
+    )
+    v1_id = client.get_version(f"{topic}-value", 1).schema_id
+    opts = avro_options(options(topic, {"read.mode": "table"}), registry_url, roles=("value",))
+
+    with pytest.raises(Exception, match=r"field 'stock': the writer's record 'shop\.Item' has none") as failed:
+        spark.read.format("upsert-kafka").options(**opts).load().collect()
+    assert f"writer schema id {v1_id} (subject '{topic}-value' version 1)" in str(failed.value)
+
+    # With the column nullable, the v1 record reads it as null (Spark's meaning of a value the writer lacks).
+    given = "id INT, name STRING, stock INT"
+    rows = spark.read.format("upsert-kafka").options(**opts).schema(given).load().collect()
+    assert sorted(map(tuple, rows)) == [(1, "old", None), (2, "new", 3)]
+
+
+def test_avro_a_field_whose_type_changed_fails_naming_subject_schema_id_version_field_and_both_types(
+    spark, new_topic, options, bootstrap, registry_url
+):
+    topic = new_topic()
+    client = confluent_client(registry_url)
+    compatibility(client, f"{topic}-value", "NONE")
+    v2 = avro_record("Item", ID, {"name": "name", "type": "int"})
+    produce_avro(bootstrap, topic, client, [(V1, [{"id": 1, "name": "old"}]), (v2, [{"id": 2, "name": 7}])])
+    v2_id = client.get_version(f"{topic}-value", 2).schema_id
+    opts = avro_options(options(topic), registry_url, roles=("value",))
+
+    with pytest.raises(
+        Exception, match=r"field 'name': the writer writes int, the table reads \['null', 'string'\]"
+    ) as e:
+        spark.read.format("upsert-kafka").options(**opts).schema("id INT, name STRING").load().collect()
+    assert f"writer schema id {v2_id} (subject '{topic}-value' version 2)" in str(e.value)
+
+
+def test_avro_stream_reads_a_new_writer_version_without_restart_and_its_columns_at_the_next_start(
+    spark, new_topic, options, bootstrap, registry_url, tmp_path
+):
+    topic = new_topic()
+    client = confluent_client(registry_url)
+    compatibility(client, f"{topic}-value", "BACKWARD")
+    produce_avro(bootstrap, topic, client, [(V1, [{"id": 1, "name": "old"}])])
+    opts = avro_options(options(topic), registry_url, roles=("value",))
+    running = spark.readStream.format("upsert-kafka").options(**opts).load()  # v1's columns
+    assert run_available_now(running, str(tmp_path / "a")).rows == [(1, "old", "upsert")]
+
+    produce_avro(bootstrap, topic, client, [(V2_TIER, [{"id": 2, "name": "new", "tier": "gold"}])])
+    # The same query, on: v2's record fits v1's columns (its new field is left out).
+    assert run_available_now(running, str(tmp_path / "a")).rows == [(2, "new", "upsert")]
+    # Started again, the columns come from v2, and v1's record reads the new field's default.
+    restarted = spark.readStream.format("upsert-kafka").options(**opts).load()
+    rows = run_available_now(restarted, str(tmp_path / "b")).rows
+    assert sorted(rows) == [(1, "old", "basic", "upsert"), (2, "new", "gold", "upsert")]
+
+
+def test_avro_defaults_of_a_union_led_by_its_value_read_and_those_of_logical_types_are_refused_not_misread():
+    import io
+
+    import pyarrow as pa
+    from fastavro import parse_schema, schemaless_writer
+    from pyspark_upsert_kafka.formats.avro.codec import AvroBodyReader
+    from pyspark_upsert_kafka.formats.avro.schema import SchemaMismatch
+    from pyspark_upsert_kafka.formats.payloads import Layout
+
+    writer = avro_record("Item", ID)
+    source = avro_record(
+        "Item",
+        ID,
+        {"name": "n", "type": ["long", "null"], "default": 7},
+        {"name": "other", "type": "string", "default": "x"},  # STRING here, INT in the table: not its default
+        {"name": "kind", "type": {"type": "enum", "name": "Kind", "symbols": ["A", "B"]}, "default": "B"},
+    )
+    table = pa.schema(
+        [pa.field("id", pa.int32(), nullable=False), ("n", pa.int64()), ("other", pa.int32()), ("kind", pa.string())]
+    )
+    body = io.BytesIO()
+    schemaless_writer(body, parse_schema(writer), {"id": 1})
+    payloads = [body.getvalue()]
+    batch, failed = AvroBodyReader(writer, table, source=source).decode(payloads, Layout.of(payloads), None, 0)
+    assert failed == {}
+    assert batch.to_pylist() == [{"id": 1, "n": 7, "other": None, "kind": "B"}]
+
+    # fastavro gives a logical type's default as the JSON holds it (here millis), which a TIMESTAMP column would
+    # take as microseconds: refused, naming the field.
+    at = {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}, "default": 1_500}
+    with pytest.raises(SchemaMismatch, match=r"field 'at': the writer's record 'shop\.Item' has none.*default 1500"):
+        AvroBodyReader(
+            writer,
+            pa.schema([("id", pa.int32()), ("at", pa.timestamp("us", "UTC"))]),
+            source=avro_record("Item", ID, at),
+        )
