@@ -91,7 +91,43 @@ class ProtobufConfluentCodec(RegistryCodec):
         return self.message.descriptor
 
     def decoder(self, schema: pa.Schema) -> Decoder:
-        return ProtobufConfluentDecoder(self.registry, schema, self.read_defaults)
+        subjects = tuple(self.reader_view(self._latest_found))
+        return ProtobufConfluentDecoder(self.registry, schema, self.read_defaults, self.reader_messages(), subjects)
+
+    def reader_messages(self) -> Callable[[Descriptor], Descriptor | None]:
+        """A record's message type -> the version of it the columns are fields of, whichever version wrote the
+        record: the message type given (for records of its full name), else the message of that full name in the
+        subjects' latest schema; None: the record's own (no subject has a version yet, or its type is not there).
+        The subjects of a topic list must hold one latest schema."""
+        if self.message is not None:
+            given = self.message.descriptor
+            return lambda writer: given if writer.full_name == given.full_name else None
+        latest = self.reader_view(self._latest_found)
+        if not latest:
+            return lambda writer: None
+        texts = {s: found[1:] for s, found in latest.items()}
+        first = next(iter(texts))
+        differ = [s for s, t in texts.items() if t != texts[first]]
+        if differ:
+            raise FormatOptionError(
+                f"the subjects {first} and {differ[0]} hold different latest schemas, so a record would read "
+                f"differently by topic; set '{self.prefix}subject' to read with one subject's schema, or give the "
+                f"message type with '{self.prefix}{MESSAGE_CLASS_NAME.name}'"
+            )
+        schema_id, text, refs = latest[first]
+        pool = _writer_descriptor(schema_id, text, refs, [0]).file.pool
+
+        def reader(writer: Descriptor) -> Descriptor | None:
+            try:
+                return pool.FindMessageTypeByName(writer.full_name)
+            except KeyError:
+                return None
+
+        return reader
+
+    def _latest_found(self, subject: str) -> tuple[int, str, dict[str, str]]:
+        """The subject's latest schema: its id, its text and its references' texts (base64 FileDescriptorProtos)."""
+        return serialized_schema(partial(self.registry.latest_text, subject, "PROTOBUF"), f"subject '{subject}'")
 
     def check_writable(self, schema: pa.Schema) -> None:
         descriptor = self._writer_type(schema)
@@ -137,9 +173,7 @@ class ProtobufConfluentCodec(RegistryCodec):
 
     def _latest_columns(self, subject: str) -> pa.Schema:
         """The columns of the first message of the subject's latest schema."""
-        fetch = partial(self.registry.latest_text, subject, "PROTOBUF")
-        schema_id, text, refs = serialized_schema(fetch, f"subject '{subject}'")
-        return arrow_schema(_writer_descriptor(schema_id, text, refs, [0]))
+        return arrow_schema(_writer_descriptor(*self._latest_found(subject), [0]))
 
 
 def _files_to_register(file: FileDescriptor) -> list[tuple[str, str, list[str]]]:
@@ -348,8 +382,17 @@ def _framing(payloads: Sequence[bytes]) -> tuple[Groups, list[tuple[int, str]]]:
 
 
 class ProtobufConfluentDecoder(Decoder):
-    def __init__(self, registry: SchemaRegistry, schema: pa.Schema, read_defaults: bool) -> None:
+    def __init__(
+        self,
+        registry: SchemaRegistry,
+        schema: pa.Schema,
+        read_defaults: bool,
+        reader: Callable[[Descriptor], Descriptor | None] = lambda writer: None,
+        subjects: tuple[str, ...] = (),
+    ) -> None:
         self.registry, self.schema, self.read_defaults = registry, schema, read_defaults
+        self.reader = reader  # a record's message type -> the columns' version of it (reader_messages)
+        self.subjects = subjects  # the table's, named in errors
         self.schemas: dict[int, tuple[str, dict[str, str]]] = {}
         # Per (schema id, message indexes): (parse, read), or why no record naming them can be read.
         self.readers: dict[tuple[int, tuple[int, ...]], _Reader | str] = {}
@@ -389,10 +432,13 @@ class ProtobufConfluentDecoder(Decoder):
                 fetch = partial(self.registry.schema_text, schema_id, "PROTOBUF")
                 found = self.schemas[schema_id] = serialized_schema(fetch, f"schema id {schema_id}")
             descriptor = _writer_descriptor(schema_id, *found, indexes)
-            return message_class(descriptor).FromString, messages_reader(descriptor, self.schema, self.read_defaults)
         except SchemaNotUsable as e:
             return f"the record's writer schema (id {schema_id}) cannot be had: {e}"
-        except RegistryError:
-            raise
+        try:
+            read = messages_reader(descriptor, self.schema, self.read_defaults, self.reader(descriptor))
         except FormatOptionError as e:
-            return f"the record's message type (schema id {schema_id}) cannot be read into the table's columns: {e}"
+            named = self.registry.writer_named(schema_id, self.subjects)
+            return (
+                f"the record's {named}, message '{descriptor.full_name}', cannot be read into the table's columns: {e}"
+            )
+        return message_class(descriptor).FromString, read
