@@ -109,7 +109,7 @@ class RegistryCodec(Codec):
         reads with the view it started with and takes a later version's at its next start."""
         if self._reader_view is None:
             found: dict[str, Any] = {}
-            for subject in self.subjects() if self.subject or self.context.topics else ():
+            for subject in self.read_subjects():
                 try:
                     found[subject] = fetch(subject)
                 except RegistryError as e:
@@ -117,6 +117,10 @@ class RegistryCodec(Codec):
                         raise
             self._reader_view = found
         return self._reader_view
+
+    def read_subjects(self) -> tuple[str, ...]:
+        """The subjects a read's records are of (none for a topic pattern without option `subject`)."""
+        return self.subjects() if self.subject or self.context.topics else ()
 
     def __repr__(self) -> str:  # the options hold credentials: show only what is safe
         return f"{type(self).__name__}({self.context.role}, {self.settings!r}, subject={self.subject!r})"

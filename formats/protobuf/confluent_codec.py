@@ -91,8 +91,8 @@ class ProtobufConfluentCodec(RegistryCodec):
         return self.message.descriptor
 
     def decoder(self, schema: pa.Schema) -> Decoder:
-        subjects = tuple(self.reader_view(self._latest_found))
-        return ProtobufConfluentDecoder(self.registry, schema, self.read_defaults, self.reader_messages(), subjects)
+        reader = self.reader_messages()
+        return ProtobufConfluentDecoder(self.registry, schema, self.read_defaults, reader, self.read_subjects())
 
     def reader_messages(self) -> Callable[[Descriptor], Descriptor | None]:
         """A record's message type -> the version of it the columns are fields of, whichever version wrote the

@@ -301,3 +301,60 @@ def test_protobuf_a_field_whose_type_changed_fails_naming_subject_schema_id_vers
     ) as e:
         spark.read.format("upsert-kafka").options(**opts).load().collect()  # columns of v2: name INT
     assert f"writer schema id {v1_id} (subject '{topic}-value' version 1)" in str(e.value)
+
+
+# -- json-confluent -------------------------------------------------------------------------------------------------
+
+
+def json_object(**properties: dict) -> dict:
+    """A closed content model (no other properties): the one where an added optional property is BACKWARD compatible
+    (in an open one, any value was allowed under the new name before)."""
+    return {"$schema": "http://json-schema.org/draft-07/schema#", "title": "Item", "type": "object",
+            "properties": properties, "required": ["id"], "additionalProperties": False}  # fmt: skip
+
+
+def produce_json(bootstrap: str, topic: str, client, versions: list[tuple[dict, list[dict]]]) -> None:
+    from confluent_kafka.schema_registry.json_schema import JSONSerializer
+
+    records = []
+    for schema, values in versions:
+        serialize = JSONSerializer(json.dumps(schema), client, conf={"auto.register.schemas": True})
+        records += [(json.dumps({"id": v["id"]}).encode(), serialize(v, _value(topic))) for v in values]
+    produce(bootstrap, topic, records)
+
+
+def json_options(opts: dict, url: str) -> dict:
+    return opts | {"value.format": "json-confluent", "value.json-confluent.url": url}
+
+
+def test_json_a_property_added_reads_null_where_the_writer_lacks_it(spark, new_topic, options, bootstrap, registry_url):
+    topic = new_topic()
+    client = confluent_client(registry_url)
+    compatibility(client, f"{topic}-value", "BACKWARD")
+    v1 = json_object(id={"type": "integer"}, name={"type": "string"})
+    v2 = json_object(id={"type": "integer"}, name={"type": "string"}, tier={"type": "string"})
+    produce_json(
+        bootstrap, topic, client, [(v1, [{"id": 1, "name": "old"}]), (v2, [{"id": 2, "name": "new", "tier": "gold"}])]
+    )
+    opts = json_options(options(topic, {"read.mode": "table"}), registry_url)
+
+    rows = spark.read.format("upsert-kafka").options(**opts).schema("id BIGINT, name STRING, tier STRING").load()
+
+    assert sorted(map(tuple, rows.collect())) == [(1, "old", None), (2, "new", "gold")]
+
+
+def test_json_a_property_whose_type_changed_fails_naming_subject_schema_id_version_and_the_field(
+    spark, new_topic, options, bootstrap, registry_url
+):
+    topic = new_topic()
+    client = confluent_client(registry_url)
+    compatibility(client, f"{topic}-value", "NONE")
+    v1 = json_object(id={"type": "integer"}, qty={"type": "string"})
+    v2 = json_object(id={"type": "integer"}, qty={"type": "integer"})
+    produce_json(bootstrap, topic, client, [(v1, [{"id": 1, "qty": "five"}]), (v2, [{"id": 2, "qty": 5}])])
+    v1_id = client.get_version(f"{topic}-value", 1).schema_id
+    opts = json_options(options(topic, {"read.mode": "table"}), registry_url)
+
+    named = rf"writer schema id {v1_id} \(subject '{topic}-value' version 1\)"
+    with pytest.raises(Exception, match=rf"{named}: field 'qty': expected an integer, got \"five\""):
+        spark.read.format("upsert-kafka").options(**opts).schema("id BIGINT, qty BIGINT").load().collect()
