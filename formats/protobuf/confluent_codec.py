@@ -139,6 +139,8 @@ class ProtobufConfluentCodec(RegistryCodec):
             refs = [(i, i, versions[i]) for i in imports]
             main = name == descriptor.file.name
             for subject in self.subjects() if main else (name,):  # an imported file: under its own subject
+                if main and self._equal_id(subject, text, refs) is not None:
+                    continue  # held already, as the same file in another text
                 refused = self.registry.refusal(subject, text, self.auto_register, "PROTOBUF", refs, imported=not main)
                 if refused is not None:
                     raise FormatOptionError(refused)
@@ -160,9 +162,19 @@ class ProtobufConfluentCodec(RegistryCodec):
                 references[name] = (name, name, self.registry.version(name, text, "PROTOBUF", refs))
                 continue
             for subject in self.subjects():
-                ids[subject] = self.registry.schema_id(subject, text, self.auto_register, "PROTOBUF", refs)
+                held = self._equal_id(subject, text, refs)
+                ids[subject] = (
+                    held
+                    if held is not None
+                    else self.registry.schema_id(subject, text, self.auto_register, "PROTOBUF", refs)
+                )
         framing = header(self.one_schema_id(ids, "the message type")) + message_indexes(descriptor)
         return ProtobufEncoder(message_class(descriptor), fill, framing)
+
+    def _equal_id(self, subject: str, text: str, refs: list[tuple[str, str, int]]) -> int | None:
+        """The id of the message's file under `subject`, held as this text or as the same file in another (as
+        Confluent's serializer registered it from a generated module, with other json_names)."""
+        return self.registry.equal_id(subject, text, "PROTOBUF", refs, partial(_same_file, text))
 
     def inferred_schema(self) -> pa.Schema | None:
         """The given message type's columns, else the first message of the subjects' latest schema (they must
@@ -195,12 +207,32 @@ def _files_to_register(file: FileDescriptor) -> list[tuple[str, str, list[str]]]
     return out
 
 
+def _same_file(ours: str, held: str) -> bool:
+    """Whether a registered schema's text is our file's (base64 FileDescriptorProtos both), json_names aside."""
+    other = _serialized(held)
+    if other is None:  # .proto source text: not compared
+        return False
+    return _normalized(descriptor_pb2.FileDescriptorProto.FromString(other)) == _normalized(
+        descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(ours))
+    )
+
+
 def _as_generated(file: FileDescriptor) -> bytes:
     """A file's FileDescriptorProto as protoc's Python generator serializes it (what confluent-kafka's serializer
     registers from a generated module): a field's `json_name` only where the .proto sets one. A descriptor set
     (`protoc --descriptor_set_out`) holds every field's json_name; registered so, the same file would be another
     schema to the registry, which a look-up does not find and a registration makes a new version of."""
     proto = descriptor_pb2.FileDescriptorProto.FromString(file.serialized_pb)
+    return proto.SerializeToString() if _strip_json_names(proto) else file.serialized_pb
+
+
+def _normalized(proto: descriptor_pb2.FileDescriptorProto) -> descriptor_pb2.FileDescriptorProto:
+    _strip_json_names(proto)
+    return proto
+
+
+def _strip_json_names(proto: descriptor_pb2.FileDescriptorProto) -> bool:
+    """Clear every json_name protoc would give a field that sets none; whether any was."""
     stripped = False
     messages = list(proto.message_type)
     fields = list(proto.extension)
@@ -212,7 +244,7 @@ def _as_generated(file: FileDescriptor) -> bytes:
         if field.HasField("json_name") and field.json_name == _default_json_name(field.name):
             field.ClearField("json_name")
             stripped = True
-    return proto.SerializeToString() if stripped else file.serialized_pb
+    return stripped
 
 
 def _default_json_name(name: str) -> str:

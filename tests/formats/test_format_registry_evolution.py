@@ -358,3 +358,32 @@ def test_json_a_property_whose_type_changed_fails_naming_subject_schema_id_versi
     named = rf"writer schema id {v1_id} \(subject '{topic}-value' version 1\)"
     with pytest.raises(Exception, match=rf"{named}: field 'qty': expected an integer, got \"five\""):
         spark.read.format("upsert-kafka").options(**opts).schema("id BIGINT, qty BIGINT").load().collect()
+
+
+# -- writes that reuse a registered schema --------------------------------------------------------------------------
+
+
+def test_protobuf_a_write_reuses_the_id_of_the_message_confluents_serializer_registered(
+    spark, new_topic, options, bootstrap, registry_url, tmp_path
+):
+    from google.protobuf import descriptor_pb2
+
+    from tests.support.kafka_io import consume_all
+
+    topic = new_topic()
+    client = confluent_client(registry_url)
+    item = item_class(*ITEM_V2)  # every field's json_name set, as some generators give it
+    produce_protobuf(bootstrap, topic, client, [(item, [{"id": 1, "name": "theirs", "stock": 2}])])
+    descriptors = tmp_path / "item.desc"
+    file = descriptor_pb2.FileDescriptorProto.FromString(item.DESCRIPTOR.file.serialized_pb)
+    descriptors.write_bytes(descriptor_pb2.FileDescriptorSet(file=[file]).SerializeToString())
+    more = {"value.protobuf-confluent.message-class-name": "shop.Item",
+            "value.protobuf-confluent.descriptor-file": str(descriptors)}  # fmt: skip
+    opts = protobuf_options(options(topic), registry_url, **more)
+
+    rows = spark.createDataFrame([(3, "ours", 4)], "id INT, name STRING, stock INT")
+    rows.coalesce(1).write.format("upsert-kafka").options(**opts).mode("append").save()
+
+    assert client.get_versions(f"{topic}-value") == [1], "no second version of the same message"
+    registered = client.get_version(f"{topic}-value", 1).schema_id
+    assert [int.from_bytes(v[1:5], "big") for *_, v in consume_all(bootstrap, topic)] == [registered] * 2
