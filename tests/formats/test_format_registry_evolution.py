@@ -387,3 +387,42 @@ def test_protobuf_a_write_reuses_the_id_of_the_message_confluents_serializer_reg
     assert client.get_versions(f"{topic}-value") == [1], "no second version of the same message"
     registered = client.get_version(f"{topic}-value", 1).schema_id
     assert [int.from_bytes(v[1:5], "big") for *_, v in consume_all(bootstrap, topic)] == [registered] * 2
+
+
+# -- key schema changes ---------------------------------------------------------------------------------------------
+
+
+def test_keys_of_two_key_schema_versions_that_decode_alike_are_one_key(
+    spark, new_topic, options, bootstrap, registry_url
+):
+    topic = new_topic()
+    client = confluent_client(registry_url)
+    compatibility(client, f"{topic}-key", "BACKWARD")
+    key_v1 = avro_record("ItemKey", ID)
+    key_v2 = avro_record("ItemKey", ID, {"name": "region", "type": "string", "default": "eu"})
+    keys = SerializationContext(topic, MessageField.KEY)
+    old = AvroSerializer(client, json.dumps(key_v1))
+    new = AvroSerializer(client, json.dumps(key_v2))
+    produce(
+        bootstrap,
+        topic,
+        [
+            (old({"id": 1}, keys), b'{"name": "v1 key"}'),
+            (new({"id": 1, "region": "eu"}, keys), b'{"name": "v2 key, eu"}'),
+            (new({"id": 1, "region": "us"}, keys), b'{"name": "v2 key, us"}'),
+        ],
+    )
+    opts = avro_options(options(topic, {"read.mode": "table", "value.fields-include": "EXCEPT_KEY"}), registry_url,
+                        roles=("key",))  # fmt: skip
+
+    def table(key_fields: str, columns: str) -> list[tuple]:
+        read = spark.read.format("upsert-kafka").options(**{**opts, "key.fields": key_fields}).schema(columns).load()
+        return sorted(map(tuple, read.collect()))
+
+    # Keyed by id alone: the three keys decode to id 1, one key; the latest record is its row.
+    assert table("id", "id INT, name STRING") == [(1, "v2 key, us")]
+    # Keyed by id and region: v1's key reads region's default ("eu"), the same key as v2's eu key.
+    assert table("id;region", "id INT, region STRING, name STRING") == [
+        (1, "eu", "v2 key, eu"),
+        (1, "us", "v2 key, us"),
+    ]
