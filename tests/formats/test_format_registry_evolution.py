@@ -16,12 +16,28 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from tests.formats.test_format_avro_confluent import avro_options, confluent_client
 from tests.support.kafka_io import produce
-from tests.support.read_helpers import run_available_now
+from tests.support.read_helpers import Collector, run_available_now, start_collecting, wait_for
 
 
 def compatibility(client, subject: str, level: str) -> None:
     """The subject's compatibility rule, set before its first version (Confluent's API: PUT /config/<subject>)."""
     client.set_config(subject, ServerConfig(compatibility=ConfigCompatibilityLevel(level)))
+
+
+def across_the_change(df, checkpoint: str, produce_next) -> list[tuple]:
+    """The rows a running stream (a processing-time trigger) reads: the records there, then those `produce_next()`
+    adds while it runs, without a restart."""
+    sink = Collector()
+    query = start_collecting(df, checkpoint, sink)
+    try:
+        wait_for(lambda: sink.rows or query.exception(), "the first version's rows")
+        first = len(sink.rows)
+        produce_next()
+        wait_for(lambda: len(sink.rows) > first or query.exception(), "the next version's rows")
+        assert query.exception() is None, query.exception()
+    finally:
+        query.stop()
+    return sink.rows
 
 
 def avro_record(name: str, *fields: dict) -> dict:
@@ -122,7 +138,7 @@ def test_avro_a_field_whose_type_changed_fails_naming_subject_schema_id_version_
     assert f"writer schema id {v2_id} (subject '{topic}-value' version 2)" in str(e.value)
 
 
-def test_avro_stream_reads_a_new_writer_version_without_restart_and_its_columns_at_the_next_start(
+def test_avro_stream_reads_a_new_writer_versions_records_without_restart_and_its_columns_at_the_next_start(
     spark, new_topic, options, bootstrap, registry_url, tmp_path
 ):
     topic = new_topic()
@@ -131,11 +147,12 @@ def test_avro_stream_reads_a_new_writer_version_without_restart_and_its_columns_
     produce_avro(bootstrap, topic, client, [(V1, [{"id": 1, "name": "old"}])])
     opts = avro_options(options(topic), registry_url, roles=("value",))
     running = spark.readStream.format("upsert-kafka").options(**opts).load()  # v1's columns
-    assert run_available_now(running, str(tmp_path / "a")).rows == [(1, "old", "upsert")]
 
-    produce_avro(bootstrap, topic, client, [(V2_TIER, [{"id": 2, "name": "new", "tier": "gold"}])])
-    # The same query, on: v2's record fits v1's columns (its new field is left out).
-    assert run_available_now(running, str(tmp_path / "a")).rows == [(2, "new", "upsert")]
+    def v2() -> None:
+        produce_avro(bootstrap, topic, client, [(V2_TIER, [{"id": 2, "name": "new", "tier": "gold"}])])
+
+    # v2's record fits the running query's columns (its new field is left out).
+    assert across_the_change(running, str(tmp_path / "a"), v2) == [(1, "old", "upsert"), (2, "new", "upsert")]
     # Started again, the columns come from v2, and v1's record reads the new field's default.
     restarted = spark.readStream.format("upsert-kafka").options(**opts).load()
     rows = run_available_now(restarted, str(tmp_path / "b")).rows
@@ -259,6 +276,28 @@ def test_protobuf_columns_resolve_against_the_latest_message_across_an_added_and
     # A column of a field the reader's message retired is refused, naming it.
     with pytest.raises(Exception, match=r"column 'qty' is not a field of protobuf message 'shop\.Item'"):
         spark.read.format("upsert-kafka").options(**opts).schema("id INT, name STRING, qty INT").load().collect()
+
+
+def test_protobuf_stream_reads_the_next_versions_records_into_its_columns_without_restart(
+    spark, new_topic, options, bootstrap, registry_url, tmp_path
+):
+    topic = new_topic()
+    client = confluent_client(registry_url)
+    compatibility(client, f"{topic}-value", "BACKWARD")
+    produce_protobuf(bootstrap, topic, client, [(item_class(*ITEM_V1), [{"id": 1, "name": "old", "qty": 5}])])
+    opts = protobuf_options(options(topic), registry_url)
+    running = spark.readStream.format("upsert-kafka").options(**opts).load()  # v1's columns: id, name, qty
+    v2 = item_class(*ITEM_V2, retired=RETIRED)
+
+    def next_version() -> None:
+        produce_protobuf(bootstrap, topic, client, [(v2, [{"id": 2, "name": "new", "stock": 3}])])
+
+    # v2's record read against v1's message (the view the query started with): qty absent, proto3's 0.
+    rows = across_the_change(running, str(tmp_path / "a"), next_version)
+    assert rows == [(1, "old", 5, "upsert"), (2, "new", 0, "upsert")]
+    restarted = spark.readStream.format("upsert-kafka").options(**opts).load()  # v2's columns
+    rows = run_available_now(restarted, str(tmp_path / "b")).rows
+    assert sorted(rows) == [(1, "old", 0, "upsert"), (2, "new", 3, "upsert")]
 
 
 @pytest.mark.parametrize("read_defaults", [False, True])
