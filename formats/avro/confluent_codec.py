@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ...kernel.errors import FormatOptionError
 from ...kernel.option_kinds import FORMAT, Option, Text
 from ..codec import IGNORE_PARSE_ERRORS, CodecContext, Decoded, Decoder, Encoder, empty_batch
 from ..confluent.registry import SchemaRegistry
@@ -62,9 +61,7 @@ class AvroConfluentCodec(RegistryCodec):
 
     def decoder(self, schema: pa.Schema) -> Decoder:
         source = self.reader_source(schema)
-        return ConfluentDecoder(
-            self.registry, schema, self.legacy_timestamps, source, tuple(self.reader_view(self._latest))
-        )
+        return ConfluentDecoder(self.registry, schema, self.legacy_timestamps, source, self.read_subjects())
 
     def reader_source(self, schema: pa.Schema) -> AvroType | None:
         """The schema whose field defaults a record whose writer lacks a field reads (Confluent's deserializer reads
@@ -77,15 +74,7 @@ class AvroConfluentCodec(RegistryCodec):
             return None
         derived = avro_schema(schema, legacy_timestamps=self.legacy_timestamps)
         readers = {subject: with_defaults(derived, schema, source) for subject, source in latest.items()}
-        first = next(iter(readers))
-        differ = [s for s, r in readers.items() if r != readers[first]]
-        if differ:
-            raise FormatOptionError(
-                f"the subjects {first} and {differ[0]} give the table's columns different defaults in their latest "
-                f"schemas, so a record that lacks a field would read differently by topic; set "
-                f"'{self.prefix}subject' to read with one subject's schema, or give the schema with option 'schema'"
-            )
-        return latest[first]
+        return latest[self.agreed_subject(readers, "different defaults of the table's columns", "option 'schema'")]
 
     def _latest(self, subject: str) -> AvroType:
         return self.registry.latest(subject)[1]

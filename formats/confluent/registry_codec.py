@@ -118,6 +118,18 @@ class RegistryCodec(Codec):
             self._reader_view = found
         return self._reader_view
 
+    def agreed_subject(self, by_subject: Mapping[str, Any], what: str, given_by: str) -> str:
+        """The first subject of a topic list's, after checking the others hold the same (`what` differs otherwise,
+        named in the error with `given_by`, what gives it instead): a record reads alike whichever topic it is of."""
+        first, value = next(iter(by_subject.items()))
+        differ = [s for s, v in by_subject.items() if v != value]
+        if differ:
+            raise FormatOptionError(
+                f"the subjects {first} and {differ[0]} hold {what}, so a record would read differently by topic; set "
+                f"'{self.prefix}{SUBJECT.name}' to read with one subject's, or give it with {given_by}"
+            )
+        return first
+
     def read_subjects(self) -> tuple[str, ...]:
         """The subjects a read's records are of (none for a topic pattern without option `subject`)."""
         return self.subjects() if self.subject or self.context.topics else ()

@@ -106,15 +106,8 @@ class ProtobufConfluentCodec(RegistryCodec):
         if not latest:
             return lambda writer: None
         texts = {s: found[1:] for s, found in latest.items()}
-        first = next(iter(texts))
-        differ = [s for s, t in texts.items() if t != texts[first]]
-        if differ:
-            raise FormatOptionError(
-                f"the subjects {first} and {differ[0]} hold different latest schemas, so a record would read "
-                f"differently by topic; set '{self.prefix}subject' to read with one subject's schema, or give the "
-                f"message type with '{self.prefix}{MESSAGE_CLASS_NAME.name}'"
-            )
-        schema_id, text, refs = latest[first]
+        given_by = f"'{self.prefix}{MESSAGE_CLASS_NAME.name}'"
+        schema_id, text, refs = latest[self.agreed_subject(texts, "different latest schemas", given_by)]
         pool = _writer_descriptor(schema_id, text, refs, [0]).file.pool
 
         def reader(writer: Descriptor) -> Descriptor | None:

@@ -465,3 +465,25 @@ def test_keys_of_two_key_schema_versions_that_decode_alike_are_one_key(
         (1, "eu", "v2 key, eu"),
         (1, "us", "v2 key, us"),
     ]
+
+
+def test_avro_topics_whose_latest_schemas_give_a_column_different_defaults_are_refused_naming_the_subjects(
+    registry_url,
+):
+    import uuid
+
+    import pyarrow as pa
+    from confluent_kafka.schema_registry import Schema
+    from pyspark_upsert_kafka.formats import CodecContext, FormatOptionError, make_codec
+
+    client = confluent_client(registry_url)
+    topics = (f"gold-{uuid.uuid4().hex}", f"silver-{uuid.uuid4().hex}")
+    for topic, tier in zip(topics, ("gold", "silver")):
+        schema = avro_record("Item", ID, {"name": "tier", "type": "string", "default": tier})
+        client.register_schema(f"{topic}-value", Schema(json.dumps(schema), "AVRO"))
+    codec = make_codec("avro-confluent", "value.format", {"url": registry_url}, CodecContext("value", topics))
+
+    columns = pa.schema([pa.field("id", pa.int32(), nullable=False), pa.field("tier", pa.string(), nullable=False)])
+    with pytest.raises(FormatOptionError, match=rf"the subjects {topics[0]}-value and {topics[1]}-value hold "
+                       r"different defaults of the table's columns.*'value\.avro-confluent\.subject'"):  # fmt: skip
+        codec.decoder(columns)
