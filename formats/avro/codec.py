@@ -34,16 +34,15 @@ from ..confluent.registry_errors import RegistryError
 from ..decimals import rounded_values
 from ..flink_types import flink_type_name
 from ..payloads import Layout
+from .resolution import reader_schema, with_defaults
 from .schema import (
     AVRO_TYPES,
     AvroDict,
     AvroType,
     arrow_schema,
     avro_schema,
-    reader_schema,
     table_avro_schema,
     timestamp_logical_type,
-    with_defaults,
 )
 from .vector import VectorReader
 

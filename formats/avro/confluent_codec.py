@@ -23,7 +23,8 @@ from ..confluent.registry_errors import RegistryError, SchemaNotUsable
 from ..confluent.wire import HEADER, framed_ids, header, not_framed
 from ..payloads import Layout
 from .codec import RECORD_NAME, TIMESTAMP_MAPPING_LEGACY, AvroBodyReader, AvroEncoder, AvroSchema
-from .schema import AVRO_TYPES, AvroType, arrow_schema, avro_schema, table_avro_schema, with_defaults
+from .resolution import with_defaults
+from .schema import AVRO_TYPES, AvroType, arrow_schema, avro_schema, table_avro_schema
 
 NOT_FRAMED = not_framed("the Avro body")
 # Flink's name for a schema derived from a table, so both write compatible versions of one subject.

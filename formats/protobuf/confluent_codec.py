@@ -17,8 +17,6 @@ gives.
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
@@ -27,8 +25,8 @@ from typing import TypeVar
 import numpy as np
 import pyarrow as pa
 from google.protobuf import descriptor_pb2
-from google.protobuf.descriptor import Descriptor, FileDescriptor
-from google.protobuf.message import DecodeError, Message
+from google.protobuf.descriptor import Descriptor
+from google.protobuf.message import Message
 
 from ...kernel.errors import FormatOptionError
 from ..codec import IGNORE_PARSE_ERRORS, CodecContext, Decoded, Decoder, Encoder, empty_batch
@@ -47,10 +45,10 @@ from .codec import (
 )
 from .derived import derived_message
 from .read import MessagesReader, messages_reader
+from .registered_files import files_to_register, same_file, serialized_bytes
 from .schema import (
     PROTOBUF_TYPES,
     arrow_schema,
-    is_builtin,
     message_class,
     pool_of,
 )
@@ -126,7 +124,7 @@ class ProtobufConfluentCodec(RegistryCodec):
         descriptor = self._writer_type(schema)
         row_writer(descriptor, schema, self.null_literal)
         versions: dict[str, int] = {}
-        for name, text, imports in _files_to_register(descriptor.file):
+        for name, text, imports in files_to_register(descriptor.file):
             if any(i not in versions for i in imports):
                 return  # it imports a file the registry does not hold yet (registered on write): nothing to check
             refs = [(i, i, versions[i]) for i in imports]
@@ -148,7 +146,7 @@ class ProtobufConfluentCodec(RegistryCodec):
         fill = row_writer(descriptor, schema, self.null_literal)
         references: dict[str, tuple[str, str, int]] = {}  # (reference name, subject, version) by file name
         ids: dict[str, int] = {}
-        for name, text, imports in _files_to_register(descriptor.file):
+        for name, text, imports in files_to_register(descriptor.file):
             refs = [references[i] for i in imports]
             if name != descriptor.file.name:  # as confluent-kafka's serializer: registered, then its version looked up
                 self.registry.schema_id(name, text, self.auto_register, "PROTOBUF", refs, imported=True)
@@ -167,7 +165,7 @@ class ProtobufConfluentCodec(RegistryCodec):
     def _equal_id(self, subject: str, text: str, refs: list[tuple[str, str, int]]) -> int | None:
         """The id of the message's file under `subject`, held as this text or as the same file in another (as
         Confluent's serializer registered it from a generated module, with other json_names)."""
-        return self.registry.equal_id(subject, text, "PROTOBUF", refs, partial(_same_file, text))
+        return self.registry.equal_id(subject, text, "PROTOBUF", refs, partial(same_file, text))
 
     def inferred_schema(self) -> pa.Schema | None:
         """The given message type's columns, else the first message of the subjects' latest schema (they must
@@ -179,71 +177,6 @@ class ProtobufConfluentCodec(RegistryCodec):
     def _latest_columns(self, subject: str) -> pa.Schema:
         """The columns of the first message of the subject's latest schema."""
         return arrow_schema(_writer_descriptor(*self._latest_found(subject), [0]))
-
-
-def _files_to_register(file: FileDescriptor) -> list[tuple[str, str, list[str]]]:
-    """(name, base64 FileDescriptorProto, imported non-builtin names) of `file` and what it imports, imports first,
-    `file` last: what confluent-kafka's serializer registers (builtin files are never registered)."""
-    out: list[tuple[str, str, list[str]]] = []
-    seen: set[str] = set()
-
-    def visit(f: FileDescriptor) -> None:
-        if f.name in seen:
-            return
-        seen.add(f.name)
-        imports = [d for d in f.dependencies if not is_builtin(d.name)]
-        for d in imports:
-            visit(d)
-        out.append((f.name, base64.standard_b64encode(_as_generated(f)).decode("ascii"), [d.name for d in imports]))
-
-    visit(file)
-    return out
-
-
-def _same_file(ours: str, held: str) -> bool:
-    """Whether a registered schema's text is our file's (base64 FileDescriptorProtos both), json_names aside."""
-    other = _serialized(held)
-    if other is None:  # .proto source text: not compared
-        return False
-    return _normalized(descriptor_pb2.FileDescriptorProto.FromString(other)) == _normalized(
-        descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(ours))
-    )
-
-
-def _as_generated(file: FileDescriptor) -> bytes:
-    """A file's FileDescriptorProto as protoc's Python generator serializes it (what confluent-kafka's serializer
-    registers from a generated module): a field's `json_name` only where the .proto sets one. A descriptor set
-    (`protoc --descriptor_set_out`) holds every field's json_name; registered so, the same file would be another
-    schema to the registry, which a look-up does not find and a registration makes a new version of."""
-    proto = descriptor_pb2.FileDescriptorProto.FromString(file.serialized_pb)
-    return proto.SerializeToString() if _strip_json_names(proto) else file.serialized_pb
-
-
-def _normalized(proto: descriptor_pb2.FileDescriptorProto) -> descriptor_pb2.FileDescriptorProto:
-    _strip_json_names(proto)
-    return proto
-
-
-def _strip_json_names(proto: descriptor_pb2.FileDescriptorProto) -> bool:
-    """Clear every json_name protoc would give a field that sets none; whether any was."""
-    stripped = False
-    messages = list(proto.message_type)
-    fields = list(proto.extension)
-    while messages:
-        message = messages.pop()
-        messages.extend(message.nested_type)
-        fields.extend([*message.field, *message.extension])
-    for field in fields:
-        if field.HasField("json_name") and field.json_name == _default_json_name(field.name):
-            field.ClearField("json_name")
-            stripped = True
-    return stripped
-
-
-def _default_json_name(name: str) -> str:
-    """protoc's json_name of a field that sets none: lowerCamelCase, each `_` dropped and the next letter upper."""
-    parts = name.split("_")
-    return parts[0] + "".join(p[:1].upper() + p[1:] for p in parts[1:])
 
 
 def message_indexes(descriptor: Descriptor) -> bytes:
@@ -304,16 +237,6 @@ def split_record(payload: bytes) -> tuple[int, tuple[int, ...], int]:
     return int.from_bytes(payload[1:HEADER], "big"), tuple(indexes), pos
 
 
-def _serialized(text: str) -> bytes | None:
-    """A base64 FileDescriptorProto's bytes; None for anything else (.proto source text)."""
-    try:
-        data = base64.b64decode(text, validate=True)
-        descriptor_pb2.FileDescriptorProto.FromString(data)
-    except (binascii.Error, ValueError, DecodeError):
-        return None
-    return data
-
-
 #: A schema as the registry gives it: schema_text's (text, references' texts) or latest_text's (id, text, references).
 _Found = TypeVar("_Found", tuple[str, dict[str, str]], tuple[int, str, dict[str, str]])
 
@@ -325,7 +248,7 @@ def serialized_schema(fetch: Callable[[str | None], _Found], what: str) -> _Foun
     Python serializer registers serialized descriptors) and answers `serialized` with HTTP 500, so the plain
     answer is tried first."""
     found: _Found = fetch(None)
-    if all(_serialized(t) is not None for t in (found[-2], *found[-1].values())):
+    if all(serialized_bytes(t) is not None for t in (found[-2], *found[-1].values())):
         return found
     try:
         found = fetch("serialized")
@@ -341,7 +264,7 @@ def serialized_schema(fetch: Callable[[str | None], _Found], what: str) -> _Foun
 
 
 def _file_proto(text: str, name: str, what: str) -> descriptor_pb2.FileDescriptorProto:
-    data = _serialized(text)
+    data = serialized_bytes(text)
     if data is None:
         raise SchemaNotUsable(
             f"{what} is .proto source text, which this format does not compile: it reads Protobuf schemas as "

@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 from pyspark_upsert_kafka.formats import CodecContext, make_codec
 from pyspark_upsert_kafka.formats.avro import codec as avro_codec
 from pyspark_upsert_kafka.formats.avro.codec import AvroBodyReader, records_to_batch
-from pyspark_upsert_kafka.formats.avro.schema import SchemaMismatch, avro_schema
+from pyspark_upsert_kafka.formats.avro.resolution import SchemaMismatch
+from pyspark_upsert_kafka.formats.avro.schema import avro_schema
 from pyspark_upsert_kafka.formats.payloads import Layout
 
 from tests.formats.test_format_avro_confluent import confluent_client

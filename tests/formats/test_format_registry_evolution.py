@@ -165,7 +165,7 @@ def test_avro_defaults_of_a_union_led_by_its_value_read_and_those_of_logical_typ
     import pyarrow as pa
     from fastavro import parse_schema, schemaless_writer
     from pyspark_upsert_kafka.formats.avro.codec import AvroBodyReader
-    from pyspark_upsert_kafka.formats.avro.schema import SchemaMismatch
+    from pyspark_upsert_kafka.formats.avro.resolution import SchemaMismatch
     from pyspark_upsert_kafka.formats.payloads import Layout
 
     writer = avro_record("Item", ID)
