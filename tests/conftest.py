@@ -51,9 +51,10 @@ def _group(item: pytest.Item) -> str:
 # run, on 4.2; the compatibility runs of older versions leave it out and say so (4.1 was checked by hand: README).
 PIPELINES_FROM = (4, 2)
 # What runs on every supported pyspark (`pytest -m compat`) besides tests/compat/: the declarative pipelines, the
-# tables/ helpers (Spark's Python stateful operator differs between lines) and every Flink golden test.
+# tables/ helpers (Spark's Python stateful operator differs between lines), every Flink golden test and the registry
+# formats' schema evolution (batch and stream reads across a change).
 COMPAT_FOLDERS = ("compat", "pipelines", "tables")
-COMPAT_FILES = ("test_flink_golden.py",)
+COMPAT_FILES = ("test_flink_golden.py", "test_format_registry_evolution.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -34,13 +34,13 @@ from ..confluent.registry_errors import RegistryError
 from ..decimals import rounded_values
 from ..flink_types import flink_type_name
 from ..payloads import Layout
+from .resolution import reader_schema, with_defaults
 from .schema import (
     AVRO_TYPES,
     AvroDict,
     AvroType,
     arrow_schema,
     avro_schema,
-    reader_schema,
     table_avro_schema,
     timestamp_logical_type,
 )
@@ -124,10 +124,17 @@ class AvroCodec(Codec):
 class AvroBodyReader:
     """Reads Avro bodies written with `writer` into the table's columns (schema resolution)."""
 
-    def __init__(self, writer: AvroType, schema: pa.Schema, legacy_timestamps: bool = True) -> None:
+    def __init__(
+        self, writer: AvroType, schema: pa.Schema, legacy_timestamps: bool = True, source: AvroType = None
+    ) -> None:
+        """`source`: the schema whose field defaults a record whose writer lacks the field reads (schema.with_defaults);
+        None: null for a nullable column."""
         self.schema = schema
         self.writer = parse_schema(writer)
-        adopted = reader_schema(avro_schema(schema, legacy_timestamps=legacy_timestamps), writer)
+        derived = avro_schema(schema, legacy_timestamps=legacy_timestamps)
+        if source is not None:
+            derived = with_defaults(derived, schema, source)
+        adopted = reader_schema(derived, writer)
         reader = parse_schema(adopted)
         # fastavro resolves even equal schemas, slower than reading with the writer's alone.
         self.reader = None if reader == self.writer else reader

@@ -23,7 +23,8 @@ from ..confluent.registry_errors import RegistryError, SchemaNotUsable
 from ..confluent.wire import HEADER, framed_ids, header, not_framed
 from ..payloads import Layout
 from .codec import RECORD_NAME, TIMESTAMP_MAPPING_LEGACY, AvroBodyReader, AvroEncoder, AvroSchema
-from .schema import AVRO_TYPES, AvroType, arrow_schema, table_avro_schema
+from .resolution import with_defaults
+from .schema import AVRO_TYPES, AvroType, arrow_schema, avro_schema, table_avro_schema
 
 NOT_FRAMED = not_framed("the Avro body")
 # Flink's name for a schema derived from a table, so both write compatible versions of one subject.
@@ -60,7 +61,24 @@ class AvroConfluentCodec(RegistryCodec):
         self.legacy_timestamps = values.value(TIMESTAMP_MAPPING_LEGACY)
 
     def decoder(self, schema: pa.Schema) -> Decoder:
-        return ConfluentDecoder(self.registry, schema, self.legacy_timestamps)
+        source = self.reader_source(schema)
+        return ConfluentDecoder(self.registry, schema, self.legacy_timestamps, source, self.read_subjects())
+
+    def reader_source(self, schema: pa.Schema) -> AvroType | None:
+        """The schema whose field defaults a record whose writer lacks a field reads (Confluent's deserializer reads
+        with the subject's latest): option `schema`, else the subjects' latest (None: no subject has a version yet).
+        The subjects of a topic list must agree on the defaults of the table's columns."""
+        if self.given_schema is not None:
+            return self.given_schema
+        latest = self.reader_view(self._latest)
+        if not latest:
+            return None
+        derived = avro_schema(schema, legacy_timestamps=self.legacy_timestamps)
+        readers = {subject: with_defaults(derived, schema, source) for subject, source in latest.items()}
+        return latest[self.agreed_subject(readers, "different defaults of the table's columns", "option 'schema'")]
+
+    def _latest(self, subject: str) -> AvroType:
+        return self.registry.latest(subject)[1]
 
     def writer_schema(self, schema: pa.Schema) -> AvroType:
         """The schema records are written with: option `schema`, else the table's as Flink derives it (a key's
@@ -87,10 +105,19 @@ class AvroConfluentCodec(RegistryCodec):
 
 
 class ConfluentDecoder(Decoder):
-    def __init__(self, registry: SchemaRegistry, schema: pa.Schema, legacy_timestamps: bool = True) -> None:
+    def __init__(
+        self,
+        registry: SchemaRegistry,
+        schema: pa.Schema,
+        legacy_timestamps: bool = True,
+        source: AvroType = None,
+        subjects: tuple[str, ...] = (),
+    ) -> None:
         self.registry = registry
+        self.subjects = subjects  # the table's, named in errors
         self.schema = schema
         self.legacy_timestamps = legacy_timestamps
+        self.source = source  # the schema whose defaults fill what a writer lacks (reader_source)
         # Per schema id: its reader, or why no record with that id can be read (asked once per task).
         self.readers: dict[int, AvroBodyReader | str] = {}
 
@@ -121,13 +148,16 @@ class ConfluentDecoder(Decoder):
         """The reader of records written with this schema id, or the reason none can be read. A registry that
         cannot be reached or refuses us fails the task (RegistryError): that is no record's fault."""
         try:
-            return AvroBodyReader(self.registry.schema(schema_id), self.schema, self.legacy_timestamps)
+            writer = self.registry.schema(schema_id)
         except SchemaNotUsable as e:
             return f"the record's writer schema (id {schema_id}) cannot be had: {e}"
+        try:
+            return AvroBodyReader(writer, self.schema, self.legacy_timestamps, self.source)
         except RegistryError:
             raise
         except Exception as e:  # fastavro's schema errors are of several types
-            return f"the record's writer schema (id {schema_id}) cannot be read into the table's columns: {e}"
+            named = self.registry.writer_named(schema_id, self.subjects)
+            return f"the record's {named} cannot be read into the table's columns: {e}"
 
 
 def _in_order(parts: list[tuple[np.ndarray | None, pa.RecordBatch]], schema: pa.Schema) -> pa.RecordBatch:

@@ -30,7 +30,6 @@ a column is refused, since no choice of ours reads and writes the same instants 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -148,17 +147,17 @@ def arrow_schema(avro: AvroType) -> pa.Schema:
     names: dict[str, AvroDict] = {}
     top = deref(avro, names, None)
     if not (isinstance(top, dict) and top.get("type") == "record"):
-        raise FormatOptionError(f"the Avro schema must be a record to give table columns, got {_show(avro)}")
-    return pa.schema([_arrow_field(f["name"], f["type"], names, top) for f in top["fields"]])
+        raise FormatOptionError(f"the Avro schema must be a record to give table columns, got {show_avro(avro)}")
+    return pa.schema([arrow_field(f["name"], f["type"], names, top) for f in top["fields"]])
 
 
-def _arrow_field(name: str, avro: AvroType, names: dict[str, AvroDict], scope: AvroDict | None) -> pa.Field:
+def arrow_field(name: str, avro: AvroType, names: dict[str, AvroDict], scope: AvroDict | None) -> pa.Field:
     avro = deref(avro, names, scope)
     if isinstance(avro, list):
         branches = [b for b in avro if b != "null"]
         if len(branches) != 1:
             raise FormatOptionError(
-                f"field '{name}': only unions of null and one type map to a column, got {_show(avro)}"
+                f"field '{name}': only unions of null and one type map to a column, got {show_avro(avro)}"
             )
         return pa.field(name, _arrow_type(branches[0], names, scope), nullable="null" in avro)
     return pa.field(name, _arrow_type(avro, names, scope), nullable=False)
@@ -196,14 +195,14 @@ def _arrow_type(avro: AvroType, names: dict[str, AvroDict], scope: AvroDict | No
         if logical in _LOGICAL:
             return _LOGICAL[logical]
         if kind == "array":
-            return pa.list_(_arrow_field("element", avro["items"], names, scope))
+            return pa.list_(arrow_field("element", avro["items"], names, scope))
         if kind == "map":
-            return pa.map_(pa.string(), _arrow_field("value", avro["values"], names, scope))
+            return pa.map_(pa.string(), arrow_field("value", avro["values"], names, scope))
         if kind == "record":
-            return pa.struct([_arrow_field(f["name"], f["type"], names, avro) for f in avro["fields"]])
+            return pa.struct([arrow_field(f["name"], f["type"], names, avro) for f in avro["fields"]])
     if isinstance(kind, str) and kind in _BASE:
         return _BASE[kind]
-    raise FormatOptionError(f"Avro type {_show(avro)} has no Spark column type here")
+    raise FormatOptionError(f"Avro type {show_avro(avro)} has no Spark column type here")
 
 
 def deref(avro: AvroType, names: dict[str, AvroDict], scope: AvroDict | None) -> AvroType:
@@ -211,7 +210,7 @@ def deref(avro: AvroType, names: dict[str, AvroDict], scope: AvroDict | None) ->
     if isinstance(avro, dict) and isinstance(avro.get("type"), (dict, list)):
         return deref(avro["type"], names, scope)
     if isinstance(avro, dict) and avro.get("type") in ("record", "enum", "fixed"):
-        names[_full_name(avro, scope)] = avro
+        names[full_name(avro, scope)] = avro
         names.setdefault(avro["name"].rsplit(".", 1)[-1], avro)
         return avro
     if isinstance(avro, str) and avro not in _BASE and avro != "null":
@@ -233,7 +232,7 @@ def _namespace(scope: AvroDict | None) -> str:
     return namespace
 
 
-def _full_name(avro: AvroDict, scope: AvroDict | None) -> str:
+def full_name(avro: AvroDict, scope: AvroDict | None) -> str:
     name: str = avro["name"]
     if "." in name:
         return name
@@ -241,67 +240,9 @@ def _full_name(avro: AvroDict, scope: AvroDict | None) -> str:
     return f"{namespace}.{name}" if namespace else name
 
 
-def _show(avro: AvroType) -> str:
+def show_avro(avro: AvroType) -> str:
     text = str(avro)
     return text if len(text) <= 80 else text[:77] + "..."
-
-
-# ---------------------------------------------------------------------------------------------
-# Reading records written with another schema
-
-
-def reader_schema(reader: AvroType, writer: AvroType) -> AvroType:
-    """`reader` (derived from the table) adjusted so Avro schema resolution accepts `writer`: named types
-    take the writer's names, and where the table wants a STRING or BINARY the writer's enum or fixed is
-    read as is (the values come out as the symbol and the bytes)."""
-    return _Adopter(writer).adopt(reader, writer, None)
-
-
-class _Adopter:
-    def __init__(self, writer: AvroType) -> None:
-        self.names: dict[str, AvroDict] = {}
-        self.emitted: set[str] = set()
-        collect_named(writer, self.names, None)
-
-    def adopt(self, r: AvroType, w: AvroType, scope: AvroDict | None) -> AvroType:
-        w = deref(w, self.names, scope)
-        if isinstance(r, list):  # the reader's ["null", T]
-            inner = next(b for b in r if b != "null")
-            options = w if isinstance(w, list) else [w]
-            match = next((b for b in options if _same_kind(inner, deref(b, self.names, scope))), None)
-            return ["null", inner if match is None else self.adopt(inner, match, scope)]
-        if isinstance(w, list):  # writer union, reader not nullable: match a branch
-            match = next((b for b in w if _same_kind(r, deref(b, self.names, scope))), None)
-            return r if match is None else self.adopt(r, match, scope)
-        if isinstance(w, dict) and w.get("type") in ("enum", "fixed") and _kind(r) in ("string", "bytes"):
-            return self._named(w, scope, lambda: w)
-        if isinstance(r, dict) and isinstance(w, dict):
-            if r.get("type") == "record" and w.get("type") == "record":
-                return self._named(w, w, lambda: self._record(r, w))
-            if r.get("type") == "array" and w.get("type") == "array":
-                return {**r, "items": self.adopt(r["items"], w["items"], scope)}
-            if r.get("type") == "map" and w.get("type") == "map":
-                return {**r, "values": self.adopt(r["values"], w["values"], scope)}
-        return r
-
-    def _named(self, w: AvroDict, scope: AvroDict | None, build: Callable[[], AvroType]) -> AvroType:
-        name = _full_name(w, scope)
-        if name in self.emitted:
-            return name
-        self.emitted.add(name)
-        return build()
-
-    def _record(self, r: AvroDict, w: AvroDict) -> AvroDict:
-        by_name = {f["name"]: f for f in w["fields"]}
-        for f in w["fields"]:
-            for alias in f.get("aliases", ()):
-                by_name.setdefault(alias, f)
-        fields = []
-        for f in r["fields"]:
-            wf = by_name.get(f["name"])
-            fields.append(f if wf is None else {**f, "type": self.adopt(f["type"], wf["type"], w)})
-        name = w["name"] if "." in w["name"] or not w.get("namespace") else f"{w['namespace']}.{w['name']}"
-        return {"type": "record", "name": name, "fields": fields}
 
 
 def collect_named(avro: AvroType, names: dict[str, AvroDict], scope: AvroDict | None) -> None:
@@ -322,19 +263,3 @@ def collect_named(avro: AvroType, names: dict[str, AvroDict], scope: AvroDict | 
             collect_named(avro["values"], names, scope)
         elif isinstance(kind, (dict, list)):
             collect_named(kind, names, scope)
-
-
-def _kind(avro: AvroType) -> str | None:  # None: a dict without a type
-    return avro if isinstance(avro, str) else avro.get("type") if isinstance(avro, dict) else "union"
-
-
-_PROMOTABLE = {"int": {"int", "long", "float", "double"}, "long": {"long", "float", "double"}}
-
-
-def _same_kind(r: AvroType, w: AvroType) -> bool:
-    rk, wk = _kind(r), _kind(w)
-    if rk == wk or (wk in _PROMOTABLE and rk in _PROMOTABLE[wk]):
-        return True
-    if wk == "float" and rk == "double":
-        return True
-    return {rk, wk} <= {"string", "bytes", "enum", "fixed"} and rk in ("string", "bytes")

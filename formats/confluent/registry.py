@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import threading
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -101,6 +101,7 @@ class SchemaRegistry:
             self._client = SchemaRegistryClient(settings.client_config())
         except (ValueError, TypeError, OSError) as e:  # a CA or key file that cannot be loaded, a bad setting
             raise RegistryError(f"schema registry {settings.url}: {self._clean(e)}") from None
+        self._equal: dict[tuple[str, str | None, tuple[tuple[str, str, int], ...]], int | None] = {}  # equal_id's
         # Follow redirects with httpx's rule: Authorization only within the configured origin (see the docstring).
         self._client._rest_client.session.follow_redirects = True
 
@@ -125,19 +126,55 @@ class SchemaRegistry:
             ("POST", f"/subjects/{subject}" + ("/versions" if register else "")), subject, imported=imported
         ):
             if register:
-                return int(self._client.register_schema(subject, text))
-            return int(self._answered(self._client.lookup_schema(subject, text).schema_id, "schema id"))
+                return int(self._client.register_schema(subject, text, normalize_schemas=True))
+            found = self._client.lookup_schema(subject, text, normalize_schemas=True)
+            return int(self._answered(found.schema_id, "schema id"))
 
     def version(self, subject: str, schema: Any, kind: str = "AVRO", references: Refs = ()) -> int:
         """The version number `schema` has under `subject` (what a reference to it names)."""
         with self._errors(("POST", f"/subjects/{subject}"), subject, imported=True):
-            found = self._client.lookup_schema(subject, _schema(schema, kind, references))
+            found = self._client.lookup_schema(subject, _schema(schema, kind, references), normalize_schemas=True)
             return int(self._answered(found.version, "version"))
 
     def held_version(self, subject: str, schema: Any, kind: str = "AVRO", references: Refs = ()) -> int | None:
         """version(...), or None when the subject does not hold the schema."""
         found = self._lookup(subject, _schema(schema, kind, references), imported=True)
         return None if isinstance(found, SchemaNotUsable) else int(self._answered(found.version, "version"))
+
+    def equal_id(
+        self, subject: str, schema: Any, kind: str, references: Refs, equal: Callable[[str], bool]
+    ) -> int | None:
+        """The id under `subject` of `schema`, or of the newest version whose text `equal` finds the same schema (one
+        another client registered as other text: a Protobuf file with other json_names), so that a write reuses it
+        instead of registering a version of its own; None: neither (or no such subject). Asked once per process."""
+        text = _schema(schema, kind, references)
+        key = (subject, text.schema_str, tuple(references))
+        if key not in self._equal:
+            found = self._lookup(subject, text, imported=False)
+            if isinstance(found, SchemaNotUsable):
+                self._equal[key] = self._equal_version(subject, kind, [r[0] for r in references], equal)
+            else:
+                self._equal[key] = int(self._answered(found.schema_id, "schema id"))
+        return self._equal[key]
+
+    def _equal_version(
+        self, subject: str, kind: str, references: list[str], equal: Callable[[str], bool]
+    ) -> int | None:
+        try:
+            with self._errors(("GET", f"/subjects/{subject}/versions"), subject, SchemaNotUsable):
+                numbers = self._client.get_versions(subject)
+        except SchemaNotUsable:  # no such subject
+            return None
+        for number in sorted(numbers, reverse=True):
+            with self._errors(("GET", f"/subjects/{subject}/versions/{number}"), subject):
+                held = self._client.get_version(subject, number)
+            if (held.schema.schema_type or "AVRO").upper() != kind:
+                continue
+            if sorted(r.name or "" for r in held.schema.references or []) != sorted(references):
+                continue
+            if equal(held.schema.schema_str or ""):
+                return int(self._answered(held.schema_id, "schema id"))
+        return None
 
     def refusal(
         self,
@@ -163,7 +200,7 @@ class SchemaRegistry:
         where = ("POST", f"/compatibility/subjects/{subject}/versions/latest")
         try:
             with self._errors(where, subject, SchemaNotUsable, imported):
-                compatible = self._client.test_compatibility(subject, text)
+                compatible = self._client.test_compatibility(subject, text, normalize=True)
         except SchemaNotUsable:  # no version yet
             return None
         except RegistryError as e:
@@ -189,7 +226,7 @@ class SchemaRegistry:
         (its `code`: 40401 no such subject, 40403 not under it); other refusals raise."""
         try:
             with self._errors(("POST", f"/subjects/{subject}"), subject, SchemaNotUsable, imported):
-                return self._client.lookup_schema(subject, text)
+                return self._client.lookup_schema(subject, text, normalize_schemas=True)
         except SchemaNotUsable as e:
             return e
 
@@ -219,6 +256,18 @@ class SchemaRegistry:
         if kind != "AVRO":
             return parsed
         return self._inline_references(parsed, found.references or [])
+
+    def writer_named(self, schema_id: int, subjects: Sequence[str] = ()) -> str:
+        """A record's writer schema as an error names it: its id and the versions that hold it under `subjects` (the
+        table's), else under any subject (what the registry says; the id alone when it says nothing)."""
+        try:
+            with self._errors(("GET", f"/schemas/ids/{schema_id}/versions")):
+                held = [(v.subject, v.version) for v in self._client.get_schema_versions(schema_id)]
+        except RegistryError:
+            held = []
+        held = [(s, v) for s, v in held if s in subjects] or held
+        where = ", ".join(f"subject '{s}' version {v}" for s, v in held if s and v)
+        return f"writer schema id {schema_id}" + (f" ({where})" if where else "")
 
     def latest(self, subject: str) -> tuple[int, Any]:
         """The latest schema registered under `subject` and its id (never cached: it changes)."""

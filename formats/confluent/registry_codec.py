@@ -15,6 +15,7 @@ from ...kernel.errors import FormatOptionError
 from ...kernel.option_kinds import FORMAT, Choice, Flag, Option, OptionValues, Text
 from ..codec import Codec, CodecContext
 from .registry import RegistrySettings, SchemaRegistry, registry_client, split_credentials
+from .registry_errors import RegistryError
 
 # `schema-registry.url` / `.subject`: Flink's older spellings (its 1.13 release notes; Flink keeps them).
 URL: Option[str | None] = Option(
@@ -97,6 +98,41 @@ class RegistryCodec(Codec):
         self.auto_register = values.value(AUTO_REGISTER_SCHEMAS)
         self.subject = (values.value(SUBJECT) or "").strip() or None
         self.settings = _settings(values, self.prefix)
+
+    #: Each subject's latest schema, fetched once for the codec (reader_view).
+    _reader_view: dict[str, Any] | None = None
+
+    def reader_view(self, fetch: Callable[[str], Any]) -> dict[str, Any]:
+        """The subjects' latest schemas, as `fetch(subject)` gives each, that records of every writer version are
+        read as (a subject without versions yet: none; a topic pattern without option `subject`: none). Fetched once:
+        on the driver when the query is planned, then shipped with the codec to every task, so a running stream
+        reads with the view it started with and takes a later version's at its next start."""
+        if self._reader_view is None:
+            found: dict[str, Any] = {}
+            for subject in self.read_subjects():
+                try:
+                    found[subject] = fetch(subject)
+                except RegistryError as e:
+                    if e.code != 40401:  # not: no such subject
+                        raise
+            self._reader_view = found
+        return self._reader_view
+
+    def agreed_subject(self, by_subject: Mapping[str, Any], what: str, given_by: str) -> str:
+        """The first subject of a topic list's, after checking the others hold the same (`what` differs otherwise,
+        named in the error with `given_by`, what gives it instead): a record reads alike whichever topic it is of."""
+        first, value = next(iter(by_subject.items()))
+        differ = [s for s, v in by_subject.items() if v != value]
+        if differ:
+            raise FormatOptionError(
+                f"the subjects {first} and {differ[0]} hold {what}, so a record would read differently by topic; set "
+                f"'{self.prefix}{SUBJECT.name}' to read with one subject's, or give it with {given_by}"
+            )
+        return first
+
+    def read_subjects(self) -> tuple[str, ...]:
+        """The subjects a read's records are of (none for a topic pattern without option `subject`)."""
+        return self.subjects() if self.subject or self.context.topics else ()
 
     def __repr__(self) -> str:  # the options hold credentials: show only what is safe
         return f"{type(self).__name__}({self.context.role}, {self.settings!r}, subject={self.subject!r})"

@@ -43,7 +43,7 @@ class JsonConfluentCodec(RegistryCodec):
         self.json = JsonCodec.named(self.name, {k: v for k, v in options.items() if k not in registry}, context)
 
     def decoder(self, schema: pa.Schema) -> Decoder:
-        return JsonConfluentDecoder(self.registry, self.json.decoder(schema))
+        return JsonConfluentDecoder(self.registry, self.json.decoder(schema), self.read_subjects())
 
     def check_writable(self, schema: pa.Schema) -> None:
         self.check_registrable(json_schema(schema, self.context.role), "JSON")
@@ -56,9 +56,11 @@ class JsonConfluentCodec(RegistryCodec):
 
 
 class JsonConfluentDecoder(Decoder):
-    def __init__(self, registry: SchemaRegistry, body: Decoder) -> None:
+    def __init__(self, registry: SchemaRegistry, body: Decoder, subjects: tuple[str, ...] = ()) -> None:
         self.registry, self.body = registry, body
+        self.subjects = subjects  # the table's, named in errors
         self.known: dict[int, str | None] = {}  # per schema id: None (a JSON schema), or why no record can be read
+        self.named: dict[int, str] = {}  # per schema id whose record failed: the writer schema as errors name it
 
     def decode(self, payloads: Sequence[bytes]) -> Decoded:
         framed, ids = framed_ids(Layout.of(payloads))
@@ -74,7 +76,11 @@ class JsonConfluentDecoder(Decoder):
                 failures.update(dict.fromkeys(np.flatnonzero(unreadable).tolist(), why))
         index = np.flatnonzero(readable).tolist()
         decoded = self.body.decode([payloads[i][HEADER:] for i in index])
-        failures.update((index[j], reason) for j, reason in decoded.failures)
+        for j, reason in decoded.failures:  # named after the record's writer schema: which version wrote it
+            schema_id = int(ids[index[j]])
+            if schema_id not in self.named:
+                self.named[schema_id] = self.registry.writer_named(schema_id, self.subjects)
+            failures[index[j]] = f"the record's {self.named[schema_id]}: {reason}"
         return Decoded(decoded.batch, tuple(sorted(failures.items())))
 
     def _unusable(self, schema_id: int) -> str | None:

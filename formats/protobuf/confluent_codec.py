@@ -17,8 +17,6 @@ gives.
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
@@ -27,8 +25,8 @@ from typing import TypeVar
 import numpy as np
 import pyarrow as pa
 from google.protobuf import descriptor_pb2
-from google.protobuf.descriptor import Descriptor, FileDescriptor
-from google.protobuf.message import DecodeError, Message
+from google.protobuf.descriptor import Descriptor
+from google.protobuf.message import Message
 
 from ...kernel.errors import FormatOptionError
 from ..codec import IGNORE_PARSE_ERRORS, CodecContext, Decoded, Decoder, Encoder, empty_batch
@@ -47,10 +45,10 @@ from .codec import (
 )
 from .derived import derived_message
 from .read import MessagesReader, messages_reader
+from .registered_files import files_to_register, same_file, serialized_bytes
 from .schema import (
     PROTOBUF_TYPES,
     arrow_schema,
-    is_builtin,
     message_class,
     pool_of,
 )
@@ -91,18 +89,49 @@ class ProtobufConfluentCodec(RegistryCodec):
         return self.message.descriptor
 
     def decoder(self, schema: pa.Schema) -> Decoder:
-        return ProtobufConfluentDecoder(self.registry, schema, self.read_defaults)
+        reader = self.reader_messages()
+        return ProtobufConfluentDecoder(self.registry, schema, self.read_defaults, reader, self.read_subjects())
+
+    def reader_messages(self) -> Callable[[Descriptor], Descriptor | None]:
+        """A record's message type -> the version of it the columns are fields of, whichever version wrote the
+        record: the message type given (for records of its full name), else the message of that full name in the
+        subjects' latest schema; None: the record's own (no subject has a version yet, or its type is not there).
+        The subjects of a topic list must hold one latest schema."""
+        if self.message is not None:
+            given = self.message.descriptor
+            return lambda writer: given if writer.full_name == given.full_name else None
+        latest = self.reader_view(self._latest_found)
+        if not latest:
+            return lambda writer: None
+        texts = {s: found[1:] for s, found in latest.items()}
+        given_by = f"'{self.prefix}{MESSAGE_CLASS_NAME.name}'"
+        schema_id, text, refs = latest[self.agreed_subject(texts, "different latest schemas", given_by)]
+        pool = _writer_descriptor(schema_id, text, refs, [0]).file.pool
+
+        def reader(writer: Descriptor) -> Descriptor | None:
+            try:
+                return pool.FindMessageTypeByName(writer.full_name)
+            except KeyError:
+                return None
+
+        return reader
+
+    def _latest_found(self, subject: str) -> tuple[int, str, dict[str, str]]:
+        """The subject's latest schema: its id, its text and its references' texts (base64 FileDescriptorProtos)."""
+        return serialized_schema(partial(self.registry.latest_text, subject, "PROTOBUF"), f"subject '{subject}'")
 
     def check_writable(self, schema: pa.Schema) -> None:
         descriptor = self._writer_type(schema)
         row_writer(descriptor, schema, self.null_literal)
         versions: dict[str, int] = {}
-        for name, text, imports in _files_to_register(descriptor.file):
+        for name, text, imports in files_to_register(descriptor.file):
             if any(i not in versions for i in imports):
                 return  # it imports a file the registry does not hold yet (registered on write): nothing to check
             refs = [(i, i, versions[i]) for i in imports]
             main = name == descriptor.file.name
             for subject in self.subjects() if main else (name,):  # an imported file: under its own subject
+                if main and self._equal_id(subject, text, refs) is not None:
+                    continue  # held already, as the same file in another text
                 refused = self.registry.refusal(subject, text, self.auto_register, "PROTOBUF", refs, imported=not main)
                 if refused is not None:
                     raise FormatOptionError(refused)
@@ -117,16 +146,26 @@ class ProtobufConfluentCodec(RegistryCodec):
         fill = row_writer(descriptor, schema, self.null_literal)
         references: dict[str, tuple[str, str, int]] = {}  # (reference name, subject, version) by file name
         ids: dict[str, int] = {}
-        for name, text, imports in _files_to_register(descriptor.file):
+        for name, text, imports in files_to_register(descriptor.file):
             refs = [references[i] for i in imports]
             if name != descriptor.file.name:  # as confluent-kafka's serializer: registered, then its version looked up
                 self.registry.schema_id(name, text, self.auto_register, "PROTOBUF", refs, imported=True)
                 references[name] = (name, name, self.registry.version(name, text, "PROTOBUF", refs))
                 continue
             for subject in self.subjects():
-                ids[subject] = self.registry.schema_id(subject, text, self.auto_register, "PROTOBUF", refs)
+                held = self._equal_id(subject, text, refs)
+                ids[subject] = (
+                    held
+                    if held is not None
+                    else self.registry.schema_id(subject, text, self.auto_register, "PROTOBUF", refs)
+                )
         framing = header(self.one_schema_id(ids, "the message type")) + message_indexes(descriptor)
         return ProtobufEncoder(message_class(descriptor), fill, framing)
+
+    def _equal_id(self, subject: str, text: str, refs: list[tuple[str, str, int]]) -> int | None:
+        """The id of the message's file under `subject`, held as this text or as the same file in another (as
+        Confluent's serializer registered it from a generated module, with other json_names)."""
+        return self.registry.equal_id(subject, text, "PROTOBUF", refs, partial(same_file, text))
 
     def inferred_schema(self) -> pa.Schema | None:
         """The given message type's columns, else the first message of the subjects' latest schema (they must
@@ -137,54 +176,7 @@ class ProtobufConfluentCodec(RegistryCodec):
 
     def _latest_columns(self, subject: str) -> pa.Schema:
         """The columns of the first message of the subject's latest schema."""
-        fetch = partial(self.registry.latest_text, subject, "PROTOBUF")
-        schema_id, text, refs = serialized_schema(fetch, f"subject '{subject}'")
-        return arrow_schema(_writer_descriptor(schema_id, text, refs, [0]))
-
-
-def _files_to_register(file: FileDescriptor) -> list[tuple[str, str, list[str]]]:
-    """(name, base64 FileDescriptorProto, imported non-builtin names) of `file` and what it imports, imports first,
-    `file` last: what confluent-kafka's serializer registers (builtin files are never registered)."""
-    out: list[tuple[str, str, list[str]]] = []
-    seen: set[str] = set()
-
-    def visit(f: FileDescriptor) -> None:
-        if f.name in seen:
-            return
-        seen.add(f.name)
-        imports = [d for d in f.dependencies if not is_builtin(d.name)]
-        for d in imports:
-            visit(d)
-        out.append((f.name, base64.standard_b64encode(_as_generated(f)).decode("ascii"), [d.name for d in imports]))
-
-    visit(file)
-    return out
-
-
-def _as_generated(file: FileDescriptor) -> bytes:
-    """A file's FileDescriptorProto as protoc's Python generator serializes it (what confluent-kafka's serializer
-    registers from a generated module): a field's `json_name` only where the .proto sets one. A descriptor set
-    (`protoc --descriptor_set_out`) holds every field's json_name; registered so, the same file would be another
-    schema to the registry, which a look-up does not find and a registration makes a new version of."""
-    proto = descriptor_pb2.FileDescriptorProto.FromString(file.serialized_pb)
-    stripped = False
-    messages = list(proto.message_type)
-    fields = list(proto.extension)
-    while messages:
-        message = messages.pop()
-        messages.extend(message.nested_type)
-        fields.extend([*message.field, *message.extension])
-    for field in fields:
-        if field.HasField("json_name") and field.json_name == _default_json_name(field.name):
-            field.ClearField("json_name")
-            stripped = True
-    return proto.SerializeToString() if stripped else file.serialized_pb
-
-
-def _default_json_name(name: str) -> str:
-    """protoc's json_name of a field that sets none: lowerCamelCase, each `_` dropped and the next letter upper."""
-    parts = name.split("_")
-    return parts[0] + "".join(p[:1].upper() + p[1:] for p in parts[1:])
+        return arrow_schema(_writer_descriptor(*self._latest_found(subject), [0]))
 
 
 def message_indexes(descriptor: Descriptor) -> bytes:
@@ -245,16 +237,6 @@ def split_record(payload: bytes) -> tuple[int, tuple[int, ...], int]:
     return int.from_bytes(payload[1:HEADER], "big"), tuple(indexes), pos
 
 
-def _serialized(text: str) -> bytes | None:
-    """A base64 FileDescriptorProto's bytes; None for anything else (.proto source text)."""
-    try:
-        data = base64.b64decode(text, validate=True)
-        descriptor_pb2.FileDescriptorProto.FromString(data)
-    except (binascii.Error, ValueError, DecodeError):
-        return None
-    return data
-
-
 #: A schema as the registry gives it: schema_text's (text, references' texts) or latest_text's (id, text, references).
 _Found = TypeVar("_Found", tuple[str, dict[str, str]], tuple[int, str, dict[str, str]])
 
@@ -266,7 +248,7 @@ def serialized_schema(fetch: Callable[[str | None], _Found], what: str) -> _Foun
     Python serializer registers serialized descriptors) and answers `serialized` with HTTP 500, so the plain
     answer is tried first."""
     found: _Found = fetch(None)
-    if all(_serialized(t) is not None for t in (found[-2], *found[-1].values())):
+    if all(serialized_bytes(t) is not None for t in (found[-2], *found[-1].values())):
         return found
     try:
         found = fetch("serialized")
@@ -282,7 +264,7 @@ def serialized_schema(fetch: Callable[[str | None], _Found], what: str) -> _Foun
 
 
 def _file_proto(text: str, name: str, what: str) -> descriptor_pb2.FileDescriptorProto:
-    data = _serialized(text)
+    data = serialized_bytes(text)
     if data is None:
         raise SchemaNotUsable(
             f"{what} is .proto source text, which this format does not compile: it reads Protobuf schemas as "
@@ -348,8 +330,17 @@ def _framing(payloads: Sequence[bytes]) -> tuple[Groups, list[tuple[int, str]]]:
 
 
 class ProtobufConfluentDecoder(Decoder):
-    def __init__(self, registry: SchemaRegistry, schema: pa.Schema, read_defaults: bool) -> None:
+    def __init__(
+        self,
+        registry: SchemaRegistry,
+        schema: pa.Schema,
+        read_defaults: bool,
+        reader: Callable[[Descriptor], Descriptor | None] = lambda writer: None,
+        subjects: tuple[str, ...] = (),
+    ) -> None:
         self.registry, self.schema, self.read_defaults = registry, schema, read_defaults
+        self.reader = reader  # a record's message type -> the columns' version of it (reader_messages)
+        self.subjects = subjects  # the table's, named in errors
         self.schemas: dict[int, tuple[str, dict[str, str]]] = {}
         # Per (schema id, message indexes): (parse, read), or why no record naming them can be read.
         self.readers: dict[tuple[int, tuple[int, ...]], _Reader | str] = {}
@@ -389,10 +380,13 @@ class ProtobufConfluentDecoder(Decoder):
                 fetch = partial(self.registry.schema_text, schema_id, "PROTOBUF")
                 found = self.schemas[schema_id] = serialized_schema(fetch, f"schema id {schema_id}")
             descriptor = _writer_descriptor(schema_id, *found, indexes)
-            return message_class(descriptor).FromString, messages_reader(descriptor, self.schema, self.read_defaults)
         except SchemaNotUsable as e:
             return f"the record's writer schema (id {schema_id}) cannot be had: {e}"
-        except RegistryError:
-            raise
+        try:
+            read = messages_reader(descriptor, self.schema, self.read_defaults, self.reader(descriptor))
         except FormatOptionError as e:
-            return f"the record's message type (schema id {schema_id}) cannot be read into the table's columns: {e}"
+            named = self.registry.writer_named(schema_id, self.subjects)
+            return (
+                f"the record's {named}, message '{descriptor.full_name}', cannot be read into the table's columns: {e}"
+            )
+        return message_class(descriptor).FromString, read

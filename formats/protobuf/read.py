@@ -31,6 +31,7 @@ from .schema import (
     fields_for,
     is_map,
     is_repeated,
+    message_class,
     message_of,
     mismatch,
     same,
@@ -41,11 +42,22 @@ Column = Callable[[Sequence[Message]], tuple[list[object], dict[int, str]]]
 MessagesReader = Callable[[Sequence[Message]], tuple[list[list[object]], dict[int, str]]]
 
 
-def messages_reader(descriptor: Descriptor, columns: Iterable[pa.Field], defaults: bool) -> MessagesReader:
+def messages_reader(
+    descriptor: Descriptor, columns: Iterable[pa.Field], defaults: bool, reader: Descriptor | None = None
+) -> MessagesReader:
     """[msg] -> (one list of values per column, {message index: why its record fails}). `defaults`: absent fields
     with presence read as their default value (Flink's read-default-values) instead of null. A record that fails
-    has a value in every column still (None where it failed): leave it out."""
-    readers = [_column_reader(fd, c.type, defaults) for c, fd in fields_for(descriptor, columns)]
+    has a value in every column still (None where it failed): leave it out.
+
+    `reader`: the message type the columns are fields of, when the messages are of another version of it
+    (`descriptor`, the writer's): a column reads the writer's field of its field's number (protobuf's identity of a
+    field, kept across renames); one the writer lacks reads as protobuf reads an absent field (its default, or null
+    where it has presence and `defaults` is false), and the writer's other fields are skipped."""
+    if reader is None:
+        readers = [_column_reader(fd, c.type, defaults) for c, fd in fields_for(descriptor, columns)]
+    else:
+        absent = message_class(reader)()  # what a field the writer lacks reads as
+        readers = [_resolved_reader(descriptor, absent, fd, c.type, defaults) for c, fd in fields_for(reader, columns)]
 
     def read(messages: Sequence[Message]) -> tuple[list[list[object]], dict[int, str]]:
         columns: list[list[object]] = []
@@ -58,6 +70,18 @@ def messages_reader(descriptor: Descriptor, columns: Iterable[pa.Field], default
         return columns, failed
 
     return read
+
+
+def _resolved_reader(
+    writer: Descriptor, absent: Message, fd: FieldDescriptor, t: pa.DataType, defaults: bool
+) -> Column:
+    """The column of reader field `fd` read from messages of `writer` (messages_reader; `absent`: an empty message
+    of the reader's type)."""
+    written = writer.fields_by_number.get(fd.number)
+    if written is not None:
+        return _column_reader(written, t, defaults)
+    values, _ = _column_reader(fd, t, defaults)([absent])
+    return lambda msgs: (values * len(msgs), {})
 
 
 def _column_reader(fd: FieldDescriptor, t: pa.DataType, defaults: bool) -> Column:
