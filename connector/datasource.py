@@ -12,7 +12,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from .options.layout import table_schema
+from .options.layout import prime_readers, table_schema
 from .overwrite import UpsertKafkaOverwriter
 from .read.source import UpsertKafkaBatchReader, UpsertKafkaLookupReader, UpsertKafkaStreamReader
 from .read.spec import parse_read_spec
@@ -56,10 +56,13 @@ class UpsertKafkaDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         spec = parse_read_spec(self.options, schema, streaming=False)
+        prime_readers(spec.layout)
         return UpsertKafkaLookupReader(spec) if pushdown_enabled() else UpsertKafkaBatchReader(spec)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return UpsertKafkaStreamReader(parse_read_spec(self.options, schema, streaming=True))
+        spec = parse_read_spec(self.options, schema, streaming=True)
+        prime_readers(spec.layout)
+        return UpsertKafkaStreamReader(spec)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         # overwrite: the topic's table becomes the DataFrame (missing keys get tombstones).

@@ -19,6 +19,7 @@ from pyspark.sql.types import DataType, StringType, StructField, StructType
 from ..errors import OptionError, SchemaError
 from ..formats import ChangelogCodec, Codec, CodecContext, FormatOptionError, codec_class, make_codec, spark_type_name
 from ..formats.codec import Role
+from ..formats.confluent.registry_codec import RegistryCodec
 from ..formats.flink_types import primary_key_not_null, with_precision
 from ..spark_internals import from_arrow_type, to_arrow_schema
 from .canonical import FORMAT_OPTION, canonical_options, parse_options
@@ -211,6 +212,18 @@ def check_codecs(layout: Layout, writing: bool) -> None:
                 codec.decoder(schema)
         except FormatOptionError as e:
             raise OptionError(f"option '{role}.format' ({codec.name}): {e}") from None
+
+
+def prime_readers(layout: Layout) -> None:
+    """On the driver, when a read is planned: a registry format fetches the reader's view every task reads with
+    (its subjects' latest schemas), once, so that the tasks read alike and an unreachable registry or a view that
+    cannot be read fails before any task."""
+    for codec, schema in ((layout.key_codec, layout.key_schema), (layout.value_codec, layout.value_schema)):
+        if isinstance(codec, RegistryCodec):
+            try:
+                codec.prime_reader(schema)
+            except FormatOptionError as e:
+                raise OptionError(f"option '{codec.context.role}.format' ({codec.name}): {e}") from None
 
 
 def format_metadata(layout: Layout) -> tuple[str, ...]:

@@ -10,7 +10,9 @@ resolves it to the table's columns. Ids and schemas are cached per process (per 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 
 import numpy as np
 import pyarrow as pa
@@ -61,8 +63,11 @@ class AvroConfluentCodec(RegistryCodec):
         self.legacy_timestamps = values.value(TIMESTAMP_MAPPING_LEGACY)
 
     def decoder(self, schema: pa.Schema) -> Decoder:
-        source = self.reader_source(schema)
+        source = partial(self.reader_source, schema)  # fetched when first needed, or primed on the driver
         return ConfluentDecoder(self.registry, schema, self.legacy_timestamps, source, self.read_subjects())
+
+    def prime_reader(self, schema: pa.Schema) -> None:
+        self.reader_source(schema)
 
     def reader_source(self, schema: pa.Schema) -> AvroType | None:
         """The schema whose field defaults a record whose writer lacks a field reads (Confluent's deserializer reads
@@ -110,14 +115,14 @@ class ConfluentDecoder(Decoder):
         registry: SchemaRegistry,
         schema: pa.Schema,
         legacy_timestamps: bool = True,
-        source: AvroType = None,
+        source: Callable[[], AvroType] | None = None,
         subjects: tuple[str, ...] = (),
     ) -> None:
         self.registry = registry
         self.subjects = subjects  # the table's, named in errors
         self.schema = schema
         self.legacy_timestamps = legacy_timestamps
-        self.source = source  # the schema whose defaults fill what a writer lacks (reader_source)
+        self._source = source  # the schema whose defaults fill what a writer lacks (reader_source), when first read
         # Per schema id: its reader, or why no record with that id can be read (asked once per task).
         self.readers: dict[int, AvroBodyReader | str] = {}
 
@@ -158,6 +163,11 @@ class ConfluentDecoder(Decoder):
         except Exception as e:  # fastavro's schema errors are of several types
             named = self.registry.writer_named(schema_id, self.subjects)
             return f"the record's {named} cannot be read into the table's columns: {e}"
+
+    @functools.cached_property
+    def source(self) -> AvroType:
+        """The schema whose defaults fill what a writer lacks: fetched when first needed (primed on the driver)."""
+        return None if self._source is None else self._source()
 
 
 def _in_order(parts: list[tuple[np.ndarray | None, pa.RecordBatch]], schema: pa.Schema) -> pa.RecordBatch:

@@ -118,6 +118,11 @@ class RegistryCodec(Codec):
             self._reader_view = found
         return self._reader_view
 
+    def prime_reader(self, schema: pa.Schema) -> None:
+        """On the driver, when a read is planned: fetch the reader's view (reader_view) that every task then reads
+        with, and refuse a view that cannot be read, before any task. A decoder built without it (the options'
+        check) fetches it when it first decodes."""
+
     def agreed_subject(self, by_subject: Mapping[str, Any], what: str, given_by: str) -> str:
         """The first subject of a topic list's, after checking the others hold the same (`what` differs otherwise,
         named in the error with `given_by`, what gives it instead): a record reads alike whichever topic it is of."""

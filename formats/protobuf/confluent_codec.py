@@ -89,8 +89,11 @@ class ProtobufConfluentCodec(RegistryCodec):
         return self.message.descriptor
 
     def decoder(self, schema: pa.Schema) -> Decoder:
-        reader = self.reader_messages()
+        reader = _when_first_asked(self.reader_messages)  # fetched when first needed, or primed on the driver
         return ProtobufConfluentDecoder(self.registry, schema, self.read_defaults, reader, self.read_subjects())
+
+    def prime_reader(self, schema: pa.Schema) -> None:
+        self.reader_messages()
 
     def reader_messages(self) -> Callable[[Descriptor], Descriptor | None]:
         """A record's message type -> the version of it the columns are fields of, whichever version wrote the
@@ -390,3 +393,17 @@ class ProtobufConfluentDecoder(Decoder):
                 f"the record's {named}, message '{descriptor.full_name}', cannot be read into the table's columns: {e}"
             )
         return message_class(descriptor).FromString, read
+
+
+def _when_first_asked(
+    make: Callable[[], Callable[[Descriptor], Descriptor | None]],
+) -> Callable[[Descriptor], Descriptor | None]:
+    """The reader `make` gives, made when it is first asked (a decoder built to check the options reads nothing)."""
+    made: list[Callable[[Descriptor], Descriptor | None]] = []
+
+    def reader(writer: Descriptor) -> Descriptor | None:
+        if not made:
+            made.append(make())
+        return made[0](writer)
+
+    return reader

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pyspark_upsert_kafka.formats.avro.codec import AvroSchema
 from pyspark_upsert_kafka.formats.raw_codec import Charset
 from pyspark_upsert_kafka.kernel.option_kinds import Char, Count, Flag, Kind, OneOf, Regex, Text
+from pyspark_upsert_kafka.options.catalog_read import VersionSources
 from pyspark_upsert_kafka.options.kinds import (
     Duration,
     EpochMillis,
@@ -30,6 +31,7 @@ def bad_values(kind: Kind) -> list[tuple[str, str]]:
         Char: ["", "ab", "\n"],
         Charset: ["klingon", "base64", ""],
         AvroSchema: ["{not json", '{"type": "nope"}'],
+        VersionSources: ["", "offset", "header:", "header", "timestamps", "value:v"],
         FlinkColumnTypes: [
             "ts",
             "ts DATE",
