@@ -168,7 +168,8 @@ class Brokers:
                     out[resource] = None
             return out
 
-        return self.call("read the broker configuration", attempt) if resources else {}
+        what = f"read the configuration of {', '.join(f'{r.restype.name.lower()} {r.name!r}' for r in resources)}"
+        return self.call(what, attempt) if resources else {}
 
     def topic_configs(self, topics: list[str]) -> dict[str, dict[str, str | None] | None]:
         """Topics' configurations as name -> value (None: hidden), in one request; None for a topic whose

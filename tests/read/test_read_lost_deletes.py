@@ -121,3 +121,22 @@ def test_a_stream_that_keeps_up_is_never_stopped_however_long_it_runs(new_topic,
     clock.advance(3600)
     with pytest.raises(DataLossError, match=rf"deletes may be lost in topic '{topic}' partition 0 from offset"):
         _batch(restarted, end)
+
+
+def test_a_micro_batch_replayed_after_delete_retention_is_checked_again(new_topic, options, bootstrap):
+    """Spark replays a batch that was planned but not committed with its recorded offsets: its reads come as late as
+    the restart, so the batch is checked again then; with warn it is read, as planned."""
+    topic = new_topic(1, **{"cleanup.policy": "compact", "delete.retention.ms": "3600000"})
+    clock = ManualClock()
+    send(bootstrap, topic, [rec(1, "a")])
+    first = _reader(options(topic), clock)
+    end = _batch(first, as_checkpointed(first.initialOffset()))
+    send(bootstrap, topic, [rec(1, None)])
+    clock.advance(60)
+    planned = as_checkpointed(first.latestOffset(end, ReadAllAvailable()))  # the query stops before running it
+
+    clock.advance(3600)
+    with pytest.raises(DataLossError, match=rf"deletes may be lost in topic '{topic}' partition 0 from offset 1"):
+        _reader(options(topic), clock).partitions(end, planned)
+    accepting = _reader(options(topic) | {"scan.compaction-lost-deletes": "warn"}, clock)
+    assert [(r.start, r.end) for r in accepting.partitions(end, planned)] == [(1, 2)]
