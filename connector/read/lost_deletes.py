@@ -31,7 +31,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-Mark = tuple[int, int]  # (offset, wall-clock ms): no record at or after the offset was cleaned before that time
+# (offset, wall-clock ms): no tombstone at or after the offset that this query could miss was first cleaned before
+# that time (either fact above).
+Mark = tuple[int, int]
 Marks = tuple[Mark, ...]
 
 MAX_AHEAD = 4  # marks kept past a lagging stream's position (more only sharpen its stamp a little)
