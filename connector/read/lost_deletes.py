@@ -31,6 +31,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from ..options.catalog_read import SCAN_COMPACTION_LOST_DELETES
+
 # (offset, wall-clock ms): no tombstone at or after the offset that this query could miss was first cleaned before
 # that time (either fact above).
 Mark = tuple[int, int]
@@ -151,7 +153,7 @@ def risks(
     return found
 
 
-OPTION = "scan.compaction-lost-deletes"
+OPTION = SCAN_COMPACTION_LOST_DELETES.name
 WAYS_ON = (
     "rebuild the tables from a table read (read.mode=table) or from a new checkpoint starting at the earliest "
     f"offset; or set option '{OPTION}' to warn"
