@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigEntry, ConfigResource, OffsetSpec
+from confluent_kafka.admin import AdminClient, ConfigEntry, ConfigResource, OffsetSpec, ResourceType
 
 from ..errors import TopicError
 from .clients import admin_client
@@ -150,21 +150,33 @@ class Brokers:
         return self.call("list consumer groups", attempt, "DESCRIBE on the consumer groups")
 
     def describe_config(self, resource: ConfigResource) -> dict[str, ConfigEntry] | None:
-        """A resource's configuration; None when these credentials may not read it (limits are then not
-        checked)."""
+        """A resource's configuration; None when these credentials may not read it."""
+        return self.describe_configs([resource])[resource]
 
-        def attempt(admin: AdminClient, timeout: float) -> dict[str, ConfigEntry] | None:
-            try:
-                future = admin.describe_configs([resource], request_timeout=timeout)[resource]
-                entries: dict[str, ConfigEntry] = future.result()  # its Future is not parameterized
-                return entries
-            except KafkaException as e:
-                if e.args and e.args[0].code() in _NOT_AUTHORIZED:
-                    log.info("upsert-kafka: may not read the configuration of %s; its limits are not checked", resource)
-                    return None
-                raise
+    def describe_configs(self, resources: list[ConfigResource]) -> dict[ConfigResource, dict[str, ConfigEntry] | None]:
+        """Resources' configurations, in one request; None for those these credentials may not read."""
 
-        return self.call("read the broker configuration", attempt)
+        def attempt(admin: AdminClient, timeout: float) -> dict[ConfigResource, dict[str, ConfigEntry] | None]:
+            out: dict[ConfigResource, dict[str, ConfigEntry] | None] = {}
+            for resource, future in admin.describe_configs(resources, request_timeout=timeout).items():
+                try:
+                    out[resource] = future.result()  # its Future is not parameterized
+                except KafkaException as e:
+                    if not (e.args and e.args[0].code() in _NOT_AUTHORIZED):
+                        raise
+                    log.info("upsert-kafka: may not read the configuration of %s", resource)
+                    out[resource] = None
+            return out
+
+        what = f"read the configuration of {', '.join(f'{r.restype.name.lower()} {r.name!r}' for r in resources)}"
+        return self.call(what, attempt) if resources else {}
+
+    def topic_configs(self, topics: list[str]) -> dict[str, dict[str, str | None] | None]:
+        """Topics' configurations as name -> value (None: hidden), in one request; None for a topic whose
+        configuration these credentials may not read."""
+        found = self.describe_configs([ConfigResource(ResourceType.TOPIC, t) for t in topics])
+        values = {r.name: None if c is None else {n: e.value for n, e in c.items()} for r, c in found.items()}
+        return {t: values[t] for t in topics}
 
 
 def _leaders_may_come_back(error: KafkaError) -> bool:

@@ -322,6 +322,17 @@ SCAN_FAIL_ON_DATA_LOSS = Option(
     kind=Flag(),
 )
 
+SCAN_COMPACTION_LOST_DELETES = Option(
+    "scan.compaction-lost-deletes",
+    "fail",
+    READ,
+    "Streaming, compacted topics: what a micro-batch does when the log cleaner may have removed tombstones it "
+    "has not read yet (its partition's records became cleanable `delete.retention.ms` ago or longer, or the "
+    "topic's configuration cannot be read): `fail` names the partitions and the ways on; `warn` logs a warning, "
+    "records the partitions in the batch's offset and goes on (deleted keys may stay in tables built from it).",
+    kind=Choice(("fail", "warn")),
+)
+
 SCAN_TOPIC_PARTITION_DISCOVERY_INTERVAL = Option(
     "scan.topic-partition-discovery.interval",
     "5 min",
@@ -376,6 +387,7 @@ READ_OPTIONS: tuple[Option[Any], ...] = (
     SCAN_FILTER_KEY_PARTITIONS,
     GROUP_ID_PREFIX,
     SCAN_FAIL_ON_DATA_LOSS,
+    SCAN_COMPACTION_LOST_DELETES,
     SCAN_TOPIC_PARTITION_DISCOVERY_INTERVAL,
     SCAN_WATERMARK_IDLE_TIMEOUT,
     SCAN_WATERMARK_ALIGNMENT_MAX_DRIFT,

@@ -20,9 +20,9 @@ def lost(topic: str, partition: int, start: int, stop: int, fail: bool, why: str
     data_loss(f"{where} are no longer in Kafka ({why})", fail, "skip them")
 
 
-def data_loss(what: str, fail: bool, going_on: str) -> None:
-    """The one wording of data loss: an error naming what is lost and the option, or a warning when the user
-    chose to go on (`going_on` says how)."""
+def data_loss(what: str, fail: bool, going_on: str, ways_on: str = "set 'scan.fail-on-data-loss' to false") -> None:
+    """The one wording of data loss: an error naming what is lost and the ways on (by default the option), or a
+    warning when the user chose to go on (`going_on` says how)."""
     if fail:
-        raise DataLossError(f"data loss: {what}; set 'scan.fail-on-data-loss' to false to {going_on}")
+        raise DataLossError(f"data loss: {what}; {ways_on} to {going_on}")
     log.warning("upsert-kafka: data loss: %s; going on: %s", what, going_on)

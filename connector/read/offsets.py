@@ -2,8 +2,8 @@
 ranges is read/range_calculator.py's).
 
 Spark stores the streaming offset as `json.dumps` of what we return and compares offsets AS STRINGS,
-so StreamOffset.to_json builds its dict in one canonical order: our own keys first, sorted ("@plan", "@watermarks";
-'@' cannot occur in a topic name), then topics sorted, partitions in numeric order. The topics' form is
+so StreamOffset.to_json builds its dict in one canonical order: our own keys first, sorted ("@plan", "@uncleaned",
+"@watermarks"; '@' cannot occur in a topic name), then topics sorted, partitions in numeric order. The topics' form is
 Spark's own Kafka source's, `{"topic": {"0": 42, "1": 7}}`, each the next offset to read. When watermarks
 are tracked, their per-partition map rides along under "@watermarks", so it survives restarts in the
 checkpoint. A micro-batch's end offset also records under "@plan" how the batch was planned (the split,
@@ -17,6 +17,10 @@ offset is marked ("@initial"), and the end offset of the batch planned from it r
 records with failOnDataLoss=false, new partitions from offset 0): a batch's range is a function of its
 stored offsets. Records deleted after planning are skipped by clipping the planned slices (clip_starts).
 
+A planned end offset also records under "@uncleaned", per partition, the (offset, wall-clock ms) marks of
+read/lost_deletes.py: when the stream last saw where the log cleaner could not have been yet. An offset without them
+was written before they were recorded (its micro-batch is checked as one with no mark).
+
 Every offset carries the form's version under "@format" (FORMAT). A checkpoint's offset without one was written
 before versions were recorded, in form 1; one of a later form than this code reads is refused
 (StreamOffset.from_json), never guessed at: a newer package may have changed what a key means.
@@ -25,21 +29,25 @@ before versions were recorded, in form 1; one of a later form than this code rea
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
 from ..errors import OptionError
+from .lost_deletes import Marks
 
 # topic -> partition -> offset (or watermark, epoch ms)
 Offsets = Mapping[str, Mapping[int, int]]
+# topic -> partition -> (offset, wall-clock ms) marks: read/lost_deletes.py
+PartitionMarks = Mapping[str, Mapping[int, Marks]]
 # An offset's JSON form as parsed (json.loads, or the dict Spark hands over): what a checkpoint holds, unchecked.
 ParsedJson = Mapping[str, Any]
 WATERMARKS = "@watermarks"
 PLAN = "@plan"
 INITIAL = "@initial"
+UNCLEANED = "@uncleaned"
 FORMAT_KEY = "@format"
 FORMAT = 1  # the form of the offsets this code writes and reads (unversioned ones are form 1 too)
 
@@ -67,6 +75,9 @@ class BatchPlan:
     # Bounded reads (batch, Trigger.AvailableNow): group_ranges' floor of tasks, with balanced groups; none: a
     # running stream's consecutive packing (coalesce_ranges), as every plan recorded before this field existed.
     min_tasks: int | None = None
+    # Partitions whose deletes may have been lost, accepted with scan.compaction-lost-deletes=warn: shown in the
+    # query's progress (its endOffset) and kept in the checkpoint.
+    lost_deletes: frozenset[tuple[str, int]] = frozenset()
 
     def __post_init__(self) -> None:
         if self.start is not None:
@@ -81,8 +92,9 @@ class BatchPlan:
         }
         out: dict[str, object] = {}
         if self.idle:
-            topics = sorted({t for t, _ in self.idle})
-            out["idle"] = {t: sorted(p for tt, p in self.idle if tt == t) for t in topics}
+            out["idle"] = _by_topic(self.idle)
+        if self.lost_deletes:
+            out["lost-deletes"] = _by_topic(self.lost_deletes)
         out["split"] = {k: v for k, v in split.items() if v is not None}
         if self.start is not None:
             out["start"] = canonical(self.start)
@@ -92,6 +104,7 @@ class BatchPlan:
     def from_json(cls, value: ParsedJson) -> BatchPlan:
         split = value.get("split", {})
         idle = frozenset((t, int(p)) for t, ps in value.get("idle", {}).items() for p in ps)
+        lost = frozenset((t, int(p)) for t, ps in value.get("lost-deletes", {}).items() for p in ps)
         start = _parse(value["start"]) if "start" in value else None
         return cls(
             split.get("max-records"),
@@ -100,11 +113,20 @@ class BatchPlan:
             start,
             split.get("coalesce"),
             split.get("min-tasks"),
+            lost,
         )
+
+
+def _by_topic(partitions: frozenset[tuple[str, int]]) -> dict[str, list[int]]:
+    return {t: sorted(p for tt, p in partitions if tt == t) for t in sorted({t for t, _ in partitions})}
 
 
 def _parse(part: Mapping[str, Mapping[int, int] | Mapping[str, int]]) -> dict[str, dict[int, int]]:
     return {t: {int(p): int(o) for p, o in parts.items()} for t, parts in part.items()}
+
+
+def _marks(value: Iterable[Sequence[Any]]) -> Marks:
+    return tuple((int(o), int(at)) for o, at in value)  # a checkpoint's JSON lists
 
 
 def _frozen(values: Offsets) -> Offsets:
@@ -123,10 +145,15 @@ class StreamOffset:
     watermarks: Offsets = field(default_factory=dict)
     plan: BatchPlan | None = None
     initial: bool = False
+    # Per partition, marks for read/lost_deletes.py (none: an offset written before they were recorded).
+    marks: PartitionMarks | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "offsets", _frozen(self.offsets))
         object.__setattr__(self, "watermarks", _frozen(self.watermarks))
+        if self.marks is not None:
+            marks = {t: MappingProxyType({int(p): _marks(m) for p, m in ps.items()}) for t, ps in self.marks.items()}
+            object.__setattr__(self, "marks", MappingProxyType(marks))
 
     def to_json(self) -> dict[str, object]:
         """The canonical JSON-ready form: equal offsets always give equal `json.dumps` text."""
@@ -135,6 +162,9 @@ class StreamOffset:
             out[INITIAL] = True
         if self.plan is not None:
             out[PLAN] = self.plan.to_json()
+        if self.marks is not None:
+            ms = self.marks
+            out[UNCLEANED] = {t: {str(p): [list(m) for m in ms[t][p]] for p in sorted(ms[t])} for t in sorted(ms)}
         if self.watermarks:
             out[WATERMARKS] = canonical(self.watermarks)
         return out | canonical(self.offsets)
@@ -153,7 +183,8 @@ class StreamOffset:
             )
         topics = {t: v for t, v in parsed.items() if not t.startswith("@")}
         plan = BatchPlan.from_json(parsed[PLAN]) if PLAN in parsed else None  # none before plans were recorded
-        return cls(topics, parsed.get(WATERMARKS, {}), plan, parsed.get(INITIAL) is True)
+        marks = parsed.get(UNCLEANED)  # none before marks were recorded
+        return cls(topics, parsed.get(WATERMARKS, {}), plan, parsed.get(INITIAL) is True, marks)
 
     @staticmethod
     def is_ours(value: object) -> bool:

@@ -21,7 +21,9 @@ from ..kernel.clock import SYSTEM_CLOCK, Clock
 from ..options.catalog_read import ReadMode
 from ..spark_internals import ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows, SupportsTriggerAvailableNow
 from .bounds import BoundKind, Fallback
-from .offsets import BatchPlan, Offsets, StreamOffset, canonical
+from .data_loss import data_loss
+from .lost_deletes import WAYS_ON, Cleanup, Mark, Marks, advance, message, risks
+from .offsets import BatchPlan, Offsets, PartitionMarks, StreamOffset, canonical
 from .planner import Planner, limit_by_backlog, with_new_partitions, within_log_end
 from .pushdown import Narrowing, narrow_plan, narrowing
 from .range_calculator import clip_starts, plan_of, planned_tasks, ranges_between
@@ -111,6 +113,11 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self.planner = Planner(spec, clock)
         self.tracker = WatermarkTracker(self.planner, clock)
         self.available_now: dict[str, dict[int, int]] | None = None  # Trigger.AvailableNow's fixed target
+        self.available_now_at = 0  # when that target was looked up (wall-clock ms)
+        # Each partition's last stable offset when this process last looked (read/lost_deletes.py's marks): a
+        # stream that idles at the log end keeps its next batch's stamp fresh although no batch records one.
+        self.observed: dict[tuple[str, int], Mark] = {}
+        self.planned_text: str | None = None  # the text of the last end offset this process planned
         self.initial: StreamOffset | None = None
         # The log ends latestOffset last looked up, for reportLatestOffset.
         self.latest: dict[str, dict[int, int]] | None = None
@@ -199,15 +206,22 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         return False
 
     def prepareForTriggerAvailableNow(self) -> None:
+        self.available_now_at = self._now_ms()  # before the look-up: a mark's time is never after its look-up
         self.available_now = self.planner.latest(self.planner.partitions(refresh=True))
+
+    def _now_ms(self) -> int:
+        return int(self.clock.time() * 1000)
 
     def _next_end(self, start: StreamOffset, limit: ReadLimit | None, legacy: bool) -> StreamOffset | None:
         """The end of the next micro-batch from `start`; None when no batch is due (nothing new, or fewer records
         than minOffsetsPerTrigger)."""
         checkpointed, watermarks = start.offsets, start.watermarks
         parts = self.planner.partitions()
+        seen_at = self.available_now_at if self.available_now is not None else self._now_ms()
         latest = self.available_now if self.available_now is not None else self.planner.latest(parts)
         self.latest = latest
+        observed = self.observed
+        self.observed = {(t, p): (o, seen_at) for t, ps in latest.items() for p, o in ps.items()}
         # Records deleted below the start fail (or are skipped) here, before the batch is sized from offsets that
         # are gone; a start moved past them is recorded in the plan (as is batch 0's, which Spark keeps nowhere).
         begin = self.planner.batch_start(checkpointed, latest)
@@ -240,8 +254,40 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             merged = self.tracker.merged(watermarks, idle)
         _log_batch(end, latest, merged)
         planned_from = begin if start.initial or StreamOffset(begin) != StreamOffset(checkpointed) else None
-        plan = replace(plan_of(self.spec, bounded=self.available_now is not None), idle=idle, start=planned_from)
-        return StreamOffset(end, watermarks if self.spec.tracks_watermarks else {}, plan)
+        marks = self._marks(start, begin, observed)
+        lost = self._lost_deletes(begin, end, marks)
+        plan = replace(
+            plan_of(self.spec, bounded=self.available_now is not None), idle=idle, start=planned_from, lost_deletes=lost
+        )
+        planned = StreamOffset(end, watermarks if self.spec.tracks_watermarks else {}, plan, marks=marks)
+        self.planned_text = planned.text
+        return planned
+
+    def _marks(self, start: StreamOffset, begin: Offsets, observed: dict[tuple[str, int], Mark]) -> PartitionMarks:
+        """The marks the batch from `begin` records (read/lost_deletes.py): its start's, this process's earlier and
+        current look-ups of the log end, and, where the query reads a partition for the first time, the planning
+        time at its start (what it reads from now on was in the log when read)."""
+        now = self._now_ms()
+        out: dict[str, dict[int, Marks]] = {}
+        for t, ps in begin.items():
+            out[t] = {}
+            for p, offset in ps.items():
+                first = start.initial or p not in start.offsets.get(t, {})
+                known = [(offset, now)] if first else list((start.marks or {}).get(t, {}).get(p, ()))
+                seen = [m for m in (observed.get((t, p)), self.observed.get((t, p))) if m is not None]
+                out[t][p] = advance([*known, *seen], offset)
+        return out
+
+    def _lost_deletes(self, begin: Offsets, end: Offsets, marks: PartitionMarks) -> frozenset[tuple[str, int]]:
+        """Partitions of the batch [begin, end) whose unread tombstones the log cleaner may have removed: data loss
+        (option scan.compaction-lost-deletes), or, when the user accepts it, the partitions to record."""
+        reading = sorted(t for t, ps in begin.items() if any(o < end.get(t, {}).get(p, o) for p, o in ps.items()))
+        cleanup = {t: Cleanup.from_config(c) for t, c in self.planner.brokers.topic_configs(reading).items()}
+        now = self._now_ms()
+        found = risks(begin, end, marks, cleanup, now)
+        if found:
+            data_loss(message(found, now), self.spec.fail_on_lost_deletes, "go on", WAYS_ON)
+        return frozenset((r.topic, r.partition) for r in found)
 
     def _tasks(self, start: StreamOffset, end: StreamOffset) -> Sequence[InputPartition]:
         begin, watermarks, stop, plan = start.offsets, start.watermarks, end.offsets, end.plan
@@ -249,6 +295,8 @@ class UpsertKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             begin = plan.start
         begin, _ = with_new_partitions(begin, stop)
         begin = {t: {p: min(o, stop[t][p]) for p, o in ps.items() if p in stop.get(t, {})} for t, ps in begin.items()}
+        if end.text != self.planned_text:  # a replay (or a batch planned by an earlier process): check it again
+            self._lost_deletes(begin, stop, end.marks or {})
         first = self.planner.still_in_kafka(begin, stop)
         merged = None
         if self.spec.tracks_watermarks:

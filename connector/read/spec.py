@@ -26,6 +26,7 @@ from ..options.catalog_read import (
     MIN_PARTITIONS,
     READ_MODE,
     SCAN_COALESCE_MAX_RECORDS,
+    SCAN_COMPACTION_LOST_DELETES,
     SCAN_FAIL_ON_DATA_LOSS,
     SCAN_FILTER_KEY_PARTITIONS,
     SCAN_MAX_RECORDS_PER_BATCH,
@@ -62,6 +63,7 @@ class ReadSpec:
     coalesce_max_records: int = 0  # small ranges read together by one task, up to this many offsets (0: never)
     key_partition_pruning: bool = True  # batch, filter pushdown: key look-ups read the keys' partitions only
     fail_on_data_loss: bool = True
+    fail_on_lost_deletes: bool = True  # scan.compaction-lost-deletes=fail (streams of compacted topics)
     discovery_interval_s: float = 300.0
     group_id: str | None = None
     group_fallback: Fallback | None = None  # properties.auto.offset.reset for group-offsets
@@ -153,6 +155,7 @@ def parse_read_spec(raw: Mapping[str, str], schema: StructType, streaming: bool)
         min_partitions=min_partitions,
         coalesce_max_records=options.value(SCAN_COALESCE_MAX_RECORDS),
         fail_on_data_loss=options.value(SCAN_FAIL_ON_DATA_LOSS),
+        fail_on_lost_deletes=options.value(SCAN_COMPACTION_LOST_DELETES) == "fail",
         key_partition_pruning=options.value(SCAN_FILTER_KEY_PARTITIONS),
         discovery_interval_s=options.value(SCAN_TOPIC_PARTITION_DISCOVERY_INTERVAL),
         group_id=group_id,

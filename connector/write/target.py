@@ -84,9 +84,8 @@ def _creates_topics(broker: dict[str, ConfigEntry] | None) -> bool | None:
 
 def _max_message_bytes(brokers: Brokers, topics: tuple[str, ...]) -> int | None:
     limits = []
-    for topic in topics:
-        config = brokers.describe_config(ConfigResource(ResourceType.TOPIC, topic))
-        limit = None if config is None else config["max.message.bytes"].value  # None: not set or hidden
+    for config in brokers.topic_configs(list(topics)).values():
+        limit = None if config is None else config["max.message.bytes"]  # None: not set or hidden
         if limit is None:
             return None
         limits.append(int(limit))

@@ -72,9 +72,12 @@ def test_the_end_offset_records_the_split_canonically(spark, new_topic, options,
     send(bootstrap, topic, [rec(i, partition=i % 2) for i in range(6)])
     opts = options(topic, {"scan.split.max-records": "2", "minPartitions": "5"})
     _, end, _ = _plan_batch(stream_reader(opts))
-    text = json.dumps(end)
-    assert text == json.dumps(_plan_batch(stream_reader(opts))[1]), "equal offsets, equal text"
-    assert list(end) == ["@format", "@plan", topic]
+
+    def text(offset: dict) -> str:  # without the marks of lost deletes, which hold the planning's wall clock
+        return json.dumps({k: v for k, v in offset.items() if k != "@uncleaned"})
+
+    assert text(end) == text(_plan_batch(stream_reader(opts))[1]), "equal offsets, equal text"
+    assert list(end) == ["@format", "@plan", "@uncleaned", topic]
     # batch 0 also records its start (Spark keeps none for it)
     assert end["@plan"] == {"split": {"max-records": 2, "min-partitions": 5}, "start": {topic: {"0": 0, "1": 0}}}
     assert list(end["@plan"]) == sorted(end["@plan"])

@@ -72,7 +72,8 @@ def test_stream_reads_across_micro_batches_and_resumes_after_restart_exactly_onc
     last = max(offsets_dir.iterdir(), key=lambda p: int(p.name) if p.name.isdigit() else -1)
     stored = last.read_text().strip().splitlines()[-1]
     parsed = json.loads(stored)
-    assert list(parsed) == ["@format", "@plan", topic] and list(parsed[topic]) == ["0", "1"]
+    assert list(parsed) == ["@format", "@plan", "@uncleaned", topic] and list(parsed[topic]) == ["0", "1"]
+    assert list(parsed["@uncleaned"]) == [topic] and list(parsed["@uncleaned"][topic]) == ["0", "1"]
     # Under AvailableNow a bounded read's grouping (balanced tasks, a floor of them: issue 31); pyspark 4.0/4.1
     # run AvailableNow as one plain micro-batch of a Python source (README, Spark versions), planned as any other.
     bounded = {"coalesce": 20000, "min-tasks": 8}

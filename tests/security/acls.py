@@ -6,8 +6,9 @@ from tests.support.secure_fixtures import Grant
 
 
 def read_grants(topic: str) -> tuple[Grant, ...]:
-    """A read: READ on the topic (READ implies DESCRIBE)."""
-    return (Grant("TOPIC", topic, ("READ",)),)
+    """A read: READ on the topic (READ implies DESCRIBE); DESCRIBE_CONFIGS for a stream, whose micro-batches read
+    the topic's cleanup.policy and delete.retention.ms (read/lost_deletes.py)."""
+    return (Grant("TOPIC", topic, ("READ", "DESCRIBE_CONFIGS")),)
 
 
 def write_grants(topic: str) -> tuple[Grant, ...]:

@@ -10,11 +10,12 @@ import uuid
 
 import pytest
 from pyspark_upsert_kafka.errors import KafkaAuthorizationError
+from pyspark_upsert_kafka.spark_internals import ReadAllAvailable
 
 from tests.security.acls import exactly_once_grants, read_grants
 from tests.security.failures import TIMEOUT_OPTIONS, assert_no_secret, failure_of
 from tests.support.checkpoints import planned_offsets
-from tests.support.read_helpers import Collector, stream_reader, wait_for
+from tests.support.read_helpers import Collector, as_checkpointed, stream_reader, wait_for
 from tests.support.secure_fixtures import SASL_SSL, Grant
 
 SCHEMA = "id INT, name STRING"
@@ -142,6 +143,26 @@ def test_streaming_read_keeps_reading_when_it_may_not_commit_to_its_group(
         r.getMessage() for r in caplog.records if f"could not commit offsets to group '{group}'" in r.getMessage()
     ]
     assert len(warnings) == 1 and f"grant this client's user READ on consumer group '{group}'" in warnings[0], warnings
+
+
+def test_stream_without_describe_configs_on_the_topic_fails_its_first_batch_naming_the_grant(
+    secure_kafka, secure_topic, kafka_user, caplog
+):
+    """Without the topic's cleanup.policy and delete.retention.ms a stream cannot tell whether the log cleaner removed
+    deletes it has not read: it fails closed, naming the grant and the option that accepts going on."""
+    topic = secure_topic()
+    secure_kafka.produce(topic, RECORDS)
+    user = kafka_user(Grant("TOPIC", topic, ("READ",)))
+    reader = stream_reader(secure_kafka.options(user, topic, SASL_SSL, **TIMEOUT_OPTIONS), CHANGES)
+    try:
+        start = as_checkpointed(reader.initialOffset())
+        failure = failure_of(lambda: reader.latestOffset(start, ReadAllAvailable()))
+        failure.assert_asks_to_grant("DESCRIBE_CONFIGS", f"topic '{topic}' partition 0 from offset 0")
+        failure.assert_says("DataLossError", r"scan\.compaction-lost-deletes' to warn")
+        failure.assert_within_client_timeout()
+    finally:
+        reader.stop()
+    assert_no_secret(user.password, failure.message, caplog.text)
 
 
 # The ACL an exactly-once write lacks: (its resource type, the permission to grant, what the error says besides).
