@@ -279,15 +279,17 @@ def test_schema_ids_and_schemas_are_fetched_once_per_process(registry_gate):
     assert [m for m, *_ in writer_gate.requests] == ["POST"]
 
     read = make_codec("avro-confluent", "value.format", {"url": reader_gate.url}, VALUE_CTX)
+    read.decoder(SCHEMA)
+    assert reader_gate.requests == [], "a decoder built (the options' check) asks nothing until it decodes"
     for _ in range(3):
         for p in payloads:
             assert read.decoder(SCHEMA).decode(p).batch.to_pylist() == BATCH.to_pylist()
     schema_id = int.from_bytes(payloads[0][0][1:5], "big")
-    # The subject's latest once per codec (the reader's defaults; on the driver when a query is planned, shipped with
-    # the codec to its tasks), the writer schema once per id.
+    # The writer schema once per id; the subject's latest once per codec (the reader's defaults: primed on the driver
+    # when a query is planned and shipped with the codec to its tasks, else asked when first needed, as here).
     assert [(m, path) for m, path, _ in reader_gate.requests] == [
-        ("GET", "/apis/ccompat/v7/subjects/t-value/versions/latest"),
         ("GET", f"/apis/ccompat/v7/schemas/ids/{schema_id}"),
+        ("GET", "/apis/ccompat/v7/subjects/t-value/versions/latest"),
     ]
 
 

@@ -486,4 +486,4 @@ def test_avro_topics_whose_latest_schemas_give_a_column_different_defaults_are_r
     columns = pa.schema([pa.field("id", pa.int32(), nullable=False), pa.field("tier", pa.string(), nullable=False)])
     with pytest.raises(FormatOptionError, match=rf"the subjects {topics[0]}-value and {topics[1]}-value hold "
                        r"different defaults of the table's columns.*'value\.avro-confluent\.subject'"):  # fmt: skip
-        codec.decoder(columns)
+        codec.prime_reader(columns)  # on the driver, when the read is planned
