@@ -285,10 +285,13 @@ def tables_steady_table() -> str:
         helper_header = ["keys", "normalize ms", "+ aggregate ms", "aggregate own us/record",
                          "aggregate checkpoint B/update", "read ms", "latest-value join ms", "join own us/record",
                          "join checkpoint B/update"]  # fmt: skip
+        helpers_file = RESULTS / "benchmark-tables-steady-helpers.json"
+        when = _load(helpers_file.name)["run"]["when"] if helpers_file.exists() else "an earlier run"
         text += (
             "\n\nThe other helpers, micro-batches of 2,000 updates: aggregate_changelog behind normalized_changelog "
             "(a group per key: as many groups as keys), temporal_join's latest-value join of the updates (a second "
-            "read of the topic) with the table:\n\n"
+            f"read of the topic) with the table (`benchmark-tables-steady-helpers.json`, run of {when} on a machine "
+            "shared with test runs: compare within a row, and the two sizes by their ratio):\n\n"
             + _table(helper_header, [_helper_row(keys, figures[f"helpers: {keys} keys"]) for keys in helpers])
         )
     default = next((f for n, f in figures.items() if n.startswith("default")), None)
