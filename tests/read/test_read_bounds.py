@@ -283,6 +283,7 @@ def test_bounded_stream_with_processing_time_reads_nothing_past_the_bound(
     # batch 0 read up to the bound: its end offset, with its recorded start (and ranges read together in one
     # task, scan.coalesce.max-records), stays the offset
     start = {two_partitions: {"0": 0, "1": 0}}
+    assert set(latest.pop("@uncleaned")) == {two_partitions}  # read/lost_deletes.py's marks: tested there
     assert latest == {
         "@format": 1,
         "@plan": {"split": {"coalesce": 20000}, "start": start},
