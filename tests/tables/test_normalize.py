@@ -10,6 +10,7 @@ import datetime as dt
 import decimal
 import json
 import math
+import time
 from pathlib import Path
 
 import orjson
@@ -94,7 +95,8 @@ def test_versions_order_upserts_and_tombstones_across_micro_batches_and_a_restar
     resurrect the key; the drops are counted in the query's progress; aggregate_changelog behind it counts the keys
     of the highest versions."""
     topic = new_topic()
-    k = lambda i, name, version: (*_record(i, name), None, version)  # noqa: E731
+    now = int(time.time() * 1000)  # versions as timestamps near now: ancient ones fall to the topic's retention
+    k = lambda i, name, version: (*_record(i, name), None, now + version)  # noqa: E731
     produce(bootstrap, topic, [k(1, "a", 10), k(1, "old", 5), k(2, "x", 10), k(2, None, 20), k(3, "p", 10)])
     (rows, counts), late = _versioned(spark, options(topic), tmp_path)
     assert _per_key(_named(rows)) == {1: [("a", "insert")], 2: [("x", "insert"), ("x", "delete")], 3: [("p", "insert")]}
