@@ -150,6 +150,9 @@ def spark():
             "spark.default.parallelism": "2",
             "spark.sql.session.timeZone": SESSION_TIME_ZONE,
             "spark.driver.memory": "1g",
+            # A query's stop() waits for its thread forever by default: a test whose query hangs then hangs the
+            # run. Bounded, the stop fails and names it.
+            "spark.sql.streaming.stopTimeout": "120s",
         },
     )
     yield session
