@@ -17,9 +17,10 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql.datasource import DataSourceStreamWriter
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
-from pyspark.sql.types import StructField, StructType, TimestampNTZType, TimestampType
+from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampNTZType, TimestampType
 from pyspark_upsert_kafka import spark_internals
 from pyspark_upsert_kafka.formats.user_modules import shipped_files_root
+from pyspark_upsert_kafka.tables.map_entries import MapEntries
 
 from tests.support.read_helpers import finish_available_now, wait_for
 from tests.workers.internals_probe import InternalsProbe
@@ -265,6 +266,41 @@ def test_map_state_calls_many_at_a_time_are_the_mapstates_own_calls(spark, rocks
     available and give what the MapState's one-key calls give (values, absent keys, removals)."""
     rows = spark.range(3000).selectExpr("CAST(id % 2 AS STRING) AS g", "CAST(id AS STRING) AS k")
     out = rows.groupBy("g").transformWithStateInPandas(_ManyAtATime(), "g STRING, problems STRING", "Append", "None")
+    assert sorted(tuple(r) for r in out.collect()) == [("0", ""), ("1", "")]
+
+
+class _BothPaths(StatefulProcessor):
+    """tables/map_entries.py's two paths side by side on two MapStates: many entries at a time (map_state_calls), and
+    the MapState's own one-key calls that it takes where map_state_calls answers None."""
+
+    def init(self, handle) -> None:
+        value = StructType([StructField("v", StringType()), StructField("n", LongType())])
+        self._paths = {path: MapEntries(handle, path, "k", value) for path in ("many", "one_key")}
+        self._paths["one_key"]._calls = None  # as where map_state_calls answers None
+
+    def handleInputRows(self, key, rows, timerValues):
+        keys = [k for frame in rows for k in frame["k"].tolist()]
+        values = [("x" * (i % 7), i) for i in range(len(keys))]
+        expected = [None if i % 2 == 0 else values[i] for i in range(len(keys))] + [None]
+        problems = []
+        for path, entries in self._paths.items():
+            before = entries.held(keys)  # a fresh group: nothing read
+            entries.write(keys, values)
+            entries.write([], [], removed=keys[::2])
+            after = [None if v is None else tuple(v) for v in entries.held([*keys, "absent"])]
+            if before != [None] * len(keys) or after != expected:
+                problems.append(f"{path}: {after[:4]}")
+        yield pd.DataFrame({"g": [key[0]], "problems": ["; ".join(problems)]})
+
+    def close(self) -> None:
+        pass
+
+
+def test_map_entries_one_key_calls_hold_what_the_calls_many_at_a_time_hold(spark, rocksdb):
+    """Where map_state_calls answers None (a pyspark whose client differs), the helpers' state goes through the
+    MapState's own calls: the same entries written, removed and read."""
+    rows = spark.range(600).selectExpr("CAST(id % 2 AS STRING) AS g", "CAST(id AS STRING) AS k")
+    out = rows.groupBy("g").transformWithStateInPandas(_BothPaths(), "g STRING, problems STRING", "Append", "None")
     assert sorted(tuple(r) for r in out.collect()) == [("0", ""), ("1", "")]
 
 
