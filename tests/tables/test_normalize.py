@@ -11,6 +11,7 @@ import decimal
 import json
 import math
 import time
+import zoneinfo
 from pathlib import Path
 
 import orjson
@@ -105,6 +106,34 @@ def test_versions_order_upserts_and_tombstones_across_micro_batches_and_a_restar
     (rows, counts), late = _versioned(spark, options(topic), tmp_path)
     assert _per_key(_named(rows)) == {3: [("p", "update_preimage"), ("q", "update_postimage")], 4: [("n", "insert")]}
     assert [c[1:] for c in counts] == [(2, "update_preimage"), (3, "update_postimage")] and late == [2]
+
+
+# Where each zone's wall clock goes back an hour (its summer time ends), as an instant.
+FALL_BACK = {
+    "America/New_York": dt.datetime(2026, 11, 1, 6, tzinfo=UTC),
+    "Europe/London": dt.datetime(2026, 10, 25, 1, tzinfo=UTC),
+}
+
+
+@pytest.mark.parametrize("zone", FALL_BACK)
+def test_timestamp_versions_are_instants_where_the_session_zones_clock_goes_back(
+    spark, rocksdb, session_time_zone, new_topic, options, bootstrap, tmp_path, zone
+):
+    """A record 40 minutes later than another shows an earlier wall-clock time in the session's zone across the end of
+    its summer time: as a version it is still the later one, through normalized_changelog and a table read."""
+    session_time_zone(zone)
+    topic = new_topic(1, **{"retention.ms": "-1"})  # versions weeks old: kept
+    earlier, later = FALL_BACK[zone] - dt.timedelta(minutes=30), FALL_BACK[zone] + dt.timedelta(minutes=10)
+    local = zoneinfo.ZoneInfo(zone)
+    assert later.astimezone(local).time() < earlier.astimezone(local).time(), "the wall clock goes back between them"
+    ms = lambda t: int(t.timestamp() * 1000)  # noqa: E731
+    produce(bootstrap, topic, [(*_record(1, "later"), None, ms(later)), (*_record(1, "earlier"), None, ms(earlier))])
+
+    (rows, _), late = _versioned(spark, options(topic), tmp_path)
+    assert _per_key(_named(rows)) == {1: [("later", "insert")]} and late == [1]
+    by_version = options(topic) | {"schema": SCHEMA, "scan.upsert.version": "timestamp"}
+    table = spark.read.format("upsert-kafka").options(**by_version).load().select("id", "name")
+    assert [tuple(r) for r in table.collect()] == [(1, "later")]
 
 
 def test_a_record_without_a_version_fails_the_query_saying_where_to_take_one(
