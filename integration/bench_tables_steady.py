@@ -2,7 +2,7 @@
 next to the same pipeline without normalization and Flink 2.2.1's ChangelogNormalize, in the same run.
 
     integration/dev python -m integration.bench_tables_steady [--keys 1000000] [--rates 5000,15000] [--seconds 30]
-        [--flink auto|yes|no] [--cost-keys 20000,1000000] [--partitions 2] [--warm-s 0]
+        [--flink auto|yes|no] [--pipelines plain,normalize] [--cost-keys 20000,1000000] [--partitions 2] [--warm-s 0]
         [--only freshness|cost|helpers|default|all]
 
 Freshness: a topic preloaded with `--keys` keys (one record each, integration.bench_kafka.row), a pipeline reading
@@ -10,9 +10,10 @@ it from the earliest offset as an upsert-kafka stream and writing on to an upser
 once the preload went through, updates of random keys at a fixed rate for `--seconds`, each value's `ts` its
 produce time (ms). Freshness of an update is its output record's LogAppendTime minus that `ts`: p50 / p99 per
 pipeline and rate (with `--warm-s S`, over the updates produced after the first S seconds only).
-Pipelines: `plain` (the changelog as read: id, ts), `normalize` (normalized_changelog on id, its
-inserts and after-images written), Flink's `upsert-kafka` table through ChangelogNormalize
-(`table.exec.source.cdc-events-duplicate` = true) into an `upsert-kafka` table, parallelism 2, RocksDB.
+Pipelines: `plain` (the changelog as read: id, ts), `normalize` (normalized_changelog on id, its inserts and
+after-images written), with `--pipelines` also `aggregate` and `join` (see _pipeline), and Flink's `upsert-kafka`
+table through ChangelogNormalize (`table.exec.source.cdc-events-duplicate` = true) into an `upsert-kafka` table,
+parallelism 2, RocksDB.
 
 Cost at a steady micro-batch size: per `--cost-keys` size, a topic of that many keys, read into the state in one
 micro-batch, then 40,000 updates in micro-batches of 2,000 records (`scan.max-records-per-batch`), into `noop`:
@@ -115,13 +116,30 @@ def _source(spark, bootstrap: str, topic: str, **options: str):
     return reader.options(**{"metadata.columns": "offset", **options}).load()
 
 
+AFTER_IMAGES = "_change_type IN ('insert', 'update_postimage')"
+
+
 def _pipeline(spark, who: str, bootstrap: str, source: str, sink: str, checkpoint: str):
+    """`who`'s pipeline from `source` to `sink`, each output row's `produced_ms` the produce time of the update it
+    shows: plain, normalize, aggregate (a group per key behind normalize: the group's MAX(ts) is its latest
+    update's), join (the latest-value join of a second read of the topic with the normalized table)."""
+    from pyspark_upsert_kafka.tables.aggregate import aggregate_changelog
     from pyspark_upsert_kafka.tables.normalize import normalized_changelog
+    from pyspark_upsert_kafka.tables.temporal_join import temporal_join
 
     changes = _source(spark, bootstrap, source)
+    if who != "plain":
+        table = normalized_changelog(changes, "id")
     if who == "normalize":
-        changes = normalized_changelog(changes, "id").where("_change_type IN ('insert', 'update_postimage')")
-    out = changes.selectExpr("id", "ts AS produced_ms")
+        out = table.where(AFTER_IMAGES).selectExpr("id", "ts AS produced_ms")
+    elif who == "aggregate":
+        grouped = aggregate_changelog(table, "id", n="COUNT(*)", total="SUM(quantity)", produced_ms="MAX(ts)")
+        out = grouped.where(AFTER_IMAGES).select("id", "produced_ms")
+    elif who == "join":
+        stream = _source(spark, bootstrap, source).selectExpr("id", "ts AS produced_ms")
+        out = temporal_join(stream, table, "id", stream_time=None).select("id", "produced_ms")
+    else:
+        out = changes.selectExpr("id", "ts AS produced_ms")
     writer = out.writeStream.format("upsert-kafka").options(
         topic=sink, **{"properties.bootstrap.servers": bootstrap, "key.fields": "id"}
     )
@@ -280,11 +298,14 @@ def _cost_query(
 
 
 def default_partitions_run(spark, bootstrap: str, keys: int, batches: int = 3) -> dict:
-    """Spark's default of 200 shuffle partitions, as a new user has it: left unset, the helper refuses it before the
-    query starts (its message kept); set to 200 explicitly, the median of `batches` micro-batches of COST_BATCH
+    """Spark's default of 200 shuffle partitions, as a new user has it: left unset, each helper refuses it before the
+    query starts (their messages kept); set to 200 explicitly, the median of `batches` micro-batches of COST_BATCH
     updates (each runs 200 stateful tasks)."""
+    from pyspark.sql import functions as F
     from pyspark_upsert_kafka import OptionError
+    from pyspark_upsert_kafka.tables.aggregate import aggregate_changelog
     from pyspark_upsert_kafka.tables.normalize import normalized_changelog
+    from pyspark_upsert_kafka.tables.temporal_join import temporal_join
 
     partitions = "spark.sql.shuffle.partitions"
     before = spark.conf.get(partitions)
@@ -293,11 +314,18 @@ def default_partitions_run(spark, bootstrap: str, keys: int, batches: int = 3) -
     found: dict = {}
     try:
         spark.conf.unset(partitions)
-        try:
-            normalized_changelog(_source(spark, bootstrap, topic), "id")
-            found["unset"] = "accepted"
-        except OptionError as e:
-            found["unset"] = f"refused before the query started: {e}"
+        changes = _source(spark, bootstrap, topic)
+        table = changes.withColumn("_change_type", F.lit("insert"))  # a changelog, as the helpers take
+        for helper, build in {
+            "normalize": lambda: normalized_changelog(changes, "id"),
+            "aggregate": lambda: aggregate_changelog(table, "id", n="COUNT(*)"),
+            "join": lambda: temporal_join(changes, table, "id", stream_time=None),
+        }.items():
+            try:
+                build()
+                found[f"unset: {helper}"] = "accepted"
+            except OptionError as e:
+                found[f"unset: {helper}"] = f"refused before the query started: {e}"
         spark.conf.set(partitions, "200")
         with tempfile.TemporaryDirectory(prefix="bench-default-") as checkpoint:
             _cost_query(spark, bootstrap, topic, "normalize", Path(checkpoint), keys)
@@ -309,7 +337,8 @@ def default_partitions_run(spark, bootstrap: str, keys: int, batches: int = 3) -
         found["set_200_batch_ms_p50"] = statistics.median(p["durationMs"]["triggerExecution"] for p in progress)
     finally:
         spark.conf.set(partitions, before)
-    print(f"  Spark's default 200 shuffle partitions, {keys:,} keys: unset: {found['unset'][:60]}...; set to 200: "
+    unset = "; ".join(f"{k}: {v[:40]}..." for k, v in found.items() if k.startswith("unset"))
+    print(f"  Spark's default 200 shuffle partitions, {keys:,} keys: {unset}; normalize set to 200: "
           f"{found['set_200_batch_ms_p50']:,.0f} ms a micro-batch of {COST_BATCH:,} updates", flush=True)  # fmt: skip
     return found
 
@@ -325,6 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--warm-s", type=float, default=0, help="updates not measured at first (seconds)")
     parser.add_argument("--flink", choices=("auto", "yes", "no"), default="auto")
+    parser.add_argument("--pipelines", default="plain,normalize", help="of plain, normalize, aggregate, join")
     parser.add_argument("--cost-keys", default="20000,1000000")
     parser.add_argument("--partitions", default="2")
     parser.add_argument("--only", choices=("freshness", "cost", "helpers", "default", "all"), default="all")
@@ -340,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
                 "spark.sql.shuffle.partitions": args.partitions,
             },
         )
-        whos = ["plain", "normalize"] + (["flink"] if _flink_wanted(args.flink) else [])
+        whos = args.pipelines.split(",") + (["flink"] if _flink_wanted(args.flink) else [])
         if args.only in ("freshness", "all"):
             for rate in [int(r) for r in args.rates.split(",")]:
                 for who in whos:

@@ -296,10 +296,10 @@ def tables_steady_table() -> str:
         )
     default = next((f for n, f in figures.items() if n.startswith("default")), None)
     if default:
-        unset = default["unset"].split(":")[0]
+        unset = ", ".join(f"{k.split(': ')[1]} {v.split(':')[0]}" for k, v in default.items() if k.startswith("unset"))
         text += (
-            f"\n\nSpark's default shuffle partitions, 20,000 keys: left unset, {unset}; set to 200 explicitly, "
-            f"{default['set_200_batch_ms_p50']:,.0f} ms a micro-batch of 2,000 updates."
+            f"\n\nSpark's default shuffle partitions, 20,000 keys: left unset, {unset}; normalize with 200 set "
+            f"explicitly, {default['set_200_batch_ms_p50']:,.0f} ms a micro-batch of 2,000 updates."
         )
     return text
 
