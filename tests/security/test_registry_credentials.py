@@ -138,16 +138,15 @@ def test_certificate_verification_is_on_by_default_and_names_the_truststore_opti
     assert "reg-s3cret" not in message
 
 
-def test_credentials_in_the_url_never_show_in_errors_or_reprs(registry_gate):
-    gate = registry_gate(authorization="Basic other")
-    url = gate.url.replace("http://", "http://reg-user:url-s3cret@")
+def test_credentials_in_the_url_never_show_in_errors_or_reprs(authenticated_registry):
+    url = authenticated_registry.url.replace("http://", f"http://{authenticated_registry.client_id}:url-s3cret@")
     bad = codec(url, subject="x")
 
     with pytest.raises(RegistryError, match="HTTP 401") as err:
         bad.encoder(SCHEMA)
 
     assert "url-s3cret" not in str(err.value) and "url-s3cret" not in repr(bad)
-    assert gate.origin in str(err.value)  # the registry is named, without its credentials
+    assert authenticated_registry.origin in str(err.value)  # the registry is named, without its credentials
 
 
 def test_credentials_in_an_ipv6_url_are_split_off_and_the_host_kept():
@@ -160,13 +159,12 @@ def test_credentials_in_an_ipv6_url_are_split_off_and_the_host_kept():
     assert split_credentials("http://[fe80::2]:80/x") == ("http://[fe80::2]:80/x", None)
 
 
-def test_protobuf_confluent_keeps_registry_credentials_out_of_errors_reprs_and_record_errors(registry_gate):
-    gate = registry_gate(authorization="Basic other")
-    url = gate.url.replace("http://", "http://reg-user:url-s3cret@")
+def test_protobuf_confluent_keeps_registry_credentials_out_of_errors_reprs_and_record_errors(authenticated_registry):
+    url = authenticated_registry.url.replace("http://", "http://reg-user:url-s3cret@")
     fmt = make_codec("protobuf-confluent", "value.format", {"url": url, "basic-auth.user-info": "u:pw-s3cret"}, VALUE)
 
     with pytest.raises(RegistryError, match="HTTP 401") as err:  # the registry refuses us: the task fails
         fmt.decoder(SCHEMA).decode([b"\x00\x00\x00\x00\x01\x00\x08\x01"])
 
-    assert gate.origin in str(err.value)
+    assert authenticated_registry.origin in str(err.value)
     assert not any(s in text for s in ("url-s3cret", "pw-s3cret") for text in (str(err.value), repr(fmt)))
