@@ -19,6 +19,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 
 from integration.kafka import CACHE_DIR, free_port, log_excerpt, run_command
@@ -83,12 +84,14 @@ def find_java(minimum: int = 21) -> Path:
 
 
 class SchemaRegistryServer(ServerProcess):
-    """Apicurio on 127.0.0.1 with free ports and in-memory storage; its log kept in the workdir."""
+    """Apicurio on 127.0.0.1 with free ports and in-memory storage; its log kept in the workdir. `properties` adds to
+    (or overrides) its settings: `oidc_properties(keycloak)` turns its authentication on."""
 
     log_name = "registry.log"
 
-    def __init__(self, workdir: Path | None = None) -> None:
+    def __init__(self, workdir: Path | None = None, properties: Mapping[str, str] | None = None) -> None:
         super().__init__(Path(workdir or tempfile.mkdtemp(prefix="upsert-kafka-registry-")))
+        self.properties = dict(properties or {})
         self.port = 0
 
     @property
@@ -113,6 +116,7 @@ class SchemaRegistryServer(ServerProcess):
             "quarkus.management.port": management,
             "apicurio.storage.kind": "sql",
             "apicurio.storage.sql.kind": "h2",  # in memory: nothing outlives the process
+            **self.properties,
         }
         cmd = [str(java), "-Xmx512m", *(f"-D{k}={v}" for k, v in settings.items()), "-jar", "quarkus-run.jar"]
         self._start_process(cmd, app, timeout, detach=detach)
@@ -123,10 +127,27 @@ class SchemaRegistryServer(ServerProcess):
                 with urllib.request.urlopen(self.url + "/subjects", timeout=2) as r:
                     if r.status == 200:
                         return
+            except urllib.error.HTTPError as e:
+                if e.code == 401:  # its authentication is on: the registry serves, and refuses the anonymous probe
+                    return
+                time.sleep(0.3)
             except (urllib.error.URLError, OSError):
                 time.sleep(0.3)
         why = "did not answer in time" if self.is_running() else "exited"
         raise RuntimeError(f"Apicurio Registry {why}; log {self.log_path}:\n{log_excerpt(self.log_path)}")
+
+
+def oidc_properties(issuer: str) -> dict[str, str]:
+    """Apicurio's settings for its OIDC authentication against the realm at `issuer` (Keycloak's
+    <url>/realms/<realm>): every API call needs a bearer token the realm signed, or HTTP basic credentials that
+    Apicurio exchanges there for one as a client's id and secret (the client-credentials grant)."""
+    return {
+        "quarkus.oidc.tenant-enabled": "true",
+        "quarkus.oidc.auth-server-url": issuer,
+        # Apicurio's basic-auth exchange posts here itself (Quarkus discovers the rest from the issuer).
+        "quarkus.oidc.token-path": f"{issuer}/protocol/openid-connect/token",
+        "apicurio.authn.basic-client-credentials.enabled": "true",
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import ssl
 import subprocess
 import threading
@@ -103,6 +104,44 @@ def registry_api(registry_url: str) -> Registry:
         name = ""
     brand = next((b for b in DEVIATIONS if name.startswith(b)), None)
     return Registry(registry_url, brand)
+
+
+# -- a registry that checks credentials itself: Apicurio with its OIDC authentication on, against Keycloak ----------
+
+
+@dataclass(frozen=True)
+class AuthenticatedRegistry:
+    """The Confluent-compatible API of a registry that refuses any request without a valid credential: HTTP basic
+    `client_id:secret` (a Keycloak client's, which the registry exchanges for a token) or a bearer token
+    (`token()`: a fresh one from Keycloak's token endpoint)."""
+
+    url: str
+    client_id: str
+    secret: str = field(repr=False)
+    token: Callable[[], str] = field(repr=False)
+
+    @property
+    def origin(self) -> str:
+        return self.url.partition("/apis/")[0]
+
+
+@pytest.fixture(scope="session")
+def authenticated_registry() -> Iterator[AuthenticatedRegistry]:
+    """Keycloak and an Apicurio that authenticates through it, started on first use (about half a minute) and
+    stopped at the session's end; their client's secret made at random."""
+    from integration.keycloak import KeycloakServer
+    from integration.registry import SchemaRegistryServer, oidc_properties
+
+    client_id, secret = "registry-client", secrets.token_urlsafe(16)
+    with (
+        started("Keycloak", KeycloakServer({client_id: secret})) as keycloak,
+        started(
+            "Schema registry with authentication", SchemaRegistryServer(properties=oidc_properties(keycloak.issuer))
+        ) as registry,
+    ):
+        yield AuthenticatedRegistry(
+            registry.url, client_id, secret, lambda: keycloak.client_credentials_token(client_id, secret)
+        )
 
 
 # -- a gate in front of the real registry: checks credentials, serves TLS, counts requests ----------
