@@ -118,7 +118,7 @@ class KeycloakServer(ServerProcess):
     def start(self, timeout: float = 180) -> None:
         if self.is_running():
             raise RuntimeError(f"Keycloak already running (pid {self.pid})")
-        java = find_java()
+        java = find_java(who=f"Keycloak {KEYCLOAK_VERSION}")
         self.workdir.mkdir(parents=True, exist_ok=True)
         home = self._home
         if home is None:

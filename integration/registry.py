@@ -64,8 +64,8 @@ def _java_version(java: Path) -> int:
     return 0
 
 
-def find_java(minimum: int = 21) -> Path:
-    """A java binary of at least `minimum` (Apicurio 3 is built for Java 21)."""
+def find_java(minimum: int = 21, who: str = f"Apicurio Registry {APICURIO_VERSION}") -> Path:
+    """A java binary of at least `minimum` (Apicurio 3 is built for Java 21) for `who`, named in the error."""
     candidates = []
     if os.environ.get("JAVA_HOME"):
         candidates.append(Path(os.environ["JAVA_HOME"]) / "bin" / "java")
@@ -78,8 +78,9 @@ def find_java(minimum: int = 21) -> Path:
         except OSError:
             continue
     raise RuntimeError(
-        f"Apicurio Registry {APICURIO_VERSION} needs Java {minimum} or newer; none found (tried JAVA_HOME, "
-        "java on the PATH and /usr/lib/jvm). Install one, or set SCHEMA_REGISTRY_URL to a registry of yours."
+        f"{who} needs Java {minimum} or newer; none found (tried JAVA_HOME, "
+        "java on the PATH and /usr/lib/jvm). Install one"
+        + (", or set SCHEMA_REGISTRY_URL to a registry of yours." if who.startswith("Apicurio") else ".")
     )
 
 
