@@ -6,6 +6,7 @@ from enum import Enum
 from typing import Any
 
 from ..kernel.option_kinds import WRITE, Choice, Count, Flag, Option, Text
+from .catalog_read import VersionSource, VersionSources
 from .kinds import Duration
 
 
@@ -47,6 +48,18 @@ SINK_BUFFER_FLUSH_INTERVAL = Option(
     "The reducing buffer: flush at least this often (`1 s`, `500 ms`); always flushed at the end of a task.",
     note="off",
     kind=Duration(allow_zero=True),
+)
+
+SINK_UPSERT_VERSION: Option[VersionSource | None] = Option(
+    "sink.upsert.version",
+    None,
+    WRITE,
+    "With the reducing buffer: each key's buffered row of the highest version is written, not its last one (equal "
+    "versions: the later row), so that an older row that comes later in a flush interval cannot hide a newer one from "
+    "readers ordering by version (`scan.upsert.version`, `normalized_changelog(..., version=...)`). `timestamp`: the "
+    "row's `timestamp` column; `header:<name>`: that header of its `headers` or `header-list` column, an integer as "
+    "text. A row without it fails the write, naming its key.",
+    kind=VersionSources(),
 )
 
 SINK_DELIVERY_GUARANTEE = Option(
@@ -149,6 +162,7 @@ WRITE_OPTIONS: tuple[Option[Any], ...] = (
     SINK_PARTITIONER,
     SINK_BUFFER_FLUSH_MAX_ROWS,
     SINK_BUFFER_FLUSH_INTERVAL,
+    SINK_UPSERT_VERSION,
     SINK_DELIVERY_GUARANTEE,
     SINK_TRANSACTIONAL_ID_PREFIX,
     SINK_PARALLELISM,

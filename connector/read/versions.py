@@ -1,6 +1,6 @@
 """Executor side: each record's version for a table read that keeps a key's record of the highest version
-(option scan.upsert.version): the record's timestamp, or a header's value read as an integer's text. Columnar: the
-headers are flattened and matched as Arrow arrays, not visited record by record."""
+(option scan.upsert.version): the record's timestamp, or a header's value read as an integer's text
+(kafka/header_versions.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import RecordError
+from ..kafka.header_versions import NoVersion, header_versions
 from ..options.catalog_read import VersionSource
 from .latest_per_key import META_PREFIX, OFFSET
 
@@ -30,35 +31,18 @@ def versions(table: pa.Table, source: VersionSource, where: str) -> pa.Array:
             raise RecordError(f"{_record(table, missing, where)} has no timestamp, which option scan.upsert.version "
                               "takes as its version")  # fmt: skip
         return stamps
-    lists = table[META_PREFIX + HEADERS].combine_chunks()
-    flat, parents = pc.list_flatten(lists), pc.list_parent_indices(lists)
-    named = pc.equal(pc.struct_field(flat, "key"), source.header)
-    owners = parents.filter(named).to_numpy(zero_copy_only=False)
-    last = np.full(table.num_rows, -1, np.int64)
-    last[owners] = np.arange(len(owners))  # a record's last header of the name (a later assignment wins)
-    if (last < 0).any():
-        raise RecordError(
-            f"{_record(table, pa.array(last < 0), where)} has no header '{source.header}', which option "
-            "scan.upsert.version takes its version from (write it on every record, tombstones too)"
-        )
-    texts = pc.struct_field(flat, "value").filter(named).take(pa.array(last)).cast(pa.string())
     try:
-        return pc.cast(pc.utf8_trim_whitespace(texts), pa.int64())
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        bad = next(i for i, t in enumerate(texts.to_pylist()) if not _integer(t))
-        mask = pa.array(np.arange(table.num_rows) == bad)
+        return header_versions(table[META_PREFIX + HEADERS].combine_chunks(), source.header)
+    except NoVersion as e:
+        record = _record(table, pa.array(np.arange(table.num_rows) == e.row), where)
+        if e.text is None:
+            raise RecordError(
+                f"{record} has no header '{source.header}', which option scan.upsert.version takes its version from "
+                "(write it on every record, tombstones too)"
+            ) from None
         raise RecordError(
-            f"{_record(table, mask, where)} has header '{source.header}' = {texts[bad].as_py()!r}, not an integer's "
-            "text (option scan.upsert.version)"
+            f"{record} has header '{source.header}' = {e.text!r}, not an integer's text (option scan.upsert.version)"
         ) from None
-
-
-def _integer(text: str | None) -> bool:
-    try:
-        int(text or "")
-    except ValueError:
-        return False
-    return -(2**63) <= int(text or "") < 2**63
 
 
 def _record(table: pa.Table, mask: pa.Array, where: str) -> str:

@@ -1,4 +1,5 @@
-"""The reducing buffer (`sink.buffer-flush.*`): keep only the last row per key until a flush.
+"""The reducing buffer (`sink.buffer-flush.*`): keep only the last row per key until a flush (with
+`sink.upsert.version`, the row of the highest version).
 
 As Flink's upsert-kafka sink: distinct keys count against max-rows, and a flush sends each buffered key
 once, with its final state (or its tombstone). Rows stay Arrow batches and keys stay their encoded bytes;
@@ -16,6 +17,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+import numpy as np
 import pyarrow as pa
 
 from ..kernel.clock import SYSTEM_CLOCK, Clock
@@ -30,6 +32,7 @@ class Pending:
     deletes: pa.BooleanArray
     keys: list[bytes]
     topics: list[str] | None = None
+    versions: np.ndarray | None = None  # int64 per row, with sink.upsert.version: the buffer keeps the highest
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -42,7 +45,9 @@ class Pending:
         if start == 0 and stop == len(self):
             return self
         topics = None if self.topics is None else self.topics[start:stop]
-        return Pending(self.rows.slice(start, stop - start), self.deletes[start:stop], self.keys[start:stop], topics)
+        versions = None if self.versions is None else self.versions[start:stop]
+        rows, deletes, keys = self.rows.slice(start, stop - start), self.deletes[start:stop], self.keys[start:stop]
+        return Pending(rows, deletes, keys, topics, versions)
 
     @staticmethod
     def take(parts: list[Pending], positions: list[int]) -> Pending:
@@ -51,11 +56,13 @@ class Pending:
         deletes = pa.concat_arrays([p.deletes for p in parts]).take(pa.array(positions, pa.int64()))
         keys = [k for p in parts for k in p.keys]
         topics = None if parts[0].topics is None else [t for p in parts for t in p.topics or ()]
+        versions = None if parts[0].versions is None else np.concatenate([p.versions for p in parts])[positions]
         return Pending(
             rows.combine_chunks().to_batches()[0],
             deletes,
             [keys[i] for i in positions],
             None if topics is None else [topics[i] for i in positions],
+            versions,
         )
 
 
@@ -115,9 +122,21 @@ class ReducingBuffer:
 
     def _reduce(self) -> Pending:
         """`drain` of a buffer that holds rows."""
-        out = Pending.take(self._parts, sorted(self._latest.values()))
+        kept = sorted(self._latest.values()) if self._parts[0].versions is None else self._highest_versions()
+        out = Pending.take(self._parts, kept)
         self._parts, self._latest, self._rows = [], {}, 0
         return out
+
+    def _highest_versions(self) -> list[int]:
+        """The position of each key's row of the highest version (equal: the later row), ascending: a key's rows sorted
+        by (version, position), its last one taken."""
+        code = {identity: n for n, identity in enumerate(self._latest)}
+        codes = np.fromiter(map(code.__getitem__, (i for p in self._parts for i in p.identities())), np.int64)
+        versions = np.concatenate([p.versions for p in self._parts if p.versions is not None])
+        order = np.lexsort((np.arange(len(codes)), versions, codes))
+        last = np.append(codes[order][1:] != codes[order][:-1], True)  # the last of each key's run
+        kept: list[int] = np.sort(order[last]).tolist()
+        return kept
 
 
 class FlushTimer:

@@ -12,12 +12,14 @@ import itertools
 from collections.abc import Sequence
 from typing import Any, cast
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import RecordError
 from ..formats import ChangelogEncoder, Encoder
 from ..formats.codec import Role
+from ..kafka.header_versions import NoVersion, header_versions
 from .buffer import Pending
 from .spec import WriteSpec
 from .upsert_actions import classify
@@ -46,7 +48,7 @@ class RecordEncoder:
         topics = self._row_topics(rows)
         key_columns = rows.select(list(self.layout.key_fields)).rename_columns(list(self.layout.key_record_names))
         keys = self._encode(self.key_encoder, key_columns, rows, Role.KEY)
-        return Pending(rows, deletes, keys, topics)
+        return Pending(rows, deletes, keys, topics, None if self.spec.version is None else self._versions(rows))
 
     def topics(self, pending: Pending) -> str | list[str]:
         """The records' topic, or each record's when the write has several."""
@@ -96,6 +98,28 @@ class RecordEncoder:
         millis = pc.cast(rows.column(column), pa.timestamp("ms", tz="UTC"), safe=False).cast(pa.int64())
         stamps: list[int] = pc.fill_null(millis, 0).to_pylist()
         return stamps
+
+    def _versions(self, rows: pa.RecordBatch) -> np.ndarray:
+        """Each row's version (option sink.upsert.version): its `timestamp` column's, or its header's integer text."""
+        source = self.spec.version
+        assert source is not None
+        if source.header is None:
+            stamps = rows.column(self.meta["timestamp"])
+            if stamps.null_count:
+                row = pc.index(stamps.is_null(), True).as_py()
+                raise RecordError(f"the row with key {self.key_text(rows, row)} has no timestamp, which option "
+                                  "sink.upsert.version takes as its version")  # fmt: skip
+            return np.asarray(stamps.cast(pa.int64()).to_numpy(zero_copy_only=False))
+        column = self.meta.get("headers") or self.meta["header-list"]
+        try:
+            return np.asarray(header_versions(rows.column(column), source.header).to_numpy(zero_copy_only=False))
+        except NoVersion as e:
+            name = source.header
+            held = f"no header '{name}'" if e.text is None else f"header '{name}' = {e.text!r}, not an integer's text,"
+            raise RecordError(
+                f"the row with key {self.key_text(rows, e.row)} has {held} in column '{column}'; option "
+                "sink.upsert.version takes each row's version from it (an integer as text, on every row)"
+            ) from None
 
     def key_text(self, batch: pa.RecordBatch, row: int) -> str:
         return str({name: batch.column(name)[row].as_py() for name in self.layout.key_fields})

@@ -16,7 +16,7 @@ from ..errors import OptionError
 from ..kafka.spec import KafkaSpec, parse_kafka_spec
 from ..kernel.option_kinds import OptionValues
 from ..options.canonical import canonical_options
-from ..options.catalog_read import SCAN_TABLE_MEMORY_BUDGET
+from ..options.catalog_read import SCAN_TABLE_MEMORY_BUDGET, VersionSource
 from ..options.catalog_write import (
     SINK_BUFFER_FLUSH_INTERVAL,
     SINK_BUFFER_FLUSH_MAX_ROWS,
@@ -24,6 +24,7 @@ from ..options.catalog_write import (
     SINK_PARALLELISM,
     SINK_PARTITIONER,
     SINK_TRANSACTIONAL_ID_PREFIX,
+    SINK_UPSERT_VERSION,
     SINK_WRITE_ID,
     DeliveryGuarantee,
 )
@@ -54,6 +55,7 @@ class WriteSpec:
     table_memory_budget: int  # bytes: scan.table.memory-budget (save mode overwrite's scan of the live keys)
     partitioner: str | None = None  # 'module:function'; None: the Java client's default (murmur2)
     buffer: BufferSpec | None = None
+    version: VersionSource | None = None  # sink.upsert.version: the buffer keeps a key's row of the highest version
     guarantee: DeliveryGuarantee = AT_LEAST_ONCE
     transactional_id_prefix: str | None = None
     transaction_timeout_ms: int | None = None  # properties.transaction.timeout.ms, when given
@@ -100,6 +102,7 @@ def parse_write_spec(raw: Mapping[str, str], schema: StructType) -> WriteSpec:
         table_memory_budget=options.value(SCAN_TABLE_MEMORY_BUDGET),
         partitioner=parse_partitioner(options.text(SINK_PARTITIONER)),
         buffer=_parse_buffer(options),
+        version=_version(options, layout),
         guarantee=guarantee,
         transactional_id_prefix=prefix,
         transaction_timeout_ms=_transaction_timeout(options),
@@ -143,6 +146,22 @@ def _parse_buffer(options: OptionValues) -> BufferSpec | None:
         f"'{SINK_BUFFER_FLUSH_MAX_ROWS.name}' and '{SINK_BUFFER_FLUSH_INTERVAL.name}' must be set to be greater than "
         "zero together to enable sink buffer flushing."
     )
+
+
+def _version(options: OptionValues, layout: Layout) -> VersionSource | None:
+    """Option sink.upsert.version, checked against the columns that give it."""
+    version = options.value(SINK_UPSERT_VERSION)
+    if version is None:
+        return None
+    kinds = {c.kind for c in layout.metadata}
+    needs = ("timestamp",) if version.header is None else ("headers", "header-list")
+    if not kinds.intersection(needs):
+        column = "a `timestamp` column" if version.header is None else "a `headers` or `header-list` column"
+        raise OptionError(
+            f"option '{SINK_UPSERT_VERSION.name}' = {version} takes each row's version from {column}: add it to "
+            f"option 'metadata.columns' (e.g. '{needs[0]}') and to the DataFrame"
+        )
+    return version
 
 
 def _write_id(options: OptionValues, guarantee: DeliveryGuarantee) -> str | None:

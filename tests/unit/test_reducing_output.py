@@ -5,11 +5,15 @@ tests/write/test_write_buffer.py."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 
+import numpy as np
 import pyarrow as pa
 import pytest
-from pyspark_upsert_kafka.write.buffer import Pending, ReducingOutput
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pyspark_upsert_kafka.write.buffer import Pending, ReducingBuffer, ReducingOutput
 
 from tests.support.clock import ManualClock
 
@@ -105,3 +109,51 @@ def test_an_interval_flush_that_failed_fails_the_tasks_next_send(clock):
             out.flush()
     finally:
         out.stop()
+
+
+# -- with sink.upsert.version: each key's row of the highest version --------------------------------------------------
+
+
+def versioned(rows_: list[tuple[bytes, int]], first: int) -> Pending:
+    """Rows (key, version), their values the rows' numbers from `first` on."""
+    pending = rows(*((k, str(first + i)) for i, (k, _) in enumerate(rows_)))
+    pending.versions = np.array([v for _, v in rows_], np.int64)
+    return pending
+
+
+def expected_windows(all_rows: list[tuple[bytes, int]], max_rows: int) -> list[list[tuple[bytes, str]]]:
+    """Record by record: a flush when the buffer holds max_rows distinct keys, the row that fills it included, and
+    the rest at the end; each key once with its row of the highest version (equal: the later), in row order."""
+    windows: list[list[int]] = [[]]
+    for i in range(len(all_rows)):
+        windows[-1].append(i)
+        if len({all_rows[j][0] for j in windows[-1]}) == max_rows:
+            windows.append([])
+    flushes = []
+    for window in filter(None, windows):
+        best: dict[bytes, int] = {}
+        for i in window:
+            key, version = all_rows[i]
+            if key not in best or version >= all_rows[best[key]][1]:
+                best[key] = i
+        flushes.append([(all_rows[i][0], str(i)) for i in sorted(best.values())])
+    return flushes
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(st.tuples(st.sampled_from([b"a", b"b", b"c", b"d"]), st.integers(-3, 3)), max_size=40),
+    st.integers(1, 5),
+    st.lists(st.integers(1, 10), min_size=1),
+)
+def test_with_versions_each_flush_holds_each_keys_row_of_the_highest_version(all_rows, max_rows, sizes):
+    buffer, sent, start = ReducingBuffer(max_rows), [], 0
+    for size in itertools.cycle(sizes):
+        if start >= len(all_rows):
+            break
+        part = versioned(all_rows[start : start + size], start)
+        start += size
+        sent += [list(zip(p.keys, p.rows.column("v").to_pylist())) for p in buffer.add(part)]
+    if (rest := buffer.drain()) is not None:
+        sent.append(list(zip(rest.keys, rest.rows.column("v").to_pylist())))
+    assert sent == expected_windows(all_rows, max_rows)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 
 import orjson
 import pytest
+from pyspark.sql import functions as F
 
 from tests.faults.helpers import wait_reached
 from tests.faults.hooks import block_first_attempt
@@ -58,6 +60,50 @@ def test_more_distinct_keys_than_max_rows_flush_the_buffer_several_times(spark, 
     assert [v["name"] for _, v in small_records] == ["v1"] * 30 + ["v2"] * 30
     # A buffer holding every key sends each once, with its last version.
     assert [(k["id"], v["name"]) for k, v in records(bootstrap, large)] == [(i, "v2") for i in range(30)]
+
+
+# (id, name, version, change): each key's rows out of version order, a tombstone of a higher version among them.
+OUT_OF_ORDER = [(1, "a", 2, "upsert"), (1, "older", 1, "upsert"), (2, "x", 1, "upsert"), (2, None, 3, "delete"),
+                (2, "older", 2, "upsert"), (3, "p", 5, "upsert"), (3, None, 4, "delete")]  # fmt: skip
+
+
+def _write_versioned(spark, opts: dict, source: str) -> None:
+    """OUT_OF_ORDER written in its order, each row's version in its `v` header or as its timestamp (near now)."""
+    df = spark.createDataFrame(OUT_OF_ORDER, "id INT, name STRING, v BIGINT, _change_type STRING").coalesce(1)
+    if source == "timestamp":
+        df = df.withColumn("timestamp", F.timestamp_millis(F.lit(int(time.time() * 1000)) + F.col("v")))
+    else:
+        df = df.withColumn("headers", F.create_map(F.lit("v"), F.col("v").cast("string").cast("binary")))
+    meta = {"metadata.columns": "timestamp" if source == "timestamp" else "headers"}
+    df.drop("v").write.format("upsert-kafka").options(**(opts | meta)).mode("append").save()
+
+
+@pytest.mark.parametrize("source", ["header:v", "timestamp"])
+def test_with_sink_upsert_version_the_buffer_sends_each_keys_highest_version_tombstones_included(
+    spark, new_topic, options, bootstrap, source
+):
+    """Without the option the buffer sends each key's last row, and an older row that came last hides the newer ones
+    from readers that order by version; with it, each key's row of the highest version leaves."""
+    by_last, by_version = new_topic(1), new_topic(1)
+    _write_versioned(spark, options(by_last, buffered(100)), source)
+    _write_versioned(spark, options(by_version, buffered(100) | {"sink.upsert.version": source}), source)
+
+    row = lambda i, name: ({"id": i}, None if name is None else {"id": i, "name": name})  # noqa: E731
+    assert records(bootstrap, by_last) == [row(1, "older"), row(2, "older"), row(3, None)]
+    assert records(bootstrap, by_version) == [row(1, "a"), row(2, None), row(3, "p")]
+
+
+def test_sink_upsert_version_fails_a_row_without_its_version_naming_the_key_and_needs_its_column(
+    spark, new_topic, options
+):
+    opts = options(new_topic(), buffered(100) | {"sink.upsert.version": "header:v", "metadata.columns": "headers"})
+    rows = spark.createDataFrame([(1, "a", "3"), (2, "b", None)], "id INT, name STRING, v STRING")
+    with_headers = rows.withColumn("headers", F.create_map(F.lit("v"), F.col("v").cast("binary")))
+    missing = with_headers.withColumn("headers", F.when(F.col("id") == 2, F.create_map()).otherwise(F.col("headers")))
+    with pytest.raises(Exception, match=r"RecordError: the row with key \{'id': 2\} has no header 'v' in column"):
+        missing.drop("v").coalesce(1).write.format("upsert-kafka").options(**opts).mode("append").save()
+    with pytest.raises(Exception, match=r"OptionError: option 'sink.upsert.version' = timestamp takes each row's "):
+        write(spark, options(new_topic(), {"sink.upsert.version": "timestamp"}), [(1, "a", 1.0)], SCHEMA)
 
 
 def test_interval_flush_sends_buffered_rows_while_a_streaming_task_still_runs(
