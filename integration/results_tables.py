@@ -252,20 +252,15 @@ def _tables_side_by_side(figures: dict) -> str:
 def tables_steady_table() -> str:
     """Tables at stream cadence (integration/bench_tables_steady.py): freshness per pipeline and rate, and the cost
     per record and checkpoint growth per update at micro-batches of 2,000 records, next to Spark's JVM stateful
-    aggregation; figures of its partial runs (`--only cost`, `--only default`) merged in when present."""
+    aggregation; figures of its partial runs (`--only cost`, `--only default`) merged in when present, and a run of
+    `--only freshness` with other pipelines (aggregate, join) shown as its own table."""
     figures = _load("benchmark-tables-steady.json")
     for part in ("cost", "helpers", "default"):
         if (RESULTS / f"benchmark-tables-steady-{part}.json").exists():
             extra = _load(f"benchmark-tables-steady-{part}.json")
             kept = ("cost:", "helpers:", "default")
             figures |= {k: v for k, v in extra.items() if k.startswith(kept) and k not in figures}
-    fresh = []
-    for name, f in figures.items():
-        if name.startswith("freshness: "):
-            who, rate = name.removeprefix("freshness: ").split(" at ")
-            batch = f.get("batch_ms", f.get("batch_ms_p50"))
-            shown = "-" if batch is None else f"{batch:,.0f}"
-            fresh.append([f"{int(rate):,}/s", who, f"{f['p50_ms']:,.0f}", f"{f['p99_ms']:,.0f}", shown])
+    fresh = _fresh_rows(figures)
     sizes = sorted(int(n.split()[1]) for n in figures if n.startswith("cost: "))
     costs = [_cost_row(keys, figures[f"cost: {keys} keys"]) for keys in sizes]
     run = figures.get("run")
@@ -294,6 +289,16 @@ def tables_steady_table() -> str:
             "shared with test runs: compare within a row, and the two sizes by their ratio):\n\n"
             + _table(helper_header, [_helper_row(keys, figures[f"helpers: {keys} keys"]) for keys in helpers])
         )
+    helpers_fresh = RESULTS / "benchmark-tables-steady-freshness.json"
+    if helpers_fresh.exists():
+        other = _load(helpers_fresh.name)
+        text += (
+            f"\n\nFreshness of the other helpers, run of {other['run']['when']} ({other['keys']:,} keys preloaded, "
+            f"updates for {other['seconds']:.0f} s, `benchmark-tables-steady-freshness.json`, `--pipelines`): "
+            "aggregate_changelog behind normalized_changelog (a group per key), temporal_join's latest-value join of "
+            "a second read of the topic with the normalized table, next to the plain and normalize pipelines of the "
+            "same run:\n\n" + _table(fresh_header, _fresh_rows(other))
+        )
     default = next((f for n, f in figures.items() if n.startswith("default")), None)
     if default:
         unset = ", ".join(f"{k.split(': ')[1]} {v.split(':')[0]}" for k, v in default.items() if k.startswith("unset"))
@@ -302,6 +307,17 @@ def tables_steady_table() -> str:
             f"explicitly, {default['set_200_batch_ms_p50']:,.0f} ms a micro-batch of 2,000 updates."
         )
     return text
+
+
+def _fresh_rows(figures: dict) -> list[list[str]]:
+    rows = []
+    for name, f in figures.items():
+        if name.startswith("freshness: "):
+            who, rate = name.removeprefix("freshness: ").split(" at ")
+            batch = f.get("batch_ms", f.get("batch_ms_p50"))
+            shown = "-" if batch is None else f"{batch:,.0f}"
+            rows.append([f"{int(rate):,}/s", who, f"{f['p50_ms']:,.0f}", f"{f['p99_ms']:,.0f}", shown])
+    return rows
 
 
 def _cost_row(keys: int, f: dict) -> list[str]:
