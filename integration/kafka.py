@@ -33,7 +33,7 @@ import tempfile
 import time
 import uuid
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -83,6 +83,40 @@ def fetch_maven_jars(pom: Path, target: Path, what: str) -> Path:
             tmp.rename(target)
         except OSError:
             if not target.is_dir():  # not a concurrent fetch that won the race
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def fetch_maven_archive(
+    artifact: str, target: Path, holds: str, what: str, prepare: Callable[[Path], None] | None = None, done: str = ""
+) -> Path:
+    """`target`: the unpacked `artifact` (Maven coordinates of a .zip or .tar.gz), the folder of the archive that
+    holds `holds` (a relative path), fetched with Maven only when `target / (done or holds)` is absent. `prepare` runs
+    on the unpacked folder before it is put in place (it writes `done`)."""
+    if (target / (done or holds)).exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # Fetch, unpack and prepare beside the target, then rename: an interrupted fetch never looks complete.
+    tmp = Path(tempfile.mkdtemp(prefix=f"{target.name}.partial-", dir=target.parent))
+    try:
+        run_command(["mvn", "-q", "-B", "dependency:copy", f"-Dartifact={artifact}", f"-DoutputDirectory={tmp}"], what)
+        archive = next(p for p in tmp.iterdir() if p.name.endswith((".zip", ".tar.gz")))
+        unpack = (
+            ["unzip", "-q", str(archive), "-d", str(tmp)]
+            if archive.suffix == ".zip"
+            else ["tar", "xzf", str(archive), "-C", str(tmp)]
+        )
+        run_command(unpack, f"unpacking {archive.name}")
+        archive.unlink()
+        unpacked = next(tmp.rglob(holds)).parents[len(Path(holds).parts) - 1]
+        if prepare is not None:
+            prepare(unpacked)
+        try:
+            unpacked.rename(target)
+        except OSError:
+            if not (target / (done or holds)).exists():  # not a concurrent fetch that won the race
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

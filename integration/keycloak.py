@@ -22,7 +22,7 @@ import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
-from integration.kafka import CACHE_DIR, free_ports, log_excerpt, run_command
+from integration.kafka import CACHE_DIR, fetch_maven_archive, free_ports, log_excerpt
 from integration.process import ServerProcess
 from integration.registry import find_java
 
@@ -37,33 +37,17 @@ _BUILT = ".dev-built"
 
 def ensure_keycloak() -> Path:
     """The Keycloak distribution (holding bin/kc.sh), built for dev mode; fetched with Maven only when absent."""
-    home = CACHE_DIR / f"keycloak-{KEYCLOAK_VERSION}"
-    if (home / _BUILT).is_file():
-        return home
-    home.parent.mkdir(parents=True, exist_ok=True)
-    # Fetch, unpack and build beside the target, then rename: an interrupted fetch never looks complete.
-    tmp = Path(tempfile.mkdtemp(prefix="keycloak.partial-", dir=home.parent))
-    try:
-        mvn = ["mvn", "-q", "-B", "dependency:copy", f"-Dartifact={ARTIFACT}", f"-DoutputDirectory={tmp}"]
-        run_command(mvn, "mvn fetching Keycloak")
-        archive = next(tmp.glob("*.zip"))
-        run_command(["unzip", "-q", str(archive), "-d", str(tmp)], "unpacking Keycloak")
-        archive.unlink()
-        unpacked = next(p.parent.parent for p in tmp.rglob("bin/kc.sh"))
+
+    def build(unpacked: Path) -> None:
         # The distribution is built for production mode; one dev-mode start in place rebuilds it, once per cache.
-        server = KeycloakServer({}, workdir=tmp, home=unpacked)
+        server = KeycloakServer({}, workdir=unpacked.parent, home=unpacked)
         server.start(timeout=600)
         server.stop()
         shutil.rmtree(unpacked / "data", ignore_errors=True)
         (unpacked / _BUILT).touch()
-        try:
-            unpacked.rename(home)
-        except OSError:
-            if not (home / _BUILT).is_file():  # not a concurrent fetch that won the race
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return home
+
+    target = CACHE_DIR / f"keycloak-{KEYCLOAK_VERSION}"
+    return fetch_maven_archive(ARTIFACT, target, "bin/kc.sh", "mvn fetching Keycloak", build, done=_BUILT)
 
 
 def realm(clients: Mapping[str, str]) -> dict[str, object]:

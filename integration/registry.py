@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -22,7 +21,7 @@ import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
-from integration.kafka import CACHE_DIR, free_port, log_excerpt, run_command
+from integration.kafka import CACHE_DIR, fetch_maven_archive, free_port, log_excerpt
 from integration.process import ServerProcess
 
 APICURIO_VERSION = "3.3.3"
@@ -33,27 +32,8 @@ CCOMPAT = "/apis/ccompat/v7"
 
 def ensure_registry_app() -> Path:
     """The unpacked Apicurio app (holding quarkus-run.jar), fetched with Maven only when absent."""
-    app = CACHE_DIR / f"apicurio-registry-{APICURIO_VERSION}"
-    if (app / "quarkus-run.jar").is_file():
-        return app
-    app.parent.mkdir(parents=True, exist_ok=True)
-    # Fetch and unpack beside the target, then rename: an interrupted fetch never looks complete.
-    tmp = Path(tempfile.mkdtemp(prefix="apicurio.partial-", dir=app.parent))
-    try:
-        mvn = ["mvn", "-q", "-B", "dependency:copy", f"-Dartifact={ARTIFACT}", f"-DoutputDirectory={tmp}"]
-        run_command(mvn, "mvn fetching Apicurio Registry")
-        archive = next(tmp.glob("*.tar.gz"))
-        run_command(["tar", "xzf", str(archive), "-C", str(tmp)], "unpacking Apicurio Registry")
-        archive.unlink()
-        unpacked = next(p.parent for p in tmp.rglob("quarkus-run.jar"))
-        try:
-            unpacked.rename(app)
-        except OSError:
-            if not (app / "quarkus-run.jar").is_file():  # not a concurrent fetch that won the race
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return app
+    target = CACHE_DIR / f"apicurio-registry-{APICURIO_VERSION}"
+    return fetch_maven_archive(ARTIFACT, target, "quarkus-run.jar", "mvn fetching Apicurio Registry")
 
 
 def _java_version(java: Path) -> int:
