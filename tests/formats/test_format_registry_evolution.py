@@ -96,7 +96,7 @@ def test_avro_columns_from_the_registry_read_an_added_field_as_its_default_as_co
     assert sorted(tuple(r.values()) for r in confluent_reads(client, topic, bootstrap, V2_TIER)) == rows
 
 
-def test_avro_a_field_a_writer_lacks_that_the_latest_holds_not_null_without_default_fails_naming_it(
+def test_avro_a_field_a_writer_lacks_that_the_latest_holds_not_null_without_default_is_refused_at_start_naming_it(
     spark, new_topic, options, bootstrap, registry_url
 ):
     # FORWARD: v2 may add a field without a default (v1's readers ignore it); v1's records cannot give it.
@@ -109,10 +109,20 @@ def test_avro_a_field_a_writer_lacks_that_the_latest_holds_not_null_without_defa
     )
     v1_id = client.get_version(f"{topic}-value", 1).schema_id
     opts = avro_options(options(topic, {"read.mode": "table"}), registry_url, roles=("value",))
+    from pyspark_upsert_kafka.formats import CodecContext, FormatOptionError, make_codec
 
-    with pytest.raises(Exception, match=r"field 'stock': the writer's record 'shop\.Item' has none") as failed:
+    # Refused when the read is planned, on the driver (before any task), naming the field, the writer version and
+    # what to change.
+    codec = make_codec("avro-confluent", "value.format", {"url": registry_url}, CodecContext("value", (topic,)))
+    named = (
+        rf"the table reads 'stock' \(a field of record 'shop\.Item'\) NOT NULL without a default, which the "
+        rf"registered writer schema id {v1_id} \(subject '{topic}-value' version 1\) lacks.*nullable \(option 'schema'"
+    )
+    with pytest.raises(FormatOptionError, match=named):
+        codec.prime_reader(codec.inferred_schema())
+    with pytest.raises(Exception, match=rf"option 'value\.format' \(avro-confluent\): {named}") as failed:
         spark.read.format("upsert-kafka").options(**opts).load().collect()
-    assert f"writer schema id {v1_id} (subject '{topic}-value' version 1)" in str(failed.value)
+    assert "Task" not in str(failed.value), "refused in a task, not when the query starts"
 
     # With the column nullable, the v1 record reads it as null (Spark's meaning of a value the writer lacks).
     given = "id INT, name STRING, stock INT"
