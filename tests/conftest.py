@@ -54,7 +54,7 @@ PIPELINES_FROM = (4, 2)
 # tables/ helpers (Spark's Python stateful operator differs between lines), every Flink golden test and the registry
 # formats' schema evolution (batch and stream reads across a change).
 COMPAT_FOLDERS = ("compat", "pipelines", "tables")
-COMPAT_FILES = ("test_flink_golden.py", "test_format_registry_evolution.py")
+COMPAT_FILES = ("test_flink_golden.py", "test_format_registry_evolution.py", "test_evolution_golden.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

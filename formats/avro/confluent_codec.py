@@ -17,6 +17,7 @@ from functools import partial
 import numpy as np
 import pyarrow as pa
 
+from ...kernel.errors import FormatOptionError
 from ...kernel.option_kinds import FORMAT, Option, Text
 from ..codec import IGNORE_PARSE_ERRORS, CodecContext, Decoded, Decoder, Encoder, empty_batch
 from ..confluent.registry import SchemaRegistry
@@ -25,7 +26,7 @@ from ..confluent.registry_errors import RegistryError, SchemaNotUsable
 from ..confluent.wire import HEADER, framed_ids, header, not_framed
 from ..payloads import Layout
 from .codec import RECORD_NAME, TIMESTAMP_MAPPING_LEGACY, AvroBodyReader, AvroEncoder, AvroSchema
-from .resolution import with_defaults
+from .resolution import MissingWithoutDefault, with_defaults
 from .schema import AVRO_TYPES, AvroType, arrow_schema, avro_schema, table_avro_schema
 
 NOT_FRAMED = not_framed("the Avro body")
@@ -67,7 +68,33 @@ class AvroConfluentCodec(RegistryCodec):
         return ConfluentDecoder(self.registry, schema, self.legacy_timestamps, source, self.read_subjects())
 
     def prime_reader(self, schema: pa.Schema) -> None:
-        self.reader_source(schema)
+        """The reader's view fetched (reader_source), and a NOT NULL column without a default that a registered
+        writer version lacks refused before any task, naming them: none of that version's records could be read.
+        A version registered after the query started fails its records as they come (ConfluentDecoder)."""
+        source = self.reader_source(schema)
+        subjects = self.read_subjects()
+        lacking = []
+        for subject in subjects:
+            for version, schema_id in self.registry.versions(subject):
+                try:
+                    writer = self.registry.schema(schema_id)
+                    AvroBodyReader(writer, schema, self.legacy_timestamps, source)
+                except MissingWithoutDefault as e:
+                    lacking.append((e, f"schema id {schema_id} (subject '{subject}' version {version})"))
+                except SchemaNotUsable:
+                    continue
+                except RegistryError:
+                    raise
+                except Exception:  # fastavro's schema errors are of several types
+                    continue  # such a writer's records fail as they come, naming why (ConfluentDecoder._reader)
+        if lacking:
+            missing = lacking[0][0]
+            raise FormatOptionError(
+                f"the table reads '{missing.field}' (a field of record '{missing.record}') NOT NULL without a default, "
+                f"which the registered writer {' and '.join(w for _, w in lacking)} lacks, so none of its records "
+                "could be read: give the column as nullable (option 'schema' or the DataFrame's .schema(...)), or "
+                "register a version whose field has a default (the reader's defaults are the subject's latest's)"
+            )
 
     def reader_source(self, schema: pa.Schema) -> AvroType | None:
         """The schema whose field defaults a record whose writer lacks a field reads (Confluent's deserializer reads

@@ -133,10 +133,12 @@ class _Adopter:
                     "records with ignore-parse-errors"
                 )
             if wf is None and "default" not in f:
-                raise SchemaMismatch(
+                raise MissingWithoutDefault(
+                    f["name"],
+                    name,
                     f"field '{f['name']}': the writer's record '{name}' has none, and the table reads it NOT NULL "
                     "without a default; declare the column nullable, or give the field a default in the reader's "
-                    "schema (the subject's latest version)"
+                    "schema (the subject's latest version)",
                 )
             if wf is not None and not self._resolves(f["type"], wf["type"], w):
                 raise SchemaMismatch(
@@ -159,6 +161,14 @@ class _Adopter:
 
 class SchemaMismatch(FormatOptionError):
     """A writer's schema that no record of can be read into the table's columns (names the field and both types)."""
+
+
+class MissingWithoutDefault(SchemaMismatch):
+    """A field the table reads NOT NULL without a default that the writer's record (`record`) lacks."""
+
+    def __init__(self, field: str, record: str, message: str) -> None:
+        super().__init__(message)
+        self.field, self.record = field, record
 
 
 def _kind(avro: AvroType) -> str | None:  # None: a dict without a type

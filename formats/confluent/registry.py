@@ -278,6 +278,23 @@ class SchemaRegistry:
         schema_id = int(self._answered(registered.schema_id, "schema id"))
         return schema_id, self._inline_references(schema, registered.schema.references or [])
 
+    def versions(self, subject: str) -> list[tuple[int, int]]:
+        """Every version registered under `subject` with its schema id, oldest first (none: no such subject). The
+        list is asked each time (it grows); each version's id is cached by the client (it never changes)."""
+        try:
+            with self._errors(("GET", f"/subjects/{subject}/versions"), subject):
+                numbers = self._client.get_versions(subject)
+        except RegistryError as e:
+            if e.code == 40401:  # no such subject: no version yet
+                return []
+            raise
+        found = []
+        for number in numbers:
+            with self._errors(("GET", f"/subjects/{subject}/versions/{number}"), subject):
+                registered = self._client.get_version(subject, number)
+            found.append((int(number), int(self._answered(registered.schema_id, "schema id"))))
+        return found
+
     def schema_text(self, schema_id: int, kind: str, fmt: str | None = None) -> tuple[str, dict[str, str]]:
         """The text of the schema of kind `kind` with this id, and the text of every schema it references, directly
         or not, by reference name; `fmt`: the registry's `format` parameter (`serialized`: a Protobuf schema as a

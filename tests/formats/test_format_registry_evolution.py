@@ -96,7 +96,7 @@ def test_avro_columns_from_the_registry_read_an_added_field_as_its_default_as_co
     assert sorted(tuple(r.values()) for r in confluent_reads(client, topic, bootstrap, V2_TIER)) == rows
 
 
-def test_avro_a_field_a_writer_lacks_that_the_latest_holds_not_null_without_default_fails_naming_it(
+def test_avro_a_field_a_writer_lacks_that_the_latest_holds_not_null_without_default_is_refused_at_start_naming_it(
     spark, new_topic, options, bootstrap, registry_url
 ):
     # FORWARD: v2 may add a field without a default (v1's readers ignore it); v1's records cannot give it.
@@ -109,15 +109,51 @@ def test_avro_a_field_a_writer_lacks_that_the_latest_holds_not_null_without_defa
     )
     v1_id = client.get_version(f"{topic}-value", 1).schema_id
     opts = avro_options(options(topic, {"read.mode": "table"}), registry_url, roles=("value",))
+    from pyspark_upsert_kafka.formats import CodecContext, FormatOptionError, make_codec
 
-    with pytest.raises(Exception, match=r"field 'stock': the writer's record 'shop\.Item' has none") as failed:
+    # Refused when the read is planned, on the driver (before any task), naming the field, the writer version and
+    # what to change.
+    codec = make_codec("avro-confluent", "value.format", {"url": registry_url}, CodecContext("value", (topic,)))
+    named = (
+        rf"the table reads 'stock' \(a field of record 'shop\.Item'\) NOT NULL without a default, which the "
+        rf"registered writer schema id {v1_id} \(subject '{topic}-value' version 1\) lacks.*nullable \(option 'schema'"
+    )
+    with pytest.raises(FormatOptionError, match=named):
+        codec.prime_reader(codec.inferred_schema())
+    with pytest.raises(Exception, match=rf"option 'value\.format' \(avro-confluent\): {named}") as failed:
         spark.read.format("upsert-kafka").options(**opts).load().collect()
-    assert f"writer schema id {v1_id} (subject '{topic}-value' version 1)" in str(failed.value)
+    assert "Task" not in str(failed.value), "refused in a task, not when the query starts"
 
     # With the column nullable, the v1 record reads it as null (Spark's meaning of a value the writer lacks).
     given = "id INT, name STRING, stock INT"
     rows = spark.read.format("upsert-kafka").options(**opts).schema(given).load().collect()
     assert sorted(map(tuple, rows)) == [(1, "old", None), (2, "new", 3)]
+
+
+def test_avro_a_version_registered_after_a_stream_started_that_lacks_a_not_null_column_fails_its_records(
+    spark, new_topic, options, bootstrap, registry_url, tmp_path
+):
+    # BACKWARD: v2 may drop a field without a default. The running stream's columns (v1's) hold it NOT NULL, which
+    # its start could not check against a version not registered yet: v2's record fails as it comes, naming it.
+    topic = new_topic()
+    client = confluent_client(registry_url)
+    compatibility(client, f"{topic}-value", "BACKWARD")
+    v1 = avro_record("Item", ID, NAME, {"name": "stock", "type": "int"})
+    produce_avro(bootstrap, topic, client, [(v1, [{"id": 1, "name": "old", "stock": 3}])])
+    opts = avro_options(options(topic), registry_url, roles=("value",))
+    sink = Collector()
+    query = start_collecting(spark.readStream.format("upsert-kafka").options(**opts).load(), str(tmp_path), sink)
+    try:
+        wait_for(lambda: sink.rows or query.exception(), "the first version's rows")
+        assert sink.rows == [(1, "old", 3, "upsert")]
+        produce_avro(bootstrap, topic, client, [(V1, [{"id": 2, "name": "new"}])])
+        wait_for(lambda: query.exception() is not None, "the query to fail on the next version's record")
+    finally:
+        query.stop()
+    v2_id = client.get_version(f"{topic}-value", 2).schema_id
+    failed = str(query.exception())
+    assert f"writer schema id {v2_id} (subject '{topic}-value' version 2)" in failed
+    assert "field 'stock': the writer's record 'shop.Item' has none" in failed
 
 
 def test_avro_a_field_whose_type_changed_fails_naming_subject_schema_id_version_field_and_both_types(
@@ -465,6 +501,27 @@ def test_keys_of_two_key_schema_versions_that_decode_alike_are_one_key(
         (1, "eu", "v2 key, eu"),
         (1, "us", "v2 key, us"),
     ]
+
+
+def test_a_key_column_a_key_version_lacks_without_a_default_is_refused_when_the_read_starts(
+    spark, new_topic, options, bootstrap, registry_url
+):
+    topic = new_topic()
+    client = confluent_client(registry_url)
+    compatibility(client, f"{topic}-key", "FORWARD")
+    keys = SerializationContext(topic, MessageField.KEY)
+    old = AvroSerializer(client, json.dumps(avro_record("ItemKey", ID)))
+    new = AvroSerializer(client, json.dumps(avro_record("ItemKey", ID, {"name": "region", "type": "string"})))
+    produce(bootstrap, topic, [(old({"id": 1}, keys), b'{"name": "v1"}'),
+                               (new({"id": 2, "region": "us"}, keys), b'{"name": "v2"}')])  # fmt: skip
+    v1_id = client.get_version(f"{topic}-key", 1).schema_id
+    opts = avro_options(options(topic, {"read.mode": "table", "value.fields-include": "EXCEPT_KEY",
+                                        "key.fields": "id;region"}), registry_url, roles=("key",))  # fmt: skip
+
+    read = spark.read.format("upsert-kafka").options(**opts).schema("id INT, region STRING, name STRING").load()
+    with pytest.raises(Exception, match=rf"option 'key\.format' \(avro-confluent\): the table reads 'region' .*"
+                       rf"writer schema id {v1_id} \(subject '{topic}-key' version 1\) lacks"):  # fmt: skip
+        read.collect()
 
 
 def test_avro_topics_whose_latest_schemas_give_a_column_different_defaults_are_refused_naming_the_subjects(

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 from pyspark_upsert_kafka.formats import CodecContext, make_codec
 
 from tests.support.kafka_io import produce
+from tests.support.registry_fixtures import register_golden, with_id
 
 GOLDEN = Path(__file__).parent / "golden" / "protobuf"
 DESCRIPTOR_FILE = str(GOLDEN / "shop.desc")
@@ -58,33 +58,12 @@ def test_messages_the_protobuf_library_wrote_read_back_exactly(spark, new_topic,
     assert rows == sorted((r["row"] for r in golden["records"]), key=lambda r: r["id"])
 
 
-def register_golden(registry_url: str, golden: dict, topic: str) -> dict[int, int]:
-    """The corpus's schemas registered here, each `<golden topic>...` subject renamed to this test's topic: the
-    corpus's ids -> the ids here."""
-    client = SchemaRegistryClient({"url": registry_url, "timeout": 20})
-    versions: dict[str, int] = {}
-    ids = {}
-    for entry in golden["registered"]:
-        subject = entry["subject"].replace(golden["topic"], topic)
-        refs = [
-            SchemaReference(name, ref_subject, versions[ref_subject]) for name, ref_subject, _ in entry["references"]
-        ]
-        schema = Schema(entry["schema"], "PROTOBUF", refs)
-        ids[entry["id"]] = client.register_schema(subject, schema)
-        versions[subject] = client.lookup_schema(subject, schema).version
-    return ids
-
-
-def with_id(payload: bytes, ids: dict[int, int]) -> bytes:
-    return payload[:1] + ids[int.from_bytes(payload[1:5], "big")].to_bytes(4, "big") + payload[5:]
-
-
 def test_records_confluents_protobuf_serializer_wrote_read_back_exactly(
     spark, new_topic, options, bootstrap, registry_url
 ):
     golden = load("protobuf_confluent.json")
     topic = new_topic()
-    ids = register_golden(registry_url, golden, topic)
+    ids = register_golden(registry_url, golden["registered"], lambda s: s.replace(golden["topic"], topic))
     orders = [r for r in golden["records"] if r["subject"] == f"{golden['topic']}-value"]
     produce(bootstrap, topic, [(json.dumps({"id": r["row"]["id"]}).encode(), with_id(bytes.fromhex(r["hex"]), ids))
                                for r in orders])  # fmt: skip
@@ -105,7 +84,7 @@ def test_records_confluents_protobuf_serializer_wrote_read_back_exactly(
 def test_the_message_indexes_confluents_serializer_wrote_name_the_message_read(registry_url, new_topic):
     golden = load("protobuf_confluent.json")
     topic = new_topic()
-    ids = register_golden(registry_url, golden, topic)
+    ids = register_golden(registry_url, golden["registered"], lambda s: s.replace(golden["topic"], topic))
     codec = make_codec("protobuf-confluent", "value.format", {"url": registry_url},
                        CodecContext("value", (topic,)))  # fmt: skip
     for case, columns in (

@@ -327,3 +327,31 @@ def registered_class(client, subject: str) -> type:
     pool.AddSerializedFile(timestamp_pb2.DESCRIPTOR.serialized_pb)
     pool.Add(file)
     return message_factory.GetMessageClass(pool.FindMessageTypeByName("Row"))
+
+
+# -- golden corpora written against another registry -----------------------------------------------------------------
+
+
+def register_golden(registry_url: str, entries: list[dict], subject_of: Callable[[str], str]) -> dict[int, int]:
+    """A golden corpus's schemas (each {subject, id, schema, references: [[name, subject, version]], type
+    (default PROTOBUF)}, references first) registered here, each under `subject_of(its subject)`: the corpus's ids
+    -> the ids this registry gave (with_id puts them into the payloads' framing)."""
+    from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
+
+    client = SchemaRegistryClient({"url": registry_url, "timeout": 20})
+    versions: dict[str, int] = {}
+    ids = {}
+    for entry in entries:
+        subject = subject_of(entry["subject"])
+        refs = [
+            SchemaReference(name, subject_of(ref), versions[subject_of(ref)]) for name, ref, _ in entry["references"]
+        ]
+        schema = Schema(entry["schema"], entry.get("type", "PROTOBUF"), refs)
+        ids[entry["id"]] = client.register_schema(subject, schema)
+        versions[subject] = client.lookup_schema(subject, schema).version
+    return ids
+
+
+def with_id(payload: bytes, ids: dict[int, int]) -> bytes:
+    """A payload in Confluent's framing (magic byte, 4-byte schema id) with its id mapped through `ids`."""
+    return payload[:1] + ids[int.from_bytes(payload[1:5], "big")].to_bytes(4, "big") + payload[5:]
