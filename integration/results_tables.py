@@ -304,7 +304,8 @@ def tables_steady_table() -> str:
         unset = ", ".join(f"{k.split(': ')[1]} {v.split(':')[0]}" for k, v in default.items() if k.startswith("unset"))
         text += (
             f"\n\nSpark's default shuffle partitions, 20,000 keys: left unset, {unset}; normalize with 200 set "
-            f"explicitly, {default['set_200_batch_ms_p50']:,.0f} ms a micro-batch of 2,000 updates."
+            f"explicitly, {default['set_200_batch_ms_p50']:,.0f} ms a micro-batch of 2,000 updates (run of "
+            f"{_load('benchmark-tables-steady-default.json')['run']['when']}, on a machine shared with test runs)."
         )
     return text
 
@@ -347,6 +348,21 @@ def _helper_row(keys: int, f: dict) -> list[str]:
     ]
 
 
+def versions_table() -> str:
+    """What ordering by version costs (integration/bench_versions.py): each pair, its medians and its ratio."""
+    f = _load("benchmark-versions.json")
+    rows = [
+        [step, f"{f[step]['median_s']:,.1f}", f"{f[step + ' by version']['median_s']:,.1f}",
+         f"x{f[step + ': by version / plain']:.2f}"]
+        for step in ("table read", "normalize")
+    ]  # fmt: skip
+    return (
+        f"Run of {f['run']['when']} ({f['run']['machine']}): {f['keys']:,} keys, two records each, medians of "
+        f"{f['repeat']} rounds, each pair's sides in turn first (`integration/results/benchmark-versions.json`):\n\n"
+        + _table(["step", "plain s", "by version s", "by version / plain (median of rounds)"], rows)
+    )
+
+
 BLOCKS: dict[str, Callable[[], str]] = {
     "run": run_line,
     "throughput": throughput_table,
@@ -359,4 +375,5 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "formats": formats_table,
     "tables": tables_table,
     "tables-steady": tables_steady_table,
+    "versions": versions_table,
 }
