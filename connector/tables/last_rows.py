@@ -159,13 +159,16 @@ def apply_versioned(held: pa.Table, records: Records, order: list[str], ttl: boo
         empty = held_schema(order, versioned=True).empty_table()
         none = pa.array([], pa.string())
         return Changes(none, [np.zeros(0, np.int64) for _ in order], _KIND_NAMES[:0], empty, none, len(keep))
-    kept = Records(
-        records.keys.filter(pa.array(keep)),
-        records.rows.filter(pa.array(keep)),
-        records.retracts[keep],
-        [o[keep] for o in records.orders],
-        records.versions[keep],
-    )
+    kept = records  # the usual case, nothing late: no copy of the rows
+    if not keep.all():
+        mask = pa.array(keep)
+        kept = Records(
+            records.keys.filter(mask),
+            records.rows.filter(mask),
+            records.retracts[keep],
+            [o[keep] for o in records.orders],
+            records.versions[keep],
+        )
     rows = held.filter(pc.is_valid(held[ROW])).select(held_schema(order).names)
     changes = apply(rows, kept, order, ttl)
     return Changes(changes.rows, changes.orders, changes.kinds, changes.written, changes.removed, int((~keep).sum()))
