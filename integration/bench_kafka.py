@@ -37,19 +37,20 @@ AVRO_VALUE_SCHEMA = {
 _PRODUCER = {"partitioner": "murmur2_random", "linger.ms": 20, "batch.num.messages": 10000, "acks": "all"}
 
 
-def row(i: int) -> dict:
+def row(i: int, revision: int = 0) -> dict:
+    """Key i's row; another `revision` changes its quantity (an update of the key)."""
     return {
         "id": i,
         "name": f"customer-name-{i:010d}-of-the-shop",
         "category": f"category-{i % 97:04d}-general-goods",
         "price": round((i % 100_000) / 7, 2),
-        "quantity": i % 13,
+        "quantity": (i + revision) % 13,
         "ts": 1_790_000_000_000 + i,
     }
 
 
-def json_records(n: int) -> list[tuple[bytes, bytes]]:
-    return [(json_bytes({"id": i}), json_bytes(row(i))) for i in range(n)]
+def json_records(n: int, revision: int = 0) -> list[tuple[bytes, bytes]]:
+    return [(json_bytes({"id": i}), json_bytes(row(i, revision))) for i in range(n)]
 
 
 def create_topic(bootstrap: str, name: str, partitions: int = PARTITIONS, **config: str) -> str:
@@ -61,9 +62,9 @@ def create_topic(bootstrap: str, name: str, partitions: int = PARTITIONS, **conf
 PROCESSES = 2
 
 
-def _produce_share(args: tuple[str, str, int, int]) -> float:
-    bootstrap, topic, n, i = args
-    return produce(bootstrap, topic, json_records(n)[i::PROCESSES])  # records made before the clock starts
+def _produce_share(args: tuple[str, str, int, int, int]) -> float:
+    bootstrap, topic, n, revision, i = args
+    return produce(bootstrap, topic, json_records(n, revision)[i::PROCESSES])  # records made before the clock starts
 
 
 def _consume_share(args: tuple[str, str, int]) -> float:
@@ -78,9 +79,9 @@ def _in_processes(work: Callable, args: list) -> float:
         return max(pool.map(work, args))
 
 
-def produce_parallel(bootstrap: str, topic: str, n: int) -> float:
-    """json_records(n) split over PROCESSES producers; the seconds until all are acknowledged."""
-    return _in_processes(_produce_share, [(bootstrap, topic, n, i) for i in range(PROCESSES)])
+def produce_parallel(bootstrap: str, topic: str, n: int, revision: int = 0) -> float:
+    """json_records(n, revision) split over PROCESSES producers; the seconds until all are acknowledged."""
+    return _in_processes(_produce_share, [(bootstrap, topic, n, revision, i) for i in range(PROCESSES)])
 
 
 def consume_parallel(bootstrap: str, topic: str) -> float:

@@ -3,8 +3,11 @@ normalized_changelog with and without `version=` (the record's timestamp), on th
 
     integration/dev python -m integration.bench_versions [--keys 500000] [--repeat 3]
 
-The topic (integration.bench_kafka: 4 partitions) holds every key twice (two records a key, each the benchmark's
-6-field json row), so a table read reduces 2 x `--keys` records to `--keys` rows. Each round runs the four steps
+The topic (integration.bench_kafka: 4 partitions) holds every key twice: the benchmark's 6-field json row, then an
+update of it (another quantity). A table read reduces 2 x `--keys` records to `--keys` rows; normalize gives an insert
+and an update a key on both sides. (The same row twice would not do: the version column is part of the row, so the
+second record, equal but of a later timestamp, is an update by version and nothing without, and the two sides would
+emit different changes.) Each round runs the four steps
 back to back, each pair's two sides in turn first (a noisy moment weighs on both sides of a pair): the table read
 into Spark's `noop` sink, and normalize as a Trigger.AvailableNow stream into `noop` on a fresh checkpoint (RocksDB,
 local[2], 2 shuffle partitions). Figures: the median seconds of each step and each pair's ratio (with the version /
@@ -72,8 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         spark = bench_session("bench-versions", **{"spark.sql.streaming.stateStore.providerClass": ROCKSDB,
                                                    "spark.sql.shuffle.partitions": "2"})  # fmt: skip
         topic = kb.create_topic(bootstrap, f"versions-{time.time_ns()}")
-        for _ in range(2):
-            kb.produce_parallel(bootstrap, topic, args.keys)
+        for revision in range(2):
+            kb.produce_parallel(bootstrap, topic, args.keys, revision)
         warm = kb.create_topic(bootstrap, f"versions-warm-{time.time_ns()}")
         kb.produce_parallel(bootstrap, warm, 1_000)
         for step in STEPS:  # a session's first query of a kind pays its warm-up

@@ -57,7 +57,7 @@ from ..errors import RecordError, SchemaError
 from ..kernel.change_kind import ChangeKind, kind_spellings
 from . import group_accumulators as core
 from .map_entries import MapEntries
-from .rows import as_text, from_text, micros_ntz, ntz_micros, require_columns, require_state_settings, state_group
+from .rows import as_long, as_text, from_long, from_text, require_columns, require_state_settings, state_group
 
 HELPER = "aggregate_changelog"
 _FUNCTIONS = ("count", "sum", "avg", "min", "max")
@@ -201,14 +201,9 @@ def _crossing(column: Column, given: DataType, i: int) -> list[Column]:
         value = column.cast(StringType())
     elif carried == "float":
         value = F.coalesce(column.cast(DoubleType()), F.lit(0.0))
-    elif isinstance(given, TimestampType):
-        value = F.coalesce(F.unix_micros(column), F.lit(0))
-    elif isinstance(given, TimestampNTZType):
-        value = F.coalesce(ntz_micros(column), F.lit(0))
-    elif isinstance(given, DateType):
-        value = F.coalesce(F.unix_date(column), F.lit(0)).cast(LongType())
-    else:
-        value = F.coalesce(column.cast(LongType()), F.lit(0))
+    else:  # integers, dates and timestamps as rows.as_long gives them; booleans as 0 and 1
+        as_number = as_long(column, given) if carried == "int" else None
+        value = F.coalesce(column.cast(LongType()) if as_number is None else as_number, F.lit(0))
     return [value.alias(f"uk_v{i}"), column.isNull().alias(f"uk_n{i}")]
 
 
@@ -236,12 +231,8 @@ def _result_fields(c: core.Spec, i: int) -> list[StructField]:
 
 def _result(s: _Aggregate, i: int) -> Column:
     value, state = F.col(f"uk_r{i}"), F.col(f"uk_s{i}")
-    if isinstance(s.result, TimestampType):
-        value = F.timestamp_micros(value)
-    elif isinstance(s.result, TimestampNTZType):
-        value = micros_ntz(value)
-    elif isinstance(s.result, DateType):
-        value = F.date_from_unix_date(value.cast(IntegerType()))
+    if isinstance(s.result, (TimestampType, TimestampNTZType, DateType)):
+        value = from_long(value, s.result)
     typed = F.when(state == _VALUE, value.cast(s.result))
     if isinstance(s.result, (DoubleType, FloatType)):
         typed = typed.when(state == _NAN, F.lit(float("nan")).cast(s.result))

@@ -20,11 +20,14 @@ retracted it. Keys the micro-batch did not touch are neither read nor written.
 With versions (`apply_versioned`), a key's records apply in the order of their versions: a record whose version is
 below the highest one its key has seen (held, a deleted key's too, or of its earlier records) is dropped, an equal
 one applies in order. The state then keeps every touched key's version, a deleted key's as an entry without a row,
-so that an older version arriving after a delete resurrects nothing.
+so that an older version arriving after a delete resurrects nothing. The version is part of the row (two rows are
+equal when their texts and versions are) but travels beside its text, as a number: a timestamp in the row's text
+costs Spark a formatted write and a parse per row.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,6 +65,7 @@ class Changes:
     written: pa.Table  # keys whose row is new, with it (a table of `held_schema`)
     removed: pa.Array  # string: held keys whose row is gone
     late: int = 0  # records dropped: a version below their key's (apply_versioned)
+    versions: np.ndarray | None = None  # int64: each change's version (apply_versioned)
 
 
 def held_schema(order: list[str], versioned: bool = False) -> pa.Schema:
@@ -96,6 +100,12 @@ def apply(held: pa.Table, records: Records, order: list[str], ttl: bool) -> Chan
     both = pa.chunked_array([held[ROW].combine_chunks(), rows], pa.string()).combine_chunks()
     before = np.where(first, np.maximum(slot, 0), h + position - 1)  # in `both`
     equal = pc.equal(both.take(pa.array(before)), rows).to_numpy(zero_copy_only=False)
+    versions = before_versions = None
+    if records.versions is not None:  # a row's version is part of it: the row before a record is of its version
+        versions = records.versions[perm]
+        held_versions = held[VERSION].to_numpy() if h else np.zeros(1, np.int64)
+        before_versions = np.where(first, held_versions[np.maximum(slot, 0)], np.roll(versions, 1))
+        equal &= before_versions == versions
     repeat = accumulates & had & equal if not ttl else np.zeros(n, bool)
 
     # order values of the row after each record: its own, or for a repeat those of the row it repeated
@@ -121,6 +131,9 @@ def apply(held: pa.Table, records: Records, order: list[str], ttl: bool) -> Chan
     held_before = (kind == _DELETE) | (kind == _BEFORE)
     changes_rows = both.take(pa.array(np.where(held_before, before[emitted], h + emitted)))
     changes_orders = [np.where(held_before, b[emitted], o[emitted]) for b, o in zip(before_orders, orders)]
+    changes_versions = None
+    if versions is not None and before_versions is not None:
+        changes_versions = np.where(held_before, before_versions[emitted], versions[emitted])
 
     # a key's last record decides what its state becomes: a row written when any of its records changed it (with a
     # TTL, when any accumulated: a write restarts its TTL), the key removed when it was held and is retracted
@@ -132,13 +145,13 @@ def apply(held: pa.Table, records: Records, order: list[str], ttl: bool) -> Chan
     write = key_ends[accumulates[key_ends] & changed]
     remove = key_ends[~accumulates[key_ends] & (slot[key_ends] >= 0)]
     columns = [encoded.dictionary.take(pa.array(code[write])), rows.take(pa.array(write))]
-    if records.versions is not None:  # every touched key's entry: its row after (null: deleted) and its version
+    if versions is not None:  # every touched key's entry: its row after (null: deleted) and its version
         write, remove = key_ends, np.zeros(0, np.int64)
         after_rows = pc.if_else(
             pa.array(accumulates[write]), rows.take(pa.array(write)), pa.nulls(len(write), pa.string())
         )
         columns = [encoded.dictionary.take(pa.array(code[write])), after_rows]
-        columns += [pa.array(a[write]) for a in after_orders] + [pa.array(records.versions[perm][write])]
+        columns += [pa.array(a[write]) for a in after_orders] + [pa.array(versions[write])]
         schema = held_schema(order, versioned=True)
     else:
         columns = [encoded.dictionary.take(pa.array(code[write])), rows.take(pa.array(write))]
@@ -146,7 +159,7 @@ def apply(held: pa.Table, records: Records, order: list[str], ttl: bool) -> Chan
         schema = held.schema
     written = pa.Table.from_arrays(columns, schema=schema)
     removed = encoded.dictionary.take(pa.array(code[remove]))
-    return Changes(changes_rows, changes_orders, _KIND_NAMES[kind], written, removed)
+    return Changes(changes_rows, changes_orders, _KIND_NAMES[kind], written, removed, versions=changes_versions)
 
 
 def apply_versioned(held: pa.Table, records: Records, order: list[str], ttl: bool) -> Changes:
@@ -157,8 +170,8 @@ def apply_versioned(held: pa.Table, records: Records, order: list[str], ttl: boo
     keep = _in_version_order(held, records)
     if not keep.any():
         empty = held_schema(order, versioned=True).empty_table()
-        none = pa.array([], pa.string())
-        return Changes(none, [np.zeros(0, np.int64) for _ in order], _KIND_NAMES[:0], empty, none, len(keep))
+        none, no = pa.array([], pa.string()), np.zeros(0, np.int64)
+        return Changes(none, [no for _ in order], _KIND_NAMES[:0], empty, none, len(keep), no)
     kept = records  # the usual case, nothing late: no copy of the rows
     if not keep.all():
         mask = pa.array(keep)
@@ -169,9 +182,9 @@ def apply_versioned(held: pa.Table, records: Records, order: list[str], ttl: boo
             [o[keep] for o in records.orders],
             records.versions[keep],
         )
-    rows = held.filter(pc.is_valid(held[ROW])).select(held_schema(order).names)
+    rows = held.filter(pc.is_valid(held[ROW]))
     changes = apply(rows, kept, order, ttl)
-    return Changes(changes.rows, changes.orders, changes.kinds, changes.written, changes.removed, int((~keep).sum()))
+    return dataclasses.replace(changes, late=int((~keep).sum()))
 
 
 def _in_version_order(held: pa.Table, records: Records) -> np.ndarray:

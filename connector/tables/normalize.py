@@ -32,17 +32,7 @@ import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle, TimerValues
-from pyspark.sql.types import (
-    DateType,
-    DecimalType,
-    IntegralType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampNTZType,
-    TimestampType,
-)
+from pyspark.sql.types import IntegralType, LongType, StringType, StructField, StructType
 
 from ..errors import OptionError, SchemaError
 from ..kernel.change_kind import ChangeKind, kind_spellings
@@ -50,9 +40,10 @@ from ..options.kinds import Duration
 from . import last_rows
 from .map_entries import MapEntries
 from .rows import (
+    as_long,
     as_text,
+    from_long,
     from_text,
-    ntz_micros,
     require_columns,
     require_state_settings,
     require_text_safe,
@@ -108,9 +99,15 @@ def normalized_changelog(
                 "'offset')"
             )
     ttl_ms = _ttl_ms(state_ttl)
-    versions = [] if version is None else [_version(changes, version).alias(_VERSION)]
     require_state_settings(changes.sparkSession, HELPER)
     compared = [c for c in changes.columns if c != change and c not in order]
+    versions: list[Column] = []
+    carried = None  # the version column, when the row carries it: beside the row's text, as its BIGINT
+    if version is not None:
+        carried, as_number = _version(changes, version)
+        versions = [as_number.alias(_VERSION)]
+        carried = carried if carried in compared else None
+        compared = [c for c in compared if c != carried]
     require_text_safe(changes, compared, HELPER)
 
     prepared = changes.select(
@@ -121,7 +118,7 @@ def normalized_changelog(
         *[F.col(o).cast(LongType()).alias(o) for o in order],
         *versions,
     )
-    orders = [StructField(o, LongType()) for o in order]
+    orders = [StructField(o, LongType()) for o in order] + [StructField(_VERSION, LongType())] * bool(versions)
     out = StructType([StructField(_ROW, StringType()), *orders, StructField(_KIND, StringType())])
     normalized = prepared.groupBy(_BUCKET).transformWithStateInPandas(
         statefulProcessor=_LastRowPerKey(order, ttl_ms, version is not None),
@@ -133,27 +130,22 @@ def normalized_changelog(
     typed = {c: changes.schema[c].dataType for c in order}
     columns = {c: F.col(f"uk_r.{c}") for c in compared} | {c: F.col(c).cast(typed[c]) for c in order}
     columns[change] = F.col(_KIND)
+    if carried is not None:
+        columns[carried] = from_long(F.col(_VERSION), changes.schema[carried].dataType)
     if version is not None:  # the dropped records' counts, one row a state group, into the query's progress
         late = F.when(F.col(_KIND) == _LATE, F.col(_ROW).cast(LongType())).otherwise(F.lit(0))
         normalized = normalized.observe(LATE_METRIC, F.sum(late).alias("records")).where(F.col(_KIND) != _LATE)
-    return normalized.select(row, *order, _KIND).select(*[columns[c].alias(c) for c in changes.columns])
+    kept = [_VERSION] if version is not None else []
+    return normalized.select(row, *order, *kept, _KIND).select(*[columns[c].alias(c) for c in changes.columns])
 
 
-def _version(changes: DataFrame, name: str) -> Column:
-    """The version as BIGINT, ordered as the column's values are; a record without one fails the query."""
+def _version(changes: DataFrame, name: str) -> tuple[str, Column]:
+    """The version column's name, and its value as BIGINT ordered as the column's values are (rows.as_long); a record
+    without one fails the query."""
     (column,) = require_columns(changes, [name], "version column", HELPER)
     given, value = changes.schema[column].dataType, F.col(column)
-    if isinstance(given, IntegralType):
-        as_long = value.cast(LongType())
-    elif isinstance(given, TimestampType):
-        as_long = F.unix_micros(value)
-    elif isinstance(given, TimestampNTZType):
-        as_long = ntz_micros(value)
-    elif isinstance(given, DateType):
-        as_long = F.unix_date(value).cast(LongType())
-    elif isinstance(given, DecimalType) and given.precision <= 18:
-        as_long = (value * F.lit(10**given.scale)).cast(LongType())  # its unscaled value, exact within 18 digits
-    else:
+    as_number = as_long(value, given)
+    if as_number is None:
         raise SchemaError(
             f"{HELPER}: version column '{column}' is {given.simpleString()}; a version is an integer, timestamp, "
             "date or decimal of up to 18 digits (cast it to one)"
@@ -162,7 +154,7 @@ def _version(changes: DataFrame, name: str) -> Column:
         f"{HELPER}: a record without a version in column '{column}' (a delete read from an upsert topic carries only "
         "its key: take the version from the record's timestamp or a header, with option metadata.columns)"
     )
-    return F.when(value.isNotNull(), as_long).otherwise(F.raise_error(F.lit(missing)))
+    return column, F.when(value.isNotNull(), as_number).otherwise(F.raise_error(F.lit(missing)))
 
 
 def _retracts(kind: Column, name: str) -> Column:
@@ -195,10 +187,13 @@ class _LastRowPerKey(StatefulProcessor):
         self._ttl_ms = ttl_ms
         self._versioned = versioned
         self._schema = last_rows.held_schema(order, versioned)
+        # a key's entry: its held row but the key; versioned, the version first (the layout in which the version was
+        # in the row's text had it last: Spark refuses such a checkpoint, whose rows would never equal a record's)
+        names = self._schema.names[1:]
+        self._values = [last_rows.VERSION, *names[:-1]] if versioned else names
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        value = StructType([StructField(f.name, StringType() if f.name == last_rows.ROW else LongType())
-                            for f in self._schema if f.name != last_rows.KEY])  # fmt: skip
+        value = StructType([StructField(n, StringType() if n == last_rows.ROW else LongType()) for n in self._values])
         # the name every earlier layout used (a ValueState, or grouped by another key): Spark refuses their checkpoints
         self._rows = MapEntries(handle, "last_row", last_rows.KEY, value, self._ttl_ms)
 
@@ -217,12 +212,14 @@ class _LastRowPerKey(StatefulProcessor):
         apply = last_rows.apply_versioned if self._versioned else last_rows.apply
         changes = apply(self._held(records.keys), records, self._order, self._ttl_ms is not None)
         self._write(changes.written, changes.removed)
+        versions = {} if changes.versions is None else {_VERSION: changes.versions}
         if len(changes.kinds):
             out = {_ROW: changes.rows.to_numpy(zero_copy_only=False)}
-            out |= dict(zip(self._order, changes.orders)) | {_KIND: changes.kinds}
+            out |= dict(zip(self._order, changes.orders)) | versions | {_KIND: changes.kinds}
             yield pd.DataFrame(out)
         if changes.late:
-            yield pd.DataFrame({_ROW: [str(changes.late)]} | {o: [0] for o in self._order} | {_KIND: [_LATE]})
+            zeros = {o: [0] for o in [*self._order, *versions]}
+            yield pd.DataFrame({_ROW: [str(changes.late)]} | zeros | {_KIND: [_LATE]})
 
     def _held(self, keys: pa.Array) -> pa.Table:
         """The state's rows of these keys (a key without one absent)."""
@@ -230,12 +227,11 @@ class _LastRowPerKey(StatefulProcessor):
         found = [(k, *v) for k, v in zip(distinct, self._rows.held(distinct)) if v is not None]
         if not found:
             return self._schema.empty_table()
-        return pa.Table.from_arrays(
-            [pa.array(c, f.type) for c, f in zip(zip(*found), self._schema)], schema=self._schema
-        )
+        columns = dict(zip([last_rows.KEY, *self._values], zip(*found)))
+        return pa.Table.from_arrays([pa.array(columns[f.name], f.type) for f in self._schema], schema=self._schema)
 
     def _write(self, written: pa.Table, removed: pa.Array) -> None:
-        values = list(zip(*[written[c].to_pylist() for c in self._schema.names[1:]]))
+        values = list(zip(*[written[c].to_pylist() for c in self._values]))
         self._rows.write(written[last_rows.KEY].to_pylist(), values, removed.to_pylist())
 
     def close(self) -> None:

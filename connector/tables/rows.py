@@ -24,7 +24,9 @@ from pyspark.sql.types import (
     DecimalType,
     DoubleType,
     FloatType,
+    IntegerType,
     IntegralType,
+    LongType,
     MapType,
     StringType,
     StructType,
@@ -53,6 +55,35 @@ def ntz_micros(column: Column) -> Column:
 def micros_ntz(column: Column) -> Column:
     """Microseconds from the epoch as a TIMESTAMP_NTZ (ntz_micros undone)."""
     return F.timestamp_add("MICROSECOND", column, F.lit(_EPOCH_NTZ).cast(TimestampNTZType()))
+
+
+def as_long(value: Column, given: DataType) -> Column | None:
+    """An integer, date, timestamp or decimal of up to 18 digits as a BIGINT in the same order, exactly: days,
+    microseconds, the unscaled value (`from_long` gives the value back); None for another type."""
+    if isinstance(given, IntegralType):
+        return value.cast(LongType())
+    if isinstance(given, TimestampType):
+        return F.unix_micros(value)
+    if isinstance(given, TimestampNTZType):
+        return ntz_micros(value)
+    if isinstance(given, DateType):
+        return F.unix_date(value).cast(LongType())
+    if isinstance(given, DecimalType) and given.precision <= 18:
+        return (value * F.lit(10**given.scale)).cast(LongType())
+    return None
+
+
+def from_long(value: Column, given: DataType) -> Column:
+    """The value of type `given` that `as_long` made this BIGINT of."""
+    if isinstance(given, TimestampType):
+        return F.timestamp_micros(value)
+    if isinstance(given, TimestampNTZType):
+        return micros_ntz(value)
+    if isinstance(given, DateType):
+        return F.date_from_unix_date(value.cast(IntegerType()))
+    if isinstance(given, DecimalType):  # the unscaled value over 10^scale: exact (the quotient's scale is 20)
+        return (value.cast(DecimalType(18, 0)) / F.lit(10**given.scale).cast(DecimalType(19, 0))).cast(given)
+    return value.cast(given)
 
 
 def state_group(columns: list[str]) -> Column:

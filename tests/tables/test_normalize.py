@@ -136,6 +136,32 @@ def test_timestamp_versions_are_instants_where_the_session_zones_clock_goes_back
     assert [tuple(r) for r in table.collect()] == [(1, "later")]
 
 
+@pytest.mark.parametrize("carrier", ["the record's timestamp", "a DECIMAL value column"])
+def test_a_version_is_part_of_the_row_and_comes_out_as_it_went_in(
+    spark, rocksdb, new_topic, options, bootstrap, tmp_path, carrier
+):
+    """The version column comes out exactly, a before-image with its own row's version; a row equal to the one held
+    and of its version gives nothing, of a higher version an update; a lower version is dropped."""
+    topic = new_topic(1)
+    now = int(time.time() * 1000)
+    versions = [10, 10, 20, 15]  # of the records below, in order
+    if carrier == "a DECIMAL value column":
+        value = lambda v: orjson.dumps({"id": 1, "name": "a" if v != 15 else "b", "v": f"{v}.125"})  # noqa: E731
+        produce(bootstrap, topic, [(orjson.dumps({"id": 1}), value(v)) for v in versions])
+        changes = _changes(spark, options(topic), "id INT, name STRING, v DECIMAL(12,3)")
+        shown = F.col("v").cast("string")
+        expected = ["10.125", "10.125", "20.125"]
+    else:
+        produce(bootstrap, topic, [(*_record(1, "a" if v != 15 else "b"), None, now + v) for v in versions])
+        changes = _changes(spark, options(topic), metadata="offset, v=timestamp")
+        shown = F.unix_micros("v").cast("string")
+        expected = [str((now + v) * 1000) for v in (10, 10, 20)]
+    normalized = normalized_changelog(changes, "id", version="v").select("name", shown, "_change_type")
+    rows = run_available_now(normalized, str(tmp_path)).rows
+    kinds = ["insert", "update_preimage", "update_postimage"]
+    assert [tuple(r) for r in rows] == [("a", v, k) for v, k in zip(expected, kinds)]
+
+
 def test_a_record_without_a_version_fails_the_query_saying_where_to_take_one(
     spark, rocksdb, new_topic, options, bootstrap, tmp_path
 ):
@@ -285,6 +311,21 @@ class _BucketValueLayout(StatefulProcessor):
         pass
 
 
+class _VersionInTextLayout(StatefulProcessor):
+    """The first with versions: as today's, the version last in a key's entry (and in the row's text)."""
+
+    def init(self, handle) -> None:
+        self._last = handle.getMapState("last_row", "key STRING", "row STRING, offset BIGINT, version BIGINT")
+
+    def handleInputRows(self, key, rows, timerValues):
+        for frame in rows:
+            self._last.updateValue((frame["uk_key"].iloc[-1],), (frame["uk_row"].iloc[-1], 1, 1))
+        return iter(())
+
+    def close(self) -> None:
+        pass
+
+
 EARLIER_LAYOUTS = {
     "per key": ("CAST(id AS STRING) AS uk_group", _PerKeyLayout, "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE"),
     "a map per bucket": (
@@ -297,6 +338,12 @@ EARLIER_LAYOUTS = {
         "pmod(xxhash64(id), 1024) AS uk_group",
         _BucketValueLayout,
         "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE",
+    ),
+    # a versioned query's (its rows compared by a text holding the version: they would never equal a record's now)
+    "versioned, the version in the row's text": (
+        f"pmod(xxhash64(id), {GROUPS}) AS uk_group",
+        _VersionInTextLayout,
+        "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE",
     ),
 }
 
@@ -321,8 +368,11 @@ def test_a_checkpoint_of_an_earlier_state_layout_is_refused(
     )
     run_available_now(old, str(tmp_path))
     produce(bootstrap, topic, [_record(1, "b")])
+    versioned = layout.startswith("versioned")
+    changes = _changes(spark, options(topic), metadata="offset, version=timestamp" if versioned else "offset")
     with pytest.raises(StreamingQueryException, match=refusal):
-        run_available_now(normalized_changelog(_changes(spark, options(topic)), "id"), str(tmp_path))
+        normalized = normalized_changelog(changes, "id", version="version" if versioned else None)
+        run_available_now(normalized, str(tmp_path))
 
 
 def test_an_unknown_change_kind_fails_the_query_naming_the_kinds(spark, rocksdb, tmp_path):

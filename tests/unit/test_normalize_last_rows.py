@@ -1,7 +1,8 @@
 """normalized_changelog's columnar core (tables/last_rows.py) against Flink's rules written record by record: for any
 state and any micro-batch of upserts, repeats and deletes over a few keys, the same changes in each key's order and
 the same rows left, written back for the keys whose row changed and for no other; with versions, the same rules on
-the records at or above their key's highest version, the others dropped and counted, every key's version kept."""
+the records at or above their key's highest version (a row's version part of it), the others dropped and counted,
+every key's version kept."""
 
 from __future__ import annotations
 
@@ -112,10 +113,11 @@ def _versioned_rules(held: dict, records: list, ttl: bool) -> tuple[dict, dict, 
         if last is not None and version < last[2]:
             late += 1
             continue
-        held_row = {key: last[:2]} if last is not None and last[0] is not None else {}
-        emitted, after = _flinks_rules(held_row, [(key, row, retracts, offset)], ttl)
-        out.setdefault(key, []).extend(emitted.get(key, []))
-        state[key] = (*after[key], version) if key in after else (None, offset, version)
+        # a row is its text and its version: two rows are equal when both are, a change carries both
+        held_row = {key: ((last[0], last[2]), last[1])} if last is not None and last[0] is not None else {}
+        emitted, after = _flinks_rules(held_row, [(key, (row, version), retracts, offset)], ttl)
+        out.setdefault(key, []).extend((r, o, v, kind) for (r, v), o, kind in emitted.get(key, []))
+        state[key] = (after[key][0][0], after[key][1], after[key][0][1]) if key in after else (None, offset, version)
     return {k: v for k, v in out.items() if v}, state, late
 
 
@@ -133,10 +135,12 @@ def _versioned_columnar(held: dict, records: list, ttl: bool) -> tuple[dict, dic
     table = pa.Table.from_arrays([pa.array(c, f.type) for c, f in zip(zip(*entries), schema)], schema=schema) \
         if entries else schema.empty_table()  # fmt: skip
     changes = apply_versioned(table, batch, ORDER, ttl)
+    assert changes.versions is not None
     out: dict = {}
     keys = [row.split(":")[0] for row in changes.rows.to_pylist()]
-    for key, row, offset, kind in zip(keys, changes.rows.to_pylist(), changes.orders[0].tolist(), changes.kinds):
-        out.setdefault(key, []).append((row, offset, kind))
+    emitted = zip(changes.rows.to_pylist(), changes.orders[0].tolist(), changes.versions.tolist(), changes.kinds)
+    for key, change in zip(keys, emitted):
+        out.setdefault(key, []).append(change)
     assert not len(changes.removed)  # a deleted key keeps its version: an entry without a row
     written = {w["key"]: (w["row"], w["offset"], w["version"]) for w in changes.written.to_pylist()}
     return out, held | written, changes.late
@@ -165,5 +169,13 @@ def test_an_older_version_after_a_delete_resurrects_nothing_and_is_counted():
     held = {"k": ("k:a", 1, 5)}
     batch = [("k", "k:a", True, 10, 6), ("k", "k:b", False, 11, 4), ("k", "k:c", True, 12, 5)]
     out, state, late = _versioned_columnar(held, batch, ttl=False)
-    assert out == {"k": [("k:a", 1, "delete")]} and late == 2
+    assert out == {"k": [("k:a", 1, 5, "delete")]} and late == 2
     assert state["k"][0] is None and state["k"][2] == 6
+
+
+def test_a_row_equal_but_of_a_higher_version_is_an_update_carrying_both_versions():
+    held = {"k": ("k:a", 1, 5)}
+    batch = [("k", "k:a", False, 10, 5), ("k", "k:a", False, 11, 7)]
+    out, state, late = _versioned_columnar(held, batch, ttl=False)
+    assert out == {"k": [("k:a", 1, 5, "update_preimage"), ("k:a", 11, 7, "update_postimage")]} and late == 0
+    assert state["k"] == ("k:a", 11, 7)
