@@ -305,7 +305,7 @@ def tables_steady_table() -> str:
         text += (
             f"\n\nSpark's default shuffle partitions, 20,000 keys: left unset, {unset}; normalize with 200 set "
             f"explicitly, {default['set_200_batch_ms_p50']:,.0f} ms a micro-batch of 2,000 updates (run of "
-            f"{_load('benchmark-tables-steady-default.json')['run']['when']}, on a machine shared with test runs)."
+            f"{_load('benchmark-tables-steady-default.json')['run']['when']})."
         )
     return text
 
