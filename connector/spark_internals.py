@@ -13,16 +13,19 @@ of the connector), under the same rules and with its contract test in the same f
 
 from __future__ import annotations
 
+import functools
 import inspect
+import io
 import json
 import os
+import pickle
 import struct
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlparse
 
 import pyarrow as pa
@@ -260,8 +263,10 @@ def checkpoint_source_offsets(batch_file: Path) -> list[str] | None:
 # chunk's requests are all sent even while the state server waits for us to read its answers; and no more than the
 # server's input buffer (a BufferedInputStream of 8 KB): the server reads a request's bytes with one `read`, not
 # readFully, so a request must never straddle two fills of that buffer, which a chunk that fits in it cannot do
-# (each request is one flush, and the next chunk is sent only once every answer of this one was read).
+# (a chunk is one write, and the next chunk is sent only once every answer of this one was read).
 _CHUNK_BYTES = 8192
+# A request's frame, as PySpark's client writes it (`_send_proto_message`): the protocol version (0), the length.
+_FRAME = struct.Struct("!ii")
 
 
 class MapStateCalls:
@@ -270,10 +275,12 @@ class MapStateCalls:
     Each call of PySpark's MapState is one request on the state server's socket and a wait for its answer (about
     80 us here, most of it the round trip). The server reads a request, answers it and reads the next, in order,
     so requests written one after another and answers read back in that order are the same calls made one by one,
-    without a round trip each. A chunk's requests stay under `_CHUNK_BYTES`, so they are all written before any
-    answer must be read. The requests are PySpark's own (its client builds and frames them); only the order of
-    sending and reading is ours. `map_state_calls` gives None where the client is not as read here, and the
-    caller then calls the MapState one key at a time."""
+    without a round trip each. The requests are the client's messages, keys and values (pickled tuples) and frames;
+    ours is doing its per-call work once per chunk: a chunk is one socket write (the client flushes each request),
+    a request sets the fields of one prepared message (the client builds four), and one unpickler reads the values
+    back, parsing their schema once (the client parses it from JSON for each value, and builds a Row). That halves
+    the client's time per key. `map_state_calls` gives None where the client is not as read here, and the caller
+    then calls the MapState one key at a time."""
 
     def __init__(self, state: Any) -> None:
         from pyspark.sql.streaming.proto import StateMessage_pb2
@@ -282,58 +289,69 @@ class MapStateCalls:
         self._name: str = state._stateName
         self._client = state._mapStateClient
         self._api = self._client._stateful_processor_api_client
+        self._key_schema: StructType = self._client.user_key_schema
+        self._value_schema: StructType = self._client.value_schema
+        self._key_bytes, self._value_bytes = self._serializer(self._key_schema), self._serializer(self._value_schema)
 
-    def _request(self, call: str, message: Any) -> bytes:
-        """A request as PySpark's MapStateClient builds it: `call` is the MapStateCall field (getValue, ...)."""
+    def _requests(self, call: str, **fields: Sequence[bytes]) -> list[bytes]:
+        """Requests of one MapStateCall kind (getValue, ...), the i-th with its message's fields set to each's i-th."""
+        message = getattr(self._proto, call[0].upper() + call[1:])()
         request = self._proto.StateRequest(
             stateVariableRequest=self._proto.StateVariableRequest(
                 mapStateCall=self._proto.MapStateCall(stateName=self._name, **{call: message})
             )
         )
-        data: bytes = request.SerializeToString()
-        return data
+        into = getattr(request.stateVariableRequest.mapStateCall, call)  # the message inside the request
+        out = []
+        for values in zip(*fields.values(), strict=True):
+            for name, value in zip(fields, values):
+                setattr(into, name, value)
+            out.append(request.SerializeToString())
+        return out
+
+    def _serializer(self, schema: StructType) -> Callable[[tuple[Any, ...]], bytes]:
+        """A key's or value's bytes as the client's `_serialize_to_bytes` gives them: a pickled tuple of the values,
+        converted first only where a field's type needs it (the helpers' strings, numbers and lists need none)."""
+        if _converted(schema):
+            return functools.partial(self._api._serialize_to_bytes, schema)
+        dumps = self._api.pickleSer.dumps
+        return lambda row: dumps(tuple(row))
 
     def _exchange(self, requests: list[bytes]) -> list[tuple[int, str, bytes]]:
         answers: list[tuple[int, str, bytes]] = []
         start = 0
         while start < len(requests):
             end, size = start, 0
-            while end < len(requests) and (end == start or size + len(requests[end]) <= _CHUNK_BYTES):
-                size += len(requests[end])
+            while end < len(requests) and (
+                end == start or size + _FRAME.size + len(requests[end]) <= _CHUNK_BYTES
+            ):  # fmt: skip
+                size += _FRAME.size + len(requests[end])
                 end += 1
-            for request in requests[start:end]:
-                self._api._send_proto_message(request)
-            answers.extend(self._api._receive_proto_message() for _ in range(start, end))
+            chunk = requests[start:end]
+            self._api.sockfile.write(b"".join(_FRAME.pack(0, len(r)) + r for r in chunk))
+            self._api.sockfile.flush()
+            answers.extend(self._api._receive_proto_message() for _ in chunk)
             start = end
         return answers
 
-    def _key(self, key: tuple[Any, ...]) -> bytes:
-        data: bytes = self._api._serialize_to_bytes(self._client.user_key_schema, key)
-        return data
-
     def get_values(self, keys: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...] | None]:
         """Each key's value, None where the map holds none (or its TTL expired it)."""
-        requests = [self._request("getValue", self._proto.GetValue(userKey=self._key(k))) for k in keys]
-        values: list[tuple[Any, ...] | None] = []
+        requests = self._requests("getValue", userKey=[self._key_bytes(k) for k in keys])
+        found: list[bytes] = []
         for status, error, value in self._exchange(requests):
             if status != 0:
                 raise RuntimeError(f"the state store refused to read a value: {error}")
-            values.append(tuple(self._api._deserialize_from_bytes(value)) if value else None)
-        return values
+            found.append(value)
+        rows = iter(_unpickled_rows([v for v in found if v]))
+        return [next(rows) if v else None for v in found]
 
     def update_values(self, keys: Sequence[tuple[Any, ...]], values: Sequence[tuple[Any, ...]]) -> None:
-        schema = self._client.value_schema
-        requests = [
-            self._request(
-                "updateValue",
-                self._proto.UpdateValue(userKey=self._key(k), value=self._api._serialize_to_bytes(schema, v)),
-            )
-            for k, v in zip(keys, values, strict=True)
-        ]
-        self._check(requests, "write a value")
+        put = [self._key_bytes(k) for k in keys]
+        data = [self._value_bytes(v) for v in values]
+        self._check(self._requests("updateValue", userKey=put, value=data), "write a value")
 
     def remove_keys(self, keys: Sequence[tuple[Any, ...]]) -> None:
-        requests = [self._request("removeKey", self._proto.RemoveKey(userKey=self._key(k))) for k in keys]
+        requests = self._requests("removeKey", userKey=[self._key_bytes(k) for k in keys])
         self._check(requests, "remove a key")
 
     def _check(self, requests: list[bytes], what: str) -> None:
@@ -342,16 +360,55 @@ class MapStateCalls:
                 raise RuntimeError(f"the state store refused to {what}: {error}")
 
 
+def _converted(schema: StructType) -> bool:
+    """Whether a value of this struct needs PySpark's conversion to or from its pickled form (a date, a timestamp, a
+    decimal: `needConversion`), or is its tuple of Python values as it is."""
+    return any(f.dataType.needConversion() for f in schema.fields)
+
+
+@functools.lru_cache(maxsize=64)
+def _row_maker(schema_json: str) -> Callable[..., tuple[Any, ...]]:
+    """What a pickled Row of this schema is made with here: a tuple of its values, converted as `fromInternal`."""
+    schema = cast(StructType, _types._parse_datatype_json_string(schema_json))
+    if _converted(schema):
+        return lambda *values: tuple(schema.fromInternal(values))
+    return lambda *values: values
+
+
+class _RowsUnpickler(pickle.Unpickler):
+    """The JVM pickles a state value as a call of `_create_row_inbound_converter(_parse_datatype_json_string(json))`
+    with the row's values (EvaluatePython's row pickler): here the two globals give `_row_maker(json)`, parsed once
+    per schema, where PySpark's parse the JSON for every value and build a Row. Any other global is pickle's own."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module == "pyspark.sql.types" and name == "_parse_datatype_json_string":
+            return _row_maker
+        if module == "pyspark.sql.types" and name == "_create_row_inbound_converter":
+            return _as_is
+        return super().find_class(module, name)
+
+
+def _as_is(maker: Any) -> Any:
+    return maker
+
+
+def _unpickled_rows(values: list[bytes]) -> list[tuple[Any, ...]]:
+    """State values the server answered, each a pickle, as tuples: one unpickler reads them one after another."""
+    unpickler = _RowsUnpickler(io.BytesIO(b"".join(values)))
+    return [unpickler.load() for _ in values]
+
+
 def map_state_calls(state: Any) -> MapStateCalls | None:
     """Many-at-a-time calls of a MapState of `transformWithStateInPandas`'s handle; None when this pyspark's client
     is not what MapStateCalls reads (the caller then uses the MapState's own one-key calls)."""
     try:
         calls = MapStateCalls(state)
         api = calls._api
-        methods = ("_send_proto_message", "_receive_proto_message", "_serialize_to_bytes", "_deserialize_from_bytes")
+        used = [api._receive_proto_message, api._serialize_to_bytes, api.pickleSer.dumps, api.sockfile.write]
+        used.append(api.sockfile.flush)
         messages = ("StateRequest", "StateVariableRequest", "MapStateCall", "GetValue", "UpdateValue", "RemoveKey")
-        schemas = (calls._client.user_key_schema, calls._client.value_schema)
+        schemas = (calls._key_schema, calls._value_schema)
     except (ImportError, AttributeError):
         return None
-    known = all(callable(getattr(api, m, None)) for m in methods) and all(hasattr(calls._proto, m) for m in messages)
+    known = all(callable(f) for f in used) and all(hasattr(calls._proto, m) for m in messages)
     return calls if known and all(isinstance(s, StructType) for s in schemas) else None

@@ -2,16 +2,17 @@
 next to the same pipeline without normalization and Flink 2.2.1's ChangelogNormalize, in the same run.
 
     integration/dev python -m integration.bench_tables_steady [--keys 1000000] [--rates 5000,15000] [--seconds 30]
-        [--flink auto|yes|no] [--pipelines plain,normalize] [--cost-keys 20000,1000000] [--partitions 2] [--warm-s 0]
-        [--only freshness|cost|helpers|default|all]
+        [--flink auto|yes|no] [--pipelines plain,floor,normalize] [--cost-keys 20000,1000000] [--partitions 2]
+        [--warm-s 0] [--only freshness|cost|helpers|default|all]
 
 Freshness: a topic preloaded with `--keys` keys (one record each, integration.bench_kafka.row), a pipeline reading
 it from the earliest offset as an upsert-kafka stream and writing on to an upsert-kafka topic (LogAppendTime), and,
 once the preload went through, updates of random keys at a fixed rate for `--seconds`, each value's `ts` its
 produce time (ms). Freshness of an update is its output record's LogAppendTime minus that `ts`: p50 / p99 per
 pipeline and rate (with `--warm-s S`, over the updates produced after the first S seconds only).
-Pipelines: `plain` (the changelog as read: id, ts), `normalize` (normalized_changelog on id, its inserts and
-after-images written), with `--pipelines` also `aggregate` and `join` (see _pipeline), and Flink's `upsert-kafka`
+Pipelines: `plain` (the changelog as read: id, ts), `floor` (normalize's Python stateful operator keeping nothing: the
+least any state kept through it can cost), `normalize` (normalized_changelog on id, its inserts and after-images
+written), with `--pipelines` also `aggregate` and `join` (see _pipeline), and Flink's `upsert-kafka`
 table through ChangelogNormalize (`table.exec.source.cdc-events-duplicate` = true) into an `upsert-kafka` table,
 parallelism 2, RocksDB.
 
@@ -122,15 +123,18 @@ AFTER_IMAGES = "_change_type IN ('insert', 'update_postimage')"
 def _pipeline(spark, who: str, bootstrap: str, source: str, sink: str, checkpoint: str):
     """`who`'s pipeline from `source` to `sink`, each output row's `produced_ms` the produce time of the update it
     shows: plain, normalize, aggregate (a group per key behind normalize: the group's MAX(ts) is its latest
-    update's), join (the latest-value join of a second read of the topic with the normalized table)."""
+    update's), join (the latest-value join of a second read of the topic with the normalized table), floor
+    (normalize's operator keeping nothing: _operator_floor)."""
     from pyspark_upsert_kafka.tables.aggregate import aggregate_changelog
     from pyspark_upsert_kafka.tables.normalize import normalized_changelog
     from pyspark_upsert_kafka.tables.temporal_join import temporal_join
 
     changes = _source(spark, bootstrap, source)
-    if who != "plain":
+    if who in ("normalize", "aggregate", "join"):
         table = normalized_changelog(changes, "id")
-    if who == "normalize":
+    if who == "floor":
+        out = _operator_floor(changes).selectExpr("id", "ts AS produced_ms")
+    elif who == "normalize":
         out = table.where(AFTER_IMAGES).selectExpr("id", "ts AS produced_ms")
     elif who == "aggregate":
         grouped = aggregate_changelog(table, "id", n="COUNT(*)", total="SUM(quantity)", produced_ms="MAX(ts)")
@@ -144,6 +148,36 @@ def _pipeline(spark, who: str, bootstrap: str, source: str, sink: str, checkpoin
         topic=sink, **{"properties.bootstrap.servers": bootstrap, "key.fields": "id"}
     )
     return writer.option("checkpointLocation", checkpoint).start()
+
+
+def _operator_floor(changes):
+    """normalized_changelog's operator without its state: the same state groups, the same columns crossing to
+    Python and back (the row as JSON text), Spark's Python stateful operator on the RocksDB store, but no state call:
+    each record comes out as it went in. Its freshness is the least any state kept through this operator can give."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+    from pyspark_upsert_kafka.tables.rows import as_text, from_text, state_group
+
+    class PassThrough(StatefulProcessor):  # defined here, so that Spark's workers get it by value
+        def init(self, handle) -> None:
+            pass
+
+        def handleInputRows(self, key, rows, timerValues):
+            for frame in rows:
+                yield frame[["uk_row", "offset"]]
+
+        def close(self) -> None:
+            pass
+
+    values = [c for c in changes.columns if c not in ("_change_type", "offset")]
+    prepared = changes.select(
+        state_group(["id"]).alias("uk_bucket"), as_text(["id"]).alias("uk_key"), as_text(values).alias("uk_row"),
+        "offset",
+    )  # fmt: skip
+    passed = prepared.groupBy("uk_bucket").transformWithStateInPandas(
+        PassThrough(), "uk_row STRING, offset BIGINT", "Append", "None"
+    )
+    return passed.select(from_text(F.col("uk_row"), changes.select(*values).schema).alias("r")).select("r.*")
 
 
 def _quantiles(found: list[float]) -> dict:
@@ -357,7 +391,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--warm-s", type=float, default=0, help="updates not measured at first (seconds)")
     parser.add_argument("--flink", choices=("auto", "yes", "no"), default="auto")
-    parser.add_argument("--pipelines", default="plain,normalize", help="of plain, normalize, aggregate, join")
+    parser.add_argument(
+        "--pipelines", default="plain,floor,normalize", help="of plain, floor, normalize, aggregate, join"
+    )
     parser.add_argument("--cost-keys", default="20000,1000000")
     parser.add_argument("--partitions", default="2")
     parser.add_argument("--only", choices=("freshness", "cost", "helpers", "default", "all"), default="all")

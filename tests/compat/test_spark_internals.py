@@ -9,6 +9,8 @@ import io
 import json
 import struct
 import zipfile
+from datetime import date, datetime, timedelta, timezone
+from decimal import Decimal
 from pathlib import Path
 
 import pandas as pd
@@ -234,26 +236,48 @@ def test_inside_a_worker_sparkfiles_root_holds_what_add_py_file_shipped(spark, t
 # ---- A MapState's calls many at a time ----------------------------------------------------------------------
 
 
+# A value of each kind: strings and numbers (the helpers' own, pickled as they are) and kinds PySpark converts to and
+# from their pickled form (a timestamp, a date, a decimal): the first a value whose answers outgrow a socket buffer.
+_MAP_VALUES = {
+    "v STRING, n BIGINT, x DOUBLE, a ARRAY<BIGINT>": lambda i: (
+        "x" * (20_000 if i % 100 == 0 else i % 7), i, float("nan") if i % 3 == 0 else i / 4, [i, -i]
+    ),
+    "t TIMESTAMP, d DATE, m DECIMAL(20, 3)": lambda i: (
+        datetime(2026, 3, 29, 1, 30, tzinfo=timezone.utc) + timedelta(microseconds=i), date(1970, 1, 1) + timedelta(i),
+        Decimal(i) / 1000 - Decimal("12345678901234567"),
+    ),
+}  # fmt: skip
+
+
 class _ManyAtATime(StatefulProcessor):
-    """Writes, reads and removes a group's keys through map_state_calls and checks each answer against the MapState's
-    own one-key calls; a value large enough that its answers outgrow a socket buffer before they are read."""
+    """Writes, reads and removes a group's keys through map_state_calls, for each kind of value, and checks each
+    answer against the MapState's own one-key calls."""
 
     def init(self, handle) -> None:
-        self._state = handle.getMapState("m", "k STRING", "v STRING, n BIGINT")
-        self._calls = spark_internals.map_state_calls(self._state)
+        self._states = [handle.getMapState(f"m{i}", "k STRING", value) for i, value in enumerate(_MAP_VALUES)]
 
     def handleInputRows(self, key, rows, timerValues):
         keys = [(k,) for frame in rows for k in frame["k"].tolist()]
-        values = [("x" * (20_000 if i % 100 == 0 else i % 7), i) for i in range(len(keys))]
-        problems = [] if self._calls else ["map_state_calls gave None"]
-        if self._calls:
-            self._calls.update_values(keys, values)
+        problems = []
+        for state, make in zip(self._states, _MAP_VALUES.values()):
+            calls = spark_internals.map_state_calls(state)
+            if not calls:
+                problems.append("map_state_calls gave None")
+                continue
+            values = [make(i) for i in range(len(keys))]
+            calls.update_values(keys, values)
+            for (k,), v in zip(keys, values):  # the same values through PySpark's own call
+                state.updateValue((f"own {k}",), v)
             asked = [*keys, ("absent",)]
-            one_by_one = [self._state.getValue(k) for k in asked]
-            if self._calls.get_values(asked) != one_by_one or one_by_one[:-1] != values:
-                problems.append("get_values differs from getValue")
-            self._calls.remove_keys(keys[::2])
-            if [self._state.containsKey(k) for k in keys] != [i % 2 == 1 for i in range(len(keys))]:
+            one_by_one = [None if v is None else tuple(v) for v in map(state.getValue, asked)]  # Rows, as tuples
+            if repr(one_by_one[:-1]) != repr([tuple(state.getValue((f"own {k}",))) for (k,) in keys]):
+                problems.append(f"update_values wrote other values than updateValue: {one_by_one[:2]}")
+            many = calls.get_values(asked)
+            differ = [(repr(a), repr(b)) for a, b in zip(many, one_by_one) if repr(a) != repr(b)]
+            if differ or len(many) != len(asked) or one_by_one[-1] is not None:
+                problems.append(f"get_values differs from getValue: {[(a[-150:], b[-150:]) for a, b in differ[:1]]}")
+            calls.remove_keys(keys[::2])
+            if [state.containsKey(k) for k in keys] != [i % 2 == 1 for i in range(len(keys))]:
                 problems.append("remove_keys removed other keys")
         yield pd.DataFrame({"g": [key[0]], "problems": ["; ".join(problems)]})
 
@@ -263,7 +287,8 @@ class _ManyAtATime(StatefulProcessor):
 
 def test_map_state_calls_many_at_a_time_are_the_mapstates_own_calls(spark, rocksdb):
     """tables/normalize.py reads and writes a micro-batch's keys through map_state_calls: on every pyspark it must be
-    available and give what the MapState's one-key calls give (values, absent keys, removals)."""
+    available and give what the MapState's one-key calls give (values, absent keys, removals), for values it pickles
+    as they are and values PySpark converts."""
     rows = spark.range(3000).selectExpr("CAST(id % 2 AS STRING) AS g", "CAST(id AS STRING) AS k")
     out = rows.groupBy("g").transformWithStateInPandas(_ManyAtATime(), "g STRING, problems STRING", "Append", "None")
     assert sorted(tuple(r) for r in out.collect()) == [("0", ""), ("1", "")]
