@@ -175,8 +175,12 @@ def session_time_zone(spark) -> Iterator[Callable[[str], None]]:
 @pytest.fixture
 def rocksdb(spark) -> Iterator[None]:
     """The tables/ helpers need Spark's RocksDB state store: set for the queries a test starts (a streaming query copies
-    the session's configuration when it starts), and put back afterwards."""
+    the session's configuration when it starts), and put back afterwards. A batch query of a stateful operator needs
+    the state store coordinator that Spark starts with the session's streaming query manager: touched here, so that
+    such a test does not depend on a stream having run before it (pyspark 4.1 and 4.2 fail it otherwise)."""
     from pyspark_upsert_kafka.tables.rows import ROCKSDB
+
+    assert isinstance(spark.streams.active, list)
 
     provider = "spark.sql.streaming.stateStore.providerClass"
     before = spark.conf.get(provider, None)
