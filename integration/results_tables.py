@@ -285,8 +285,7 @@ def tables_steady_table() -> str:
         text += (
             "\n\nThe other helpers, micro-batches of 2,000 updates: aggregate_changelog behind normalized_changelog "
             "(a group per key: as many groups as keys), temporal_join's latest-value join of the updates (a second "
-            f"read of the topic) with the table (`benchmark-tables-steady-helpers.json`, run of {when} on a machine "
-            "shared with test runs: compare within a row, and the two sizes by their ratio):\n\n"
+            f"read of the topic) with the table (`benchmark-tables-steady-helpers.json`, run of {when}):\n\n"
             + _table(helper_header, [_helper_row(keys, figures[f"helpers: {keys} keys"]) for keys in helpers])
         )
     helpers_fresh = RESULTS / "benchmark-tables-steady-freshness.json"
