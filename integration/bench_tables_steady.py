@@ -3,7 +3,7 @@ next to the same pipeline without normalization and Flink 2.2.1's ChangelogNorma
 
     integration/dev python -m integration.bench_tables_steady [--keys 1000000] [--rates 5000,15000] [--seconds 30]
         [--flink auto|yes|no] [--pipelines plain,floor,normalize] [--cost-keys 20000,1000000] [--partitions 2]
-        [--warm-s 0] [--only freshness|cost|helpers|default|all]
+        [--warm-s 0] [--only freshness|cost|helpers|default|bounds|all] [--changelog-checkpointing true|false]
 
 Freshness: a topic preloaded with `--keys` keys (one record each, integration.bench_kafka.row), a pipeline reading
 it from the earliest offset as an upsert-kafka stream and writing on to an upsert-kafka topic (LogAppendTime), and,
@@ -12,7 +12,8 @@ produce time (ms). Freshness of an update is its output record's LogAppendTime m
 pipeline and rate (with `--warm-s S`, over the updates produced after the first S seconds only).
 Pipelines: `plain` (the changelog as read: id, ts), `floor` (normalize's Python stateful operator keeping nothing: the
 least any state kept through it can cost), `normalize` (normalized_changelog on id, its inserts and after-images
-written), with `--pipelines` also `aggregate` and `join` (see _pipeline), and Flink's `upsert-kafka`
+written), with `--pipelines` also `aggregate`, `join` (see _pipeline) and `cache-bound` (normalize with its state
+reads skipped: integration/bench_tables_bounds.py), and Flink's `upsert-kafka`
 table through ChangelogNormalize (`table.exec.source.cdc-events-duplicate` = true) into an `upsert-kafka` table,
 parallelism 2, RocksDB.
 
@@ -30,7 +31,13 @@ topic once: the join's figure includes the second read).
 Spark's default of 200 shuffle partitions, as a new user has it (20,000 keys): left unset, the helper's refusal; set
 to 200 explicitly, a micro-batch of 2,000 updates.
 
-Spark runs local[2] on the RocksDB state store with `spark.sql.shuffle.partitions` = `--partitions` (the cores).
+What the operator lets normalize reach at best (`bounds`, integration/bench_tables_bounds.py): which Python worker
+runs each state group micro-batch after micro-batch, and one micro-batch of `--keys` keys through the plain read, the
+floor and normalize, with the machine's CPU seconds.
+
+Spark runs local[2] on the RocksDB state store with `spark.sql.shuffle.partitions` = `--partitions` (the cores) and
+RocksDB's changelog checkpointing as `--changelog-checkpointing` says (default true: what the helpers choose where a
+session has no value; false: Spark's default), for every query of the run, the JVM's too.
 Writes integration/results/benchmark-tables-steady.json (with --only X: benchmark-tables-steady-X.json). Test/dev
 tooling only: the product never imports this.
 """
@@ -52,10 +59,10 @@ import orjson
 from confluent_kafka import Consumer, TopicPartition
 
 from integration import bench_kafka as kb
+from integration.bench_tables_bounds import affinity_run, one_batch_run, operator_floor, reads_skipped
 from integration.benchmark import _infrastructure, bench_session
 
 RESULTS = Path(__file__).parent / "results" / "benchmark-tables-steady.json"
-ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 COST_UPDATES, COST_BATCH = 40_000, 2_000
 
 
@@ -123,8 +130,8 @@ AFTER_IMAGES = "_change_type IN ('insert', 'update_postimage')"
 def _pipeline(spark, who: str, bootstrap: str, source: str, sink: str, checkpoint: str):
     """`who`'s pipeline from `source` to `sink`, each output row's `produced_ms` the produce time of the update it
     shows: plain, normalize, aggregate (a group per key behind normalize: the group's MAX(ts) is its latest
-    update's), join (the latest-value join of a second read of the topic with the normalized table), floor
-    (normalize's operator keeping nothing: _operator_floor)."""
+    update's), join (the latest-value join of a second read of the topic with the normalized table), floor and
+    cache-bound (integration/bench_tables_bounds.py)."""
     from pyspark_upsert_kafka.tables.aggregate import aggregate_changelog
     from pyspark_upsert_kafka.tables.normalize import normalized_changelog
     from pyspark_upsert_kafka.tables.temporal_join import temporal_join
@@ -132,9 +139,12 @@ def _pipeline(spark, who: str, bootstrap: str, source: str, sink: str, checkpoin
     changes = _source(spark, bootstrap, source)
     if who in ("normalize", "aggregate", "join"):
         table = normalized_changelog(changes, "id")
+    if who == "cache-bound":
+        with reads_skipped():
+            table = normalized_changelog(changes, "id")
     if who == "floor":
-        out = _operator_floor(changes).selectExpr("id", "ts AS produced_ms")
-    elif who == "normalize":
+        out = operator_floor(changes).selectExpr("id", "ts AS produced_ms")
+    elif who in ("normalize", "cache-bound"):
         out = table.where(AFTER_IMAGES).selectExpr("id", "ts AS produced_ms")
     elif who == "aggregate":
         grouped = aggregate_changelog(table, "id", n="COUNT(*)", total="SUM(quantity)", produced_ms="MAX(ts)")
@@ -148,36 +158,6 @@ def _pipeline(spark, who: str, bootstrap: str, source: str, sink: str, checkpoin
         topic=sink, **{"properties.bootstrap.servers": bootstrap, "key.fields": "id"}
     )
     return writer.option("checkpointLocation", checkpoint).start()
-
-
-def _operator_floor(changes):
-    """normalized_changelog's operator without its state: the same state groups, the same columns crossing to
-    Python and back (the row as JSON text), Spark's Python stateful operator on the RocksDB store, but no state call:
-    each record comes out as it went in. Its freshness is the least any state kept through this operator can give."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
-    from pyspark_upsert_kafka.tables.rows import as_text, from_text, state_group
-
-    class PassThrough(StatefulProcessor):  # defined here, so that Spark's workers get it by value
-        def init(self, handle) -> None:
-            pass
-
-        def handleInputRows(self, key, rows, timerValues):
-            for frame in rows:
-                yield frame[["uk_row", "offset"]]
-
-        def close(self) -> None:
-            pass
-
-    values = [c for c in changes.columns if c not in ("_change_type", "offset")]
-    prepared = changes.select(
-        state_group(["id"]).alias("uk_bucket"), as_text(["id"]).alias("uk_key"), as_text(values).alias("uk_row"),
-        "offset",
-    )  # fmt: skip
-    passed = prepared.groupBy("uk_bucket").transformWithStateInPandas(
-        PassThrough(), "uk_row STRING, offset BIGINT", "Append", "None"
-    )
-    return passed.select(from_text(F.col("uk_row"), changes.select(*values).schema).alias("r")).select("r.*")
 
 
 def _quantiles(found: list[float]) -> dict:
@@ -396,10 +376,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--cost-keys", default="20000,1000000")
     parser.add_argument("--partitions", default="2")
-    parser.add_argument("--only", choices=("freshness", "cost", "helpers", "default", "all"), default="all")
+    parser.add_argument("--only", choices=("freshness", "cost", "helpers", "default", "bounds", "all"), default="all")
+    parser.add_argument(
+        "--changelog-checkpointing", choices=("true", "false"), default="true",
+        help="RocksDB's, for every query of the run (the helpers' choice, where a session has none, is true)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    from pyspark_upsert_kafka.tables.rows import CHANGELOG_CHECKPOINTING, ROCKSDB
+
     run = {"when": time.strftime("%Y-%m-%d %H:%M"), "machine": platform.machine()}
-    results: dict = {"run": run, "keys": args.keys, "seconds": args.seconds, "partitions": args.partitions}
+    results: dict = {"run": run, "keys": args.keys, "seconds": args.seconds, "partitions": args.partitions,
+                     "changelog_checkpointing": args.changelog_checkpointing}  # fmt: skip
     with ExitStack() as stack:
         bootstrap, _ = _infrastructure(stack)
         spark = bench_session(
@@ -407,6 +394,7 @@ def main(argv: list[str] | None = None) -> int:
             **{
                 "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
                 "spark.sql.shuffle.partitions": args.partitions,
+                CHANGELOG_CHECKPOINTING: args.changelog_checkpointing,
             },
         )
         whos = args.pipelines.split(",") + (["flink"] if _flink_wanted(args.flink) else [])
@@ -424,6 +412,9 @@ def main(argv: list[str] | None = None) -> int:
                 results[f"helpers: {keys} keys"] = cost_run(spark, bootstrap, keys, HELPER_STEPS)
         if args.only in ("default", "all"):
             results["default partitions: 20000 keys"] = default_partitions_run(spark, bootstrap, 20_000)
+        if args.only in ("bounds", "all"):
+            results["bounds: worker affinity"] = affinity_run(spark, bootstrap)
+            results[f"bounds: one batch of {args.keys} keys"] = one_batch_run(spark, bootstrap, args.keys)
     out = RESULTS if args.only == "all" else RESULTS.with_name(f"{RESULTS.stem}-{args.only}.json")
     out.write_text(json.dumps(results, indent=2) + "\n")
     return 0

@@ -175,21 +175,24 @@ def session_time_zone(spark) -> Iterator[Callable[[str], None]]:
 @pytest.fixture
 def rocksdb(spark) -> Iterator[None]:
     """The tables/ helpers need Spark's RocksDB state store: set for the queries a test starts (a streaming query copies
-    the session's configuration when it starts), and put back afterwards. A batch query of a stateful operator needs
-    the state store coordinator that Spark starts with the session's streaming query manager: touched here, so that
-    such a test does not depend on a stream having run before it (pyspark 4.1 and 4.2 fail it otherwise)."""
-    from pyspark_upsert_kafka.tables.rows import ROCKSDB
+    the session's configuration when it starts), and put back afterwards, with the changelog checkpointing they choose.
+    A batch query of a stateful operator needs the state store coordinator that Spark starts with the session's
+    streaming query manager: touched here, so that such a test does not depend on a stream having run before it
+    (pyspark 4.1 and 4.2 fail it otherwise)."""
+    from pyspark_upsert_kafka.tables.rows import CHANGELOG_CHECKPOINTING, ROCKSDB
 
     assert isinstance(spark.streams.active, list)
 
     provider = "spark.sql.streaming.stateStore.providerClass"
-    before = spark.conf.get(provider, None)
+    # the helpers set RocksDB's changelog checkpointing where the session has no value: unset again for the next test
+    before = {key: spark.conf.get(key, None) for key in (provider, CHANGELOG_CHECKPOINTING)}
     spark.conf.set(provider, ROCKSDB)
     yield
-    if before is None:
-        spark.conf.unset(provider)
-    else:
-        spark.conf.set(provider, before)
+    for key, value in before.items():
+        if value is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, value)
 
 
 @pytest.fixture

@@ -11,8 +11,10 @@ compares and stores the text, never a typed value. Equal rows give equal text, a
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
+from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -35,6 +37,8 @@ from pyspark.sql.types import (
 )
 
 from ..errors import OptionError, SchemaError
+
+log = logging.getLogger("upsert_kafka")
 
 _EPOCH_NTZ = "1970-01-01 00:00:00"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -93,6 +97,7 @@ def state_group(columns: list[str]) -> Column:
 
 _PROVIDER = "spark.sql.streaming.stateStore.providerClass"
 _PARTITIONS = "spark.sql.shuffle.partitions"
+CHANGELOG_CHECKPOINTING = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 
 # to_json and from_json with the same options: a timestamp keeps its microseconds (the default pattern stops at
 # milliseconds) and, for TIMESTAMP, its offset from UTC (so a wall clock in a DST change is not ambiguous).
@@ -119,6 +124,7 @@ def require_state_settings(spark: SparkSession, helper: str) -> None:
     """The session settings a stateful helper's query depends on, checked before the query starts."""
     _require_rocksdb(spark, helper)
     _require_state_partitions(spark, helper)
+    _choose_changelog_checkpointing(spark, helper)
 
 
 def _require_rocksdb(spark: SparkSession, helper: str) -> None:
@@ -143,6 +149,29 @@ def _require_state_partitions(spark: SparkSession, helper: str) -> None:
             f"(about 21 s a micro-batch of 2,000 records measured on 2 cores). Set spark.conf.set('{_PARTITIONS}', "
             "N) before starting the query, N about the cores it runs on (set 200 yourself to keep it); a query "
             "restarted from its checkpoint keeps the number it first ran with"
+        )
+
+
+def _choose_changelog_checkpointing(spark: SparkSession, helper: str) -> None:
+    """RocksDB's changelog checkpointing, unless the session says otherwise: a micro-batch's commit then writes the
+    state entries it changed, not a snapshot of the store (snapshots are taken in the background), which takes about a
+    quarter off a steady micro-batch's latency here (integration/results: p99 2.0 s to 1.5 s at 5,000 updates/s).
+    Spark's default is off on every pyspark 4.x. It is read when a query starts, so it is set in the session: the
+    stateful queries started after it get it too (Spark's recommended setting; a checkpoint goes on after it is
+    switched either way). A value the user set is kept; a declarative pipeline's definitions may not set it (its spec
+    can), so there it is only said."""
+    if spark.conf.get(CHANGELOG_CHECKPOINTING, None) is not None:
+        return
+    try:
+        spark.conf.set(CHANGELOG_CHECKPOINTING, "true")
+    except PySparkException as e:
+        if "SESSION_MUTATION_IN_DECLARATIVE_PIPELINE" not in str(e.getCondition()):
+            raise
+        log.warning(
+            "%s: a micro-batch's state commit writes a snapshot of the state store; set %s: 'true' in the pipeline "
+            "spec's configuration to write only the changed entries (a steady micro-batch about a quarter faster)",
+            helper,
+            CHANGELOG_CHECKPOINTING,
         )
 
 

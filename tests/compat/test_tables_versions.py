@@ -1,5 +1,6 @@
 """The tables/ helpers on every supported pyspark (transformWithStateInPandas exists from 4.0): an upsert topic
-normalized and aggregated, and two topics joined as of event time, across a restart from the checkpoint."""
+normalized and aggregated across restarts that switch RocksDB's changelog checkpointing, and two topics joined as of
+event time, across a restart from the checkpoint."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import datetime as dt
 import orjson
 from pyspark_upsert_kafka.tables.aggregate import aggregate_changelog
 from pyspark_upsert_kafka.tables.normalize import normalized_changelog
+from pyspark_upsert_kafka.tables.rows import CHANGELOG_CHECKPOINTING
 from pyspark_upsert_kafka.tables.temporal_join import temporal_join
 
 from tests.support.kafka_io import produce
@@ -19,35 +21,61 @@ def _order(i: int, category: str | None, price: float = 1.0) -> tuple:
     return (orjson.dumps({"id": i}), value)
 
 
-def test_an_upsert_topic_normalized_and_aggregated_goes_on_after_a_restart(
+def test_an_upsert_topic_normalized_and_aggregated_goes_on_after_restarts_that_switch_changelog_checkpointing(
     spark, rocksdb, new_topic, options, bootstrap, tmp_path
 ):
+    """The first run snapshots the state store at each commit (Spark's default: a checkpoint written before the helpers
+    chose otherwise), the second writes changelogs (the helpers' choice where the session has none), the third
+    snapshots again (a user who turns it off): each goes on from the state the one before left."""
     topic = new_topic(2)
     produce(bootstrap, topic, [_order(1, "a", 2.0), _order(2, "a", 3.0), _order(3, "b"), _order(1, "a", 2.0)])
-    changes = (
-        spark.readStream.format("upsert-kafka")
-        .options(**options(topic, {"metadata.columns": "offset", "scan.startup.mode": "earliest-offset"}))
-        .option("schema", "id INT, category STRING, price DOUBLE")
-        .load()
-    )
-    sales = aggregate_changelog(
-        normalized_changelog(changes, "id").drop("offset"),
-        "category",
-        n="COUNT(*)",
-        total="SUM(price)",
-        top="MAX(price)",
-    )
-    first = run_available_now(sales, str(tmp_path)).rows
+
+    def sales(changelog: str | None):
+        if changelog is None:
+            spark.conf.unset(CHANGELOG_CHECKPOINTING)
+        else:
+            spark.conf.set(CHANGELOG_CHECKPOINTING, changelog)
+        changes = (
+            spark.readStream.format("upsert-kafka")
+            .options(**options(topic, {"metadata.columns": "offset", "scan.startup.mode": "earliest-offset"}))
+            .option("schema", "id INT, category STRING, price DOUBLE")
+            .load()
+        )
+        return aggregate_changelog(
+            normalized_changelog(changes, "id").drop("offset"),
+            "category",
+            n="COUNT(*)",
+            total="SUM(price)",
+            top="MAX(price)",
+        )
+
+    def changelogs() -> int:
+        return len(list((tmp_path / "state").rglob("*.changelog")))
+
+    first = run_available_now(sales("false"), str(tmp_path)).rows
     assert sorted(first) == [("a", 2, 5.0, 3.0, "insert"), ("b", 1, 1.0, 1.0, "insert")]
+    assert changelogs() == 0
     # order 2 leaves a (its maximum) for b; order 3 is deleted, then b gets order 2
     produce(bootstrap, topic, [_order(3, None), _order(2, "b", 3.0), _order(9, None)])
-    second = run_available_now(sales, str(tmp_path)).rows
+    second = run_available_now(sales(None), str(tmp_path)).rows
+    assert spark.conf.get(CHANGELOG_CHECKPOINTING) == "true"
     assert sorted(second) == [
         ("a", 1, 2.0, 2.0, "update_postimage"),
         ("a", 2, 5.0, 3.0, "update_preimage"),
         ("b", 1, 1.0, 1.0, "update_preimage"),
         ("b", 1, 3.0, 3.0, "update_postimage"),
     ]
+    written = changelogs()
+    assert written > 0
+    # order 1 leaves a, its last, for b
+    produce(bootstrap, topic, [_order(1, "b", 5.0)])
+    third = run_available_now(sales("false"), str(tmp_path)).rows
+    assert sorted(third) == [
+        ("a", 1, 2.0, 2.0, "delete"),
+        ("b", 1, 3.0, 3.0, "update_preimage"),
+        ("b", 2, 8.0, 5.0, "update_postimage"),
+    ]
+    assert changelogs() == written
 
 
 H, T0 = 3_600_000, 1704067200000  # an hour; 2024-01-01T00:00Z

@@ -22,7 +22,8 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 from pyspark_upsert_kafka import OptionError, SchemaError
 from pyspark_upsert_kafka.tables.aggregate import aggregate_changelog
 from pyspark_upsert_kafka.tables.normalize import LATE_METRIC, normalized_changelog
-from pyspark_upsert_kafka.tables.rows import GROUPS
+from pyspark_upsert_kafka.tables.rows import CHANGELOG_CHECKPOINTING, GROUPS
+from pyspark_upsert_kafka.tables.temporal_join import temporal_join
 
 from tests.support.kafka_io import produce
 from tests.support.read_helpers import Collector, collect_until, finish_available_now, run_available_now
@@ -412,3 +413,25 @@ def test_sparks_default_shuffle_partitions_are_refused_before_a_query_starts(spa
         assert normalized_changelog(changes, "id").columns == changes.columns
     finally:
         spark.conf.set(partitions, before)
+
+
+def test_every_helper_chooses_rocksdbs_changelog_checkpointing_unless_the_session_has_a_value(
+    spark, rocksdb, new_topic, options
+):
+    """Spark's default snapshots the state store at every commit; the helpers turn on the changelog (only the changed
+    entries written) before the query starts, and keep a value the user set, either one."""
+    changes = _changes(spark, options(new_topic()))
+    table = changes.drop("offset")
+    helpers = {
+        "normalize": lambda: normalized_changelog(changes, "id"),
+        "aggregate": lambda: aggregate_changelog(table, "id", n="COUNT(*)"),
+        "join": lambda: temporal_join(changes.select("id"), changes, "id", stream_time=None),
+    }
+    for helper, build in helpers.items():
+        spark.conf.unset(CHANGELOG_CHECKPOINTING)
+        build()
+        assert spark.conf.get(CHANGELOG_CHECKPOINTING, None) == "true", helper
+        for chosen in ("false", "true"):
+            spark.conf.set(CHANGELOG_CHECKPOINTING, chosen)
+            build()
+            assert spark.conf.get(CHANGELOG_CHECKPOINTING) == chosen, helper
