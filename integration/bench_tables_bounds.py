@@ -58,8 +58,9 @@ def operator_floor(changes):
 
 @contextmanager
 def reads_skipped() -> Iterator[None]:
-    """normalized_changelog, while inside, built with a processor that reads no state (cache_bound): the helper's
-    own processor class swapped for the time the DataFrame is built (Spark's workers get the subclass by value)."""
+    """normalized_changelog, while inside, built with a processor that reads no state (the `cache-bound` pipeline):
+    the helper's own processor class swapped for the time the DataFrame is built (Spark's workers get the subclass
+    by value)."""
     from pyspark_upsert_kafka.tables import normalize
 
     kept = normalize._LastRowPerKey

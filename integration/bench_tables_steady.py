@@ -20,8 +20,10 @@ parallelism 2, RocksDB.
 Cost at a steady micro-batch size: per `--cost-keys` size, a topic of that many keys, read into the state in one
 micro-batch, then 40,000 updates in micro-batches of 2,000 records (`scan.max-records-per-batch`), into `noop`:
 the median micro-batch of normalize minus that of the plain read, per record; and the checkpoint's growth per update
-record (bytes of its `state` folder after the updates minus after the preload, over the updates), next to Spark's JVM
-stateful aggregation keeping the latest row per key (`max_by(struct(...), offset)`, update mode) on the same topic.
+record (bytes of its `state` folder after the updates minus after the preload, over the updates; and of its changelog
+files only: what the updates' commits wrote, without the snapshots Spark's maintenance takes in the background when
+its interval comes), next to Spark's JVM stateful aggregation keeping the latest row per key (`max_by(struct(...),
+offset)`, update mode) on the same topic.
 
 The other helpers at the same micro-batch size (`helpers`): aggregate_changelog behind normalized_changelog, a group
 per key (COUNT(*), SUM, MAX: as many groups as keys), its own cost over normalize alone; temporal_join's latest-value
@@ -245,17 +247,19 @@ def cost_run(spark, bootstrap: str, keys: int, steps: tuple[str, ...] = TABLE_ST
             checkpoint = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=f"bench-cost-{step}-")))
             runs[step] = checkpoint
             _cost_query(spark, bootstrap, topic, step, checkpoint, keys)  # the preload, one micro-batch
-        before = {s: _state_bytes(runs[s]) for s in steps}
+        before = {s: (_state_bytes(runs[s]), _state_bytes(runs[s], "*.changelog")) for s in steps}
         now = int(time.time() * 1000)
         kb.produce(bootstrap, topic, [update(i, keys, now) for i in range(COST_UPDATES)])
         for step in steps:
             progress = _cost_query(spark, bootstrap, topic, step, runs[step], COST_UPDATES, COST_BATCH)
             batches = [p["durationMs"]["triggerExecution"] for p in progress if p["numInputRows"]]
-            grown = (_state_bytes(runs[step]) - before[step]) / COST_UPDATES
+            grown = (_state_bytes(runs[step]) - before[step][0]) / COST_UPDATES
+            committed = (_state_bytes(runs[step], "*.changelog") - before[step][1]) / COST_UPDATES
             found[step] = {
                 "batch_ms_p50": statistics.median(batches),
                 "batches": len(batches),
                 "bytes_per_update": grown,
+                "changelog_bytes_per_update": committed,
             }
     shown = []
     for step in steps:
@@ -263,7 +267,8 @@ def cost_run(spark, bootstrap: str, keys: int, steps: tuple[str, ...] = TABLE_ST
             own = (found[step]["batch_ms_p50"] - found[STEPS[step]]["batch_ms_p50"]) * 1000 / COST_BATCH
             found[f"{step}_own_us_per_record"] = own
             shown.append(f"{step} {found[step]['batch_ms_p50']:,.0f} ms ({own:,.0f} us a record of its own over "
-                         f"{STEPS[step]}, checkpoint {found[step]['bytes_per_update']:,.0f} B an update)")  # fmt: skip
+                         f"{STEPS[step]}, checkpoint {found[step]['bytes_per_update']:,.0f} B an update, its "
+                         f"changelogs {found[step]['changelog_bytes_per_update']:,.0f} B)")  # fmt: skip
     print(f"  {keys:,} keys, micro-batches of {COST_BATCH:,}: read {found['read']['batch_ms_p50']:,.0f} ms; "
           + "; ".join(shown), flush=True)  # fmt: skip
     return found
@@ -360,8 +365,10 @@ def default_partitions_run(spark, bootstrap: str, keys: int, batches: int = 3) -
     return found
 
 
-def _state_bytes(checkpoint: Path) -> int:
-    return sum(f.stat().st_size for f in (checkpoint / "state").rglob("*") if f.is_file())
+def _state_bytes(checkpoint: Path, files: str = "*") -> int:
+    """The bytes of the checkpoint's state folder (`files`: of those files only; `*.changelog`: what commits wrote
+    with RocksDB's changelog checkpointing, snapshots taken in the background left out)."""
+    return sum(f.stat().st_size for f in (checkpoint / "state").rglob(files) if f.is_file())
 
 
 def main(argv: list[str] | None = None) -> int:

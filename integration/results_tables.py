@@ -255,10 +255,10 @@ def tables_steady_table() -> str:
     aggregation; figures of its partial runs (`--only cost`, `--only default`) merged in when present, and a run of
     `--only freshness` with other pipelines (aggregate, join) shown as its own table."""
     figures = _load("benchmark-tables-steady.json")
-    for part in ("cost", "helpers", "default"):
+    for part in ("cost", "helpers", "default", "bounds"):
         if (RESULTS / f"benchmark-tables-steady-{part}.json").exists():
             extra = _load(f"benchmark-tables-steady-{part}.json")
-            kept = ("cost:", "helpers:", "default")
+            kept = ("cost:", "helpers:", "default", "bounds:")
             figures |= {k: v for k, v in extra.items() if k.startswith(kept) and k not in figures}
     fresh = _fresh_rows(figures)
     sizes = sorted(int(n.split()[1]) for n in figures if n.startswith("cost: "))
@@ -266,10 +266,12 @@ def tables_steady_table() -> str:
     run = figures.get("run")
     fresh_header = ["rate", "pipeline", "freshness p50 ms", "p99 ms", "micro-batch ms (median)"]
     cost_header = ["keys", "read ms", "normalize ms", "normalize own us/record", "JVM latest row ms",
-                   "JVM own us/record", "normalize checkpoint B/update", "JVM checkpoint B/update"]  # fmt: skip
+                   "JVM own us/record", "normalize checkpoint B/update", "JVM checkpoint B/update",
+                   "normalize changelogs B/update", "JVM changelogs B/update"]  # fmt: skip
     text = (
         (f"Run of {run['when']} ({run['machine']}, " if run else "A run (")
-        + f"Spark local[2], {figures['partitions']} shuffle partitions): {figures['keys']:,} keys preloaded, "
+        + f"Spark local[2], {figures['partitions']} shuffle partitions, {_checkpointing(figures)}): "
+        f"{figures['keys']:,} keys preloaded, "
         f"updates for {figures['seconds']:.0f} s (`integration/results/benchmark-tables-steady.json`):\n\n"
         + _table(fresh_header, fresh)
         + "\n\nMicro-batches of 2,000 updates, after the keys were read in one micro-batch:\n\n"
@@ -278,14 +280,16 @@ def tables_steady_table() -> str:
     helpers = sorted(int(n.split()[1]) for n in figures if n.startswith("helpers: "))
     if helpers:
         helper_header = ["keys", "normalize ms", "+ aggregate ms", "aggregate own us/record",
-                         "aggregate checkpoint B/update", "read ms", "latest-value join ms", "join own us/record",
-                         "join checkpoint B/update"]  # fmt: skip
+                         "aggregate checkpoint B/update", "aggregate changelogs B/update", "read ms",
+                         "latest-value join ms", "join own us/record", "join checkpoint B/update",
+                         "join changelogs B/update"]  # fmt: skip
         helpers_file = RESULTS / "benchmark-tables-steady-helpers.json"
         when = _load(helpers_file.name)["run"]["when"] if helpers_file.exists() else "an earlier run"
         text += (
             "\n\nThe other helpers, micro-batches of 2,000 updates: aggregate_changelog behind normalized_changelog "
             "(a group per key: as many groups as keys), temporal_join's latest-value join of the updates (a second "
-            f"read of the topic) with the table (`benchmark-tables-steady-helpers.json`, run of {when}):\n\n"
+            f"read of the topic) with the table (`benchmark-tables-steady-helpers.json`, run of {when}, "
+            f"{_checkpointing(_load(helpers_file.name))}):\n\n"
             + _table(helper_header, [_helper_row(keys, figures[f"helpers: {keys} keys"]) for keys in helpers])
         )
     helpers_fresh = RESULTS / "benchmark-tables-steady-freshness.json"
@@ -293,7 +297,8 @@ def tables_steady_table() -> str:
         other = _load(helpers_fresh.name)
         text += (
             f"\n\nFreshness of the other helpers, run of {other['run']['when']} ({other['keys']:,} keys preloaded, "
-            f"updates for {other['seconds']:.0f} s, `benchmark-tables-steady-freshness.json`, `--pipelines`): "
+            f"updates for {other['seconds']:.0f} s, {_checkpointing(other)}, `benchmark-tables-steady-freshness.json`, "
+            "`--pipelines`): "
             "aggregate_changelog behind normalized_changelog (a group per key), temporal_join's latest-value join of "
             "a second read of the topic with the normalized table, next to the plain and normalize pipelines of the "
             "same run and the floor (normalize's Python stateful operator keeping nothing: the same groups and "
@@ -307,7 +312,34 @@ def tables_steady_table() -> str:
             f"explicitly, {default['set_200_batch_ms_p50']:,.0f} ms a micro-batch of 2,000 updates (run of "
             f"{_load('benchmark-tables-steady-default.json')['run']['when']})."
         )
-    return text
+    return text + _bounds_text(figures)
+
+
+def _checkpointing(figures: dict) -> str:
+    """A run's RocksDB checkpointing: changelogs (the helpers' choice) or Spark's default, from before that choice."""
+    if figures.get("changelog_checkpointing") == "true":
+        return "RocksDB changelog checkpointing"
+    return "RocksDB snapshot checkpointing, Spark's default: a run before the helpers chose changelogs"
+
+
+def _bounds_text(figures: dict) -> str:
+    """What the operator lets normalize reach at best (integration/bench_tables_bounds.py): worker affinity and one
+    big micro-batch with its CPU seconds."""
+    affinity = figures.get("bounds: worker affinity")
+    batch = next(((n, f) for n, f in figures.items() if n.startswith("bounds: one batch")), None)
+    if not affinity or not batch:
+        return ""
+    name, one = batch
+    keys = int(name.split(" of ")[1].split()[0])
+    steps = ("read", "floor", "normalize")
+    rows = [[step, f"{one[step]['wall_s']:.1f}", f"{one[step]['cpu_s']:.1f}"] for step in steps]
+    return (
+        f"\n\nThe operator's bounds (`--only bounds`): a state group ran in the Python worker of its previous "
+        f"micro-batch {affinity['kept_share']:.0%} of the time ({affinity['micro_batches']} micro-batches, "
+        f"{affinity['workers']} workers). One micro-batch of {keys:,} keys ({one['partitions']} shuffle partitions, "
+        "medians of 3), wall seconds and the machine's CPU seconds:\n\n"
+        + _table(["step", "wall s", "CPU s (all processes)"], rows)
+    )
 
 
 def _fresh_rows(figures: dict) -> list[list[str]]:
@@ -331,7 +363,13 @@ def _cost_row(keys: int, f: dict) -> list[str]:
         f"{f['jvm_own_us_per_record']:,.0f}",
         f"{f['normalize']['bytes_per_update']:,.0f}",
         f"{f['jvm']['bytes_per_update']:,.0f}",
+        *(_changelogs(f[step]) for step in ("normalize", "jvm")),
     ]
+
+
+def _changelogs(step: dict) -> str:
+    """What the commits wrote with RocksDB's changelog checkpointing ("-": a run without that figure)."""
+    return "-" if "changelog_bytes_per_update" not in step else f"{step['changelog_bytes_per_update']:,.0f}"
 
 
 def _helper_row(keys: int, f: dict) -> list[str]:
@@ -341,10 +379,12 @@ def _helper_row(keys: int, f: dict) -> list[str]:
         f"{f['aggregate']['batch_ms_p50']:,.0f}",
         f"{f['aggregate_own_us_per_record']:,.0f}",
         f"{f['aggregate']['bytes_per_update']:,.0f}",
+        _changelogs(f["aggregate"]),
         f"{f['read']['batch_ms_p50']:,.0f}",
         f"{f['join']['batch_ms_p50']:,.0f}",
         f"{f['join_own_us_per_record']:,.0f}",
         f"{f['join']['bytes_per_update']:,.0f}",
+        _changelogs(f["join"]),
     ]
 
 
