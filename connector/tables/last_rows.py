@@ -59,6 +59,7 @@ class Records:
 class Changes:
     """What a micro-batch did to a state group: the changes emitted, and what to write back to its state."""
 
+    keys: pa.Array  # string: each change's key
     rows: pa.Array  # string: each change's row
     orders: list[np.ndarray]  # int64: each change's order values
     kinds: np.ndarray  # object: each change's kind
@@ -159,7 +160,10 @@ def apply(held: pa.Table, records: Records, order: list[str], ttl: bool) -> Chan
         schema = held.schema
     written = pa.Table.from_arrays(columns, schema=schema)
     removed = encoded.dictionary.take(pa.array(code[remove]))
-    return Changes(changes_rows, changes_orders, _KIND_NAMES[kind], written, removed, versions=changes_versions)
+    changes_keys = encoded.dictionary.take(pa.array(code[emitted]))
+    return Changes(
+        changes_keys, changes_rows, changes_orders, _KIND_NAMES[kind], written, removed, versions=changes_versions
+    )
 
 
 def apply_versioned(held: pa.Table, records: Records, order: list[str], ttl: bool) -> Changes:
@@ -171,7 +175,7 @@ def apply_versioned(held: pa.Table, records: Records, order: list[str], ttl: boo
     if not keep.any():
         empty = held_schema(order, versioned=True).empty_table()
         none, no = pa.array([], pa.string()), np.zeros(0, np.int64)
-        return Changes(none, [no for _ in order], _KIND_NAMES[:0], empty, none, len(keep), no)
+        return Changes(none, none, [no for _ in order], _KIND_NAMES[:0], empty, none, len(keep), no)
     kept = records  # the usual case, nothing late: no copy of the rows
     if not keep.all():
         mask = pa.array(keep)

@@ -13,7 +13,8 @@ checkpointed with each micro-batch, so a restarted query goes on exactly where i
 as Spark's own JSON text (tables/rows.py). Within a micro-batch, a key's records are applied in the order of
 `order_by` (the record's offset: a key lives in one partition), since Spark's shuffle keeps no order.
 
-Each key's last row is its own entry of a MapState (its row text and order values), so a micro-batch reads and
+Each key's last row is its own entry of a MapState (its order values and the text of its columns but the key's, which
+the entry's key holds: the changes carry the key's text beside the row's), so a micro-batch reads and
 writes the keys it touches and nothing else: its cost and the checkpoint's growth follow the changes, not the table
 (a state entry is a row of its own in RocksDB). The entries are read and written many keys at a time
 (tables/map_entries.py), and the operator is grouped by one of rows.GROUPS hash buckets of the key.
@@ -108,27 +109,31 @@ def normalized_changelog(
         versions = [as_number.alias(_VERSION)]
         carried = carried if carried in compared else None
         compared = [c for c in compared if c != carried]
-    require_text_safe(changes, compared, HELPER)
+    require_text_safe(changes, list(dict.fromkeys([*keys, *compared])), HELPER)
+    held = [c for c in compared if c not in keys]  # a row's key is its entry's key: its text holds the others
 
     prepared = changes.select(
         state_group(keys).alias(_BUCKET),
         as_text(keys).alias(_KEY),
-        as_text(compared).alias(_ROW),
+        (as_text(held) if held else F.lit("{}")).alias(_ROW),
         _retracts(F.col(change), change).alias(_RETRACTS),
         *[F.col(o).cast(LongType()).alias(o) for o in order],
         *versions,
     )
     orders = [StructField(o, LongType()) for o in order] + [StructField(_VERSION, LongType())] * bool(versions)
-    out = StructType([StructField(_ROW, StringType()), *orders, StructField(_KIND, StringType())])
+    out = StructType([StructField(_KEY, StringType()), StructField(_ROW, StringType()), *orders,
+                      StructField(_KIND, StringType())])  # fmt: skip
     normalized = prepared.groupBy(_BUCKET).transformWithStateInPandas(
         statefulProcessor=_LastRowPerKey(order, ttl_ms, version is not None),
         outputStructType=out,
         outputMode="Append",
         timeMode="ProcessingTime" if ttl_ms else "None",
     )
-    row = from_text(F.col(_ROW), changes.select(*compared).schema).alias("uk_r")
+    parsed = [from_text(F.col(_KEY), changes.select(*keys).schema).alias("uk_k")]
+    parsed += [from_text(F.col(_ROW), changes.select(*held).schema).alias("uk_r")] if held else []
     typed = {c: changes.schema[c].dataType for c in order}
-    columns = {c: F.col(f"uk_r.{c}") for c in compared} | {c: F.col(c).cast(typed[c]) for c in order}
+    columns = {c: F.col(f"uk_r.{c}") for c in held} | {c: F.col(f"uk_k.{c}") for c in keys}
+    columns |= {c: F.col(c).cast(typed[c]) for c in order}
     columns[change] = F.col(_KIND)
     if carried is not None:
         columns[carried] = from_long(F.col(_VERSION), changes.schema[carried].dataType)
@@ -136,7 +141,7 @@ def normalized_changelog(
         late = F.when(F.col(_KIND) == _LATE, F.col(_ROW).cast(LongType())).otherwise(F.lit(0))
         normalized = normalized.observe(LATE_METRIC, F.sum(late).alias("records")).where(F.col(_KIND) != _LATE)
     kept = [_VERSION] if version is not None else []
-    return normalized.select(row, *order, *kept, _KIND).select(*[columns[c].alias(c) for c in changes.columns])
+    return normalized.select(*parsed, *order, *kept, _KIND).select(*[columns[c].alias(c) for c in changes.columns])
 
 
 def _version(changes: DataFrame, name: str) -> tuple[str, Column]:
@@ -187,10 +192,11 @@ class _LastRowPerKey(StatefulProcessor):
         self._ttl_ms = ttl_ms
         self._versioned = versioned
         self._schema = last_rows.held_schema(order, versioned)
-        # a key's entry: its held row but the key; versioned, the version first (the layout in which the version was
-        # in the row's text had it last: Spark refuses such a checkpoint, whose rows would never equal a record's)
-        names = self._schema.names[1:]
-        self._values = [last_rows.VERSION, *names[:-1]] if versioned else names
+        # a key's entry (its held row but the key): the version, the order values, then the row's text. Earlier layouts
+        # had the text first (and the key's columns in it), or the version last (and in the text): Spark refuses
+        # their checkpoints by the value's types, since their texts would never equal a record's now
+        orders = [n for n in self._schema.names if n not in (last_rows.KEY, last_rows.ROW, last_rows.VERSION)]
+        self._values = [last_rows.VERSION] * versioned + orders + [last_rows.ROW]
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         value = StructType([StructField(n, StringType() if n == last_rows.ROW else LongType()) for n in self._values])
@@ -214,12 +220,12 @@ class _LastRowPerKey(StatefulProcessor):
         self._write(changes.written, changes.removed)
         versions = {} if changes.versions is None else {_VERSION: changes.versions}
         if len(changes.kinds):
-            out = {_ROW: changes.rows.to_numpy(zero_copy_only=False)}
+            out = {_KEY: changes.keys.to_numpy(zero_copy_only=False), _ROW: changes.rows.to_numpy(zero_copy_only=False)}
             out |= dict(zip(self._order, changes.orders)) | versions | {_KIND: changes.kinds}
             yield pd.DataFrame(out)
         if changes.late:
             zeros = {o: [0] for o in [*self._order, *versions]}
-            yield pd.DataFrame({_ROW: [str(changes.late)]} | zeros | {_KIND: [_LATE]})
+            yield pd.DataFrame({_KEY: [None], _ROW: [str(changes.late)]} | zeros | {_KIND: [_LATE]})
 
     def _held(self, keys: pa.Array) -> pa.Table:
         """The state's rows of these keys (a key without one absent)."""

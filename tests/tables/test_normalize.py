@@ -327,6 +327,27 @@ class _VersionInTextLayout(StatefulProcessor):
         pass
 
 
+class _KeyInTextLayout(StatefulProcessor):
+    """The entry per key before its key's columns left the row's text: the text first, then the order values (a
+    versioned query's, the version before them)."""
+
+    def __init__(self, versioned: bool) -> None:
+        self._value = "version BIGINT, " * versioned + "row STRING, offset BIGINT"
+        self._versioned = versioned
+
+    def init(self, handle) -> None:
+        self._last = handle.getMapState("last_row", "key STRING", self._value)
+
+    def handleInputRows(self, key, rows, timerValues):
+        for frame in rows:
+            entry = (frame["uk_row"].iloc[-1], 1)
+            self._last.updateValue((frame["uk_key"].iloc[-1],), (1, *entry) if self._versioned else entry)
+        return iter(())
+
+    def close(self) -> None:
+        pass
+
+
 EARLIER_LAYOUTS = {
     "per key": ("CAST(id AS STRING) AS uk_group", _PerKeyLayout, "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE"),
     "a map per bucket": (
@@ -346,6 +367,17 @@ EARLIER_LAYOUTS = {
         _VersionInTextLayout,
         "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE",
     ),
+    # the entry per key with the key's columns in the row's text (a row held would never equal a record's now)
+    "the key in the row's text": (
+        f"pmod(xxhash64(id), {GROUPS}) AS uk_group",
+        lambda: _KeyInTextLayout(versioned=False),
+        "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE",
+    ),
+    "versioned, the key in the row's text": (
+        f"pmod(xxhash64(id), {GROUPS}) AS uk_group",
+        lambda: _KeyInTextLayout(versioned=True),
+        "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE",
+    ),
 }
 
 
@@ -356,8 +388,8 @@ def test_a_checkpoint_of_an_earlier_state_layout_is_refused(
 ):
     """A query that normalized with an earlier layout cannot go on with this one: its keys' rows would not be found
     and every key would be new again. The state variable keeps its name (`last_row`) with another key schema (the
-    group is a BIGINT, and a MapState's entry is keyed by the group and the key), so Spark refuses the checkpoint
-    at once."""
+    group is a BIGINT, and a MapState's entry is keyed by the group and the key), or another value schema (the
+    version, the order values and the row's text, in that order), so Spark refuses the checkpoint at once."""
     group, processor, refusal = EARLIER_LAYOUTS[layout]
     topic = new_topic()
     produce(bootstrap, topic, [_record(1, "a")])
@@ -374,6 +406,35 @@ def test_a_checkpoint_of_an_earlier_state_layout_is_refused(
     with pytest.raises(StreamingQueryException, match=refusal):
         normalized = normalized_changelog(changes, "id", version="version" if versioned else None)
         run_available_now(normalized, str(tmp_path))
+
+
+@pytest.mark.parametrize(
+    ("schema", "key"),
+    [
+        ("name STRING, region STRING, id INT, note STRING", ["region", "id"]),  # a key's columns amid the others
+        ("id INT, region STRING", ["region", "id"]),  # a row of key columns only
+    ],
+)
+def test_a_key_held_apart_from_its_row_comes_out_in_its_columns(spark, rocksdb, schema, key):
+    """A key's entry holds the text of its columns but the key's (the entry's key holds those): every change, a
+    delete's too, gives the key's values back in their own columns and the others from the row."""
+    columns = [c.split()[0] for c in schema.split(", ")]
+    row = {"name": "a", "region": "eu", "id": 1, "note": None}
+    updated, other = row | {"name": "b", "note": "n"}, row | {"region": "us", "name": "c"}
+    changes = [(row, "upsert"), (other, "upsert"), (updated, "upsert"), (updated, "upsert"), (row, "delete")]
+    given = [(*[r[c] if c in key or kind != "delete" else None for c in columns], kind, offset)
+             for offset, (r, kind) in enumerate(changes)]  # fmt: skip
+    df = spark.createDataFrame(given, f"{schema}, _change_type STRING, offset BIGINT")
+    got = [r.asDict() for r in normalized_changelog(df, key).drop("offset").collect()]
+    expected = [(row, "insert"), (other, "insert")]
+    if "name" in columns:
+        expected += [(row, "update_preimage"), (updated, "update_postimage"), (updated, "delete")]
+    else:  # an update of a row of key columns only equals it: nothing, and its delete carries the key
+        expected += [(row, "delete")]
+    by_key = sorted(expected, key=lambda e: (e[0]["region"], e[0]["id"]))  # a key's changes in order; keys apart
+    assert sorted(got, key=lambda g: (g["region"], g["id"])) == [
+        {c: r[c] for c in columns} | {"_change_type": kind} for r, kind in by_key
+    ]
 
 
 def test_an_unknown_change_kind_fails_the_query_naming_the_kinds(spark, rocksdb, tmp_path):

@@ -53,7 +53,8 @@ def _columnar(held: dict, records: list, ttl: bool) -> tuple[dict, dict]:
     # the state's rows of the micro-batch's keys, as the processor reads them
     changes = apply(_table({k: v for k, v in held.items() if k in {r[0] for r in records}}), batch, ORDER, ttl)
     out: dict = {}
-    keys = [row.split(":")[0] for row in changes.rows.to_pylist()]  # a row names its key, as a row text holds it
+    keys = changes.keys.to_pylist()
+    assert keys == [row.split(":")[0] for row in changes.rows.to_pylist()]  # each change's key: its row's (named)
     for key, row, offset, kind in zip(keys, changes.rows.to_pylist(), changes.orders[0].tolist(), changes.kinds):
         out.setdefault(key, []).append((row, offset, kind))
     written = changes.written.to_pylist()
@@ -137,7 +138,8 @@ def _versioned_columnar(held: dict, records: list, ttl: bool) -> tuple[dict, dic
     changes = apply_versioned(table, batch, ORDER, ttl)
     assert changes.versions is not None
     out: dict = {}
-    keys = [row.split(":")[0] for row in changes.rows.to_pylist()]
+    keys = changes.keys.to_pylist()
+    assert keys == [row.split(":")[0] for row in changes.rows.to_pylist()]
     emitted = zip(changes.rows.to_pylist(), changes.orders[0].tolist(), changes.versions.tolist(), changes.kinds)
     for key, change in zip(keys, emitted):
         out.setdefault(key, []).append(change)
