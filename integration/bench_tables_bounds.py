@@ -18,20 +18,20 @@ Test/dev tooling only: the product never imports this.
 from __future__ import annotations
 
 import statistics
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from integration import bench_kafka as kb
+from integration.benchmark import checkpoint_dir
 
-VALUES_OUT = "uk_row STRING, offset BIGINT"
+VALUES_OUT = "uk_key STRING, uk_row STRING, offset BIGINT"
 
 
 def operator_floor(changes):
     """normalized_changelog's operator without its state: the same state groups, the same columns crossing to
-    Python and back (the row as JSON text), Spark's Python stateful operator on the RocksDB store, but no state call:
-    each record comes out as it went in."""
+    Python and back (the key's text and the other columns' text), Spark's Python stateful operator on the RocksDB
+    store, but no state call: each record comes out as it went in."""
     from pyspark.sql import functions as F
     from pyspark.sql.streaming.stateful_processor import StatefulProcessor
     from pyspark_upsert_kafka.tables.rows import as_text, from_text, state_group
@@ -42,18 +42,22 @@ def operator_floor(changes):
 
         def handleInputRows(self, key, rows, timerValues):
             for frame in rows:
-                yield frame[["uk_row", "offset"]]
+                yield frame[["uk_key", "uk_row", "offset"]]
 
         def close(self) -> None:
             pass
 
-    values = [c for c in changes.columns if c not in ("_change_type", "offset")]
+    values = [c for c in changes.columns if c not in ("id", "_change_type", "offset")]
     prepared = changes.select(
         state_group(["id"]).alias("uk_bucket"), as_text(["id"]).alias("uk_key"), as_text(values).alias("uk_row"),
         "offset",
     )  # fmt: skip
     passed = prepared.groupBy("uk_bucket").transformWithStateInPandas(PassThrough(), VALUES_OUT, "Append", "None")
-    return passed.select(from_text(F.col("uk_row"), changes.select(*values).schema).alias("r")).select("r.*")
+    key, row = (
+        from_text(F.col("uk_key"), changes.select("id").schema),
+        from_text(F.col("uk_row"), changes.select(*values).schema),
+    )
+    return passed.select(key.alias("k"), row.alias("r")).select("k.id", "r.*")
 
 
 @contextmanager
@@ -108,7 +112,7 @@ def affinity_run(spark, bootstrap: str, keys: int = 100_000, rate: int = 3_000, 
         Worker(), "grp BIGINT, pid BIGINT", "Append", "None"
     )
     batches: list[list[tuple[int, int]]] = []
-    with tempfile.TemporaryDirectory(prefix="bench-affinity-") as checkpoint:
+    with checkpoint_dir("bench-affinity-") as checkpoint:
         query = (
             workers.writeStream.option("checkpointLocation", checkpoint)
             .foreachBatch(lambda df, _: batches.append([(r.grp, r.pid) for r in df.collect()]))
@@ -161,7 +165,7 @@ def one_batch_run(spark, bootstrap: str, keys: int, repeat: int = 3, partitions:
         changes = _source(spark, bootstrap, topic)
         query = {"read": lambda: changes, "floor": lambda: operator_floor(changes),
                  "normalize": lambda: normalized_changelog(changes, "id")}[step]()  # fmt: skip
-        with tempfile.TemporaryDirectory(prefix="bench-one-batch-") as checkpoint:
+        with checkpoint_dir("bench-one-batch-") as checkpoint:
             started, cpu = time.perf_counter(), _busy_cpu_s()
             running = (
                 query.writeStream.format("noop").option("checkpointLocation", checkpoint)

@@ -50,7 +50,6 @@ import argparse
 import json
 import platform
 import statistics
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -62,7 +61,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from integration import bench_kafka as kb
 from integration.bench_tables_bounds import affinity_run, one_batch_run, operator_floor, reads_skipped
-from integration.benchmark import _infrastructure, bench_session
+from integration.benchmark import _infrastructure, bench_session, checkpoint_dir
 
 RESULTS = Path(__file__).parent / "results" / "benchmark-tables-steady.json"
 COST_UPDATES, COST_BATCH = 40_000, 2_000
@@ -177,7 +176,7 @@ def freshness_run(spark, bootstrap: str, keys: int, who: str, rate: int, seconds
     )
     since_ms = int(time.time() * 1000) + 1
     arrivals = Arrivals(bootstrap, sink, since_ms)
-    with tempfile.TemporaryDirectory(prefix="bench-steady-") as checkpoint:
+    with checkpoint_dir("bench-steady-") as checkpoint:
         started = time.monotonic()
         if who == "flink":
             from integration.bench_tables_flink import steady_job
@@ -244,7 +243,7 @@ def cost_run(spark, bootstrap: str, keys: int, steps: tuple[str, ...] = TABLE_ST
     runs: dict[str, Path] = {}
     with ExitStack() as stack:
         for step in steps:
-            checkpoint = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=f"bench-cost-{step}-")))
+            checkpoint = Path(stack.enter_context(checkpoint_dir(f"bench-cost-{step}-")))
             runs[step] = checkpoint
             _cost_query(spark, bootstrap, topic, step, checkpoint, keys)  # the preload, one micro-batch
         before = {s: (_state_bytes(runs[s]), _state_bytes(runs[s], "*.changelog")) for s in steps}
@@ -349,7 +348,7 @@ def default_partitions_run(spark, bootstrap: str, keys: int, batches: int = 3) -
             except OptionError as e:
                 found[f"unset: {helper}"] = f"refused before the query started: {e}"
         spark.conf.set(partitions, "200")
-        with tempfile.TemporaryDirectory(prefix="bench-default-") as checkpoint:
+        with checkpoint_dir("bench-default-") as checkpoint:
             _cost_query(spark, bootstrap, topic, "normalize", Path(checkpoint), keys)
             now = int(time.time() * 1000)
             kb.produce(bootstrap, topic, [update(i, keys, now) for i in range(batches * COST_BATCH)])
@@ -392,7 +391,8 @@ def main(argv: list[str] | None = None) -> int:
     from pyspark_upsert_kafka.tables.rows import CHANGELOG_CHECKPOINTING, ROCKSDB
 
     run = {"when": time.strftime("%Y-%m-%d %H:%M"), "machine": platform.machine()}
-    results: dict = {"run": run, "keys": args.keys, "seconds": args.seconds, "partitions": args.partitions,
+    results: dict = {"run": run, "keys": args.keys, "seconds": args.seconds, "warm_s": args.warm_s,
+                     "partitions": args.partitions,
                      "changelog_checkpointing": args.changelog_checkpointing}  # fmt: skip
     with ExitStack() as stack:
         bootstrap, _ = _infrastructure(stack)
@@ -422,7 +422,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.only in ("bounds", "all"):
             results["bounds: worker affinity"] = affinity_run(spark, bootstrap)
             results[f"bounds: one batch of {args.keys} keys"] = one_batch_run(spark, bootstrap, args.keys)
-    out = RESULTS if args.only == "all" else RESULTS.with_name(f"{RESULTS.stem}-{args.only}.json")
+    part = "" if args.only == "all" else f"-{args.only}"
+    out = RESULTS.with_name(f"{RESULTS.stem}{part}{'-warm' if args.warm_s else ''}.json")
     out.write_text(json.dumps(results, indent=2) + "\n")
     return 0
 

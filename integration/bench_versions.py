@@ -30,7 +30,6 @@ from integration import bench_kafka as kb
 from integration.benchmark import _infrastructure, bench_session
 
 RESULTS = Path(__file__).parent / "results" / "benchmark-versions.json"
-ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 STEPS = ("table read", "table read by version", "normalize", "normalize by version")
 
 
@@ -70,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keys", type=int, default=500_000)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
+    from pyspark_upsert_kafka.tables.rows import ROCKSDB
+
     with ExitStack() as stack:
         bootstrap, _ = _infrastructure(stack)
         spark = bench_session("bench-versions", **{"spark.sql.streaming.stateStore.providerClass": ROCKSDB,

@@ -277,6 +277,7 @@ def tables_steady_table() -> str:
         + "\n\nMicro-batches of 2,000 updates, after the keys were read in one micro-batch:\n\n"
         + _table(cost_header, costs)
     )
+    text += _freshness_part("freshness-warm", "The same pipelines after a warm-up", "`--warm-s`")
     helpers = sorted(int(n.split()[1]) for n in figures if n.startswith("helpers: "))
     if helpers:
         helper_header = ["keys", "normalize ms", "+ aggregate ms", "aggregate own us/record",
@@ -292,18 +293,14 @@ def tables_steady_table() -> str:
             f"{_checkpointing(_load(helpers_file.name))}):\n\n"
             + _table(helper_header, [_helper_row(keys, figures[f"helpers: {keys} keys"]) for keys in helpers])
         )
-    helpers_fresh = RESULTS / "benchmark-tables-steady-freshness.json"
-    if helpers_fresh.exists():
-        other = _load(helpers_fresh.name)
-        text += (
-            f"\n\nFreshness of the other helpers, run of {other['run']['when']} ({other['keys']:,} keys preloaded, "
-            f"updates for {other['seconds']:.0f} s, {_checkpointing(other)}, `benchmark-tables-steady-freshness.json`, "
-            "`--pipelines`): "
-            "aggregate_changelog behind normalized_changelog (a group per key), temporal_join's latest-value join of "
-            "a second read of the topic with the normalized table, next to the plain and normalize pipelines of the "
-            "same run and the floor (normalize's Python stateful operator keeping nothing: the same groups and "
-            "columns, no state call):\n\n" + _table(fresh_header, _fresh_rows(other))
-        )
+    text += _freshness_part(
+        "freshness",
+        "Freshness of the other helpers",
+        "`--pipelines`): aggregate_changelog behind normalized_changelog "
+        "(a group per key), temporal_join's latest-value join of a second read of the topic with the normalized table, "
+        "next to the plain and normalize pipelines of the same run and the floor (normalize's Python stateful operator "
+        "keeping nothing: the same groups and columns, no state call",
+    )
     default = next((f for n, f in figures.items() if n.startswith("default")), None)
     if default:
         unset = ", ".join(f"{k.split(': ')[1]} {v.split(':')[0]}" for k, v in default.items() if k.startswith("unset"))
@@ -313,6 +310,20 @@ def tables_steady_table() -> str:
             f"{_load('benchmark-tables-steady-default.json')['run']['when']})."
         )
     return text + _bounds_text(figures)
+
+
+def _freshness_part(part: str, title: str, what: str) -> str:
+    """A `--only freshness` run's own table (`benchmark-tables-steady-{part}.json`), when there is one."""
+    name = f"benchmark-tables-steady-{part}.json"
+    if not (RESULTS / name).exists():
+        return ""
+    run = _load(name)
+    warm = f"updates for {run['warm_s']:.0f} s not measured, then " if run.get("warm_s") else "updates for "
+    return (
+        f"\n\n{title}, run of {run['run']['when']} ({run['keys']:,} keys preloaded, {warm}{run['seconds']:.0f} s "
+        f"measured, {_checkpointing(run)}, `{name}`, {what}):\n\n"
+        + _table(["rate", "pipeline", "freshness p50 ms", "p99 ms", "micro-batch ms (median)"], _fresh_rows(run))
+    )
 
 
 def _checkpointing(figures: dict) -> str:

@@ -195,8 +195,7 @@ class _LastRowPerKey(StatefulProcessor):
         # a key's entry (its held row but the key): the version, the order values, then the row's text. Earlier layouts
         # had the text first (and the key's columns in it), or the version last (and in the text): Spark refuses
         # their checkpoints by the value's types, since their texts would never equal a record's now
-        orders = [n for n in self._schema.names if n not in (last_rows.KEY, last_rows.ROW, last_rows.VERSION)]
-        self._values = [last_rows.VERSION] * versioned + orders + [last_rows.ROW]
+        self._values = [last_rows.VERSION] * versioned + order + [last_rows.ROW]
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         value = StructType([StructField(n, StringType() if n == last_rows.ROW else LongType()) for n in self._values])
