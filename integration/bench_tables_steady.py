@@ -4,6 +4,7 @@ next to the same pipeline without normalization and Flink 2.2.1's ChangelogNorma
     integration/dev python -m integration.bench_tables_steady [--keys 1000000] [--rates 5000,15000] [--seconds 30]
         [--flink auto|yes|no] [--pipelines plain,floor,normalize] [--cost-keys 20000,1000000] [--partitions 2]
         [--warm-s 0] [--only freshness|cost|helpers|default|bounds|all] [--changelog-checkpointing true|false]
+        [--spark-conf KEY=VALUE ...]
 
 Freshness: a topic preloaded with `--keys` keys (one record each, integration.bench_kafka.row), a pipeline reading
 it from the earliest offset as an upsert-kafka stream and writing on to an upsert-kafka topic (LogAppendTime), and,
@@ -12,8 +13,9 @@ produce time (ms). Freshness of an update is its output record's LogAppendTime m
 pipeline and rate (with `--warm-s S`, over the updates produced after the first S seconds only).
 Pipelines: `plain` (the changelog as read: id, ts), `floor` (normalize's Python stateful operator keeping nothing: the
 least any state kept through it can cost), `normalize` (normalized_changelog on id, its inserts and after-images
-written), with `--pipelines` also `aggregate`, `join` (see _pipeline) and `cache-bound` (normalize with its state
-reads skipped: integration/bench_tables_bounds.py), and Flink's `upsert-kafka`
+written), with `--pipelines` also `aggregate`, `join` (see _pipeline), `cache-bound` (normalize with its state
+reads skipped) and `floor-rows` (the floor on the Row-based `transformWithState`, pyspark 4.1+: no pandas; both in
+integration/bench_tables_bounds.py), and Flink's `upsert-kafka`
 table through ChangelogNormalize (`table.exec.source.cdc-events-duplicate` = true) into an `upsert-kafka` table,
 parallelism 2, RocksDB.
 
@@ -39,7 +41,7 @@ floor and normalize, with the machine's CPU seconds.
 
 Spark runs local[2] on the RocksDB state store with `spark.sql.shuffle.partitions` = `--partitions` (the cores) and
 RocksDB's changelog checkpointing as `--changelog-checkpointing` says (default true: what the helpers choose where a
-session has no value; false: Spark's default), for every query of the run, the JVM's too.
+session has no value; false: Spark's default), for every query of the run, the JVM's too, and any `--spark-conf`.
 Writes integration/results/benchmark-tables-steady.json (with --only X: benchmark-tables-steady-X.json). Test/dev
 tooling only: the product never imports this.
 """
@@ -60,7 +62,7 @@ import orjson
 from confluent_kafka import Consumer, TopicPartition
 
 from integration import bench_kafka as kb
-from integration.bench_tables_bounds import affinity_run, one_batch_run, operator_floor, reads_skipped
+from integration import bench_tables_bounds as bounds
 from integration.benchmark import _infrastructure, bench_session, checkpoint_dir
 
 RESULTS = Path(__file__).parent / "results" / "benchmark-tables-steady.json"
@@ -131,8 +133,8 @@ AFTER_IMAGES = "_change_type IN ('insert', 'update_postimage')"
 def _pipeline(spark, who: str, bootstrap: str, source: str, sink: str, checkpoint: str):
     """`who`'s pipeline from `source` to `sink`, each output row's `produced_ms` the produce time of the update it
     shows: plain, normalize, aggregate (a group per key behind normalize: the group's MAX(ts) is its latest
-    update's), join (the latest-value join of a second read of the topic with the normalized table), floor and
-    cache-bound (integration/bench_tables_bounds.py)."""
+    update's), join (the latest-value join of a second read of the topic with the normalized table), floor,
+    floor-rows and cache-bound (integration/bench_tables_bounds.py)."""
     from pyspark_upsert_kafka.tables.aggregate import aggregate_changelog
     from pyspark_upsert_kafka.tables.normalize import normalized_changelog
     from pyspark_upsert_kafka.tables.temporal_join import temporal_join
@@ -141,10 +143,12 @@ def _pipeline(spark, who: str, bootstrap: str, source: str, sink: str, checkpoin
     if who in ("normalize", "aggregate", "join"):
         table = normalized_changelog(changes, "id")
     if who == "cache-bound":
-        with reads_skipped():
+        with bounds.reads_skipped():
             table = normalized_changelog(changes, "id")
     if who == "floor":
-        out = operator_floor(changes).selectExpr("id", "ts AS produced_ms")
+        out = bounds.operator_floor(changes).selectExpr("id", "ts AS produced_ms")
+    elif who == "floor-rows":
+        out = bounds.operator_floor_rows(changes).selectExpr("id", "ts AS produced_ms")
     elif who in ("normalize", "cache-bound"):
         out = table.where(AFTER_IMAGES).selectExpr("id", "ts AS produced_ms")
     elif who == "aggregate":
@@ -387,13 +391,15 @@ def main(argv: list[str] | None = None) -> int:
         "--changelog-checkpointing", choices=("true", "false"), default="true",
         help="RocksDB's, for every query of the run (the helpers' choice, where a session has none, is true)",
     )  # fmt: skip
+    parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE", help="more session settings")
     args = parser.parse_args(argv)
     from pyspark_upsert_kafka.tables.rows import CHANGELOG_CHECKPOINTING, ROCKSDB
 
     run = {"when": time.strftime("%Y-%m-%d %H:%M"), "machine": platform.machine()}
     results: dict = {"run": run, "keys": args.keys, "seconds": args.seconds, "warm_s": args.warm_s,
                      "partitions": args.partitions,
-                     "changelog_checkpointing": args.changelog_checkpointing}  # fmt: skip
+                     "changelog_checkpointing": args.changelog_checkpointing,
+                     "spark_conf": args.spark_conf}  # fmt: skip
     with ExitStack() as stack:
         bootstrap, _ = _infrastructure(stack)
         spark = bench_session(
@@ -402,6 +408,7 @@ def main(argv: list[str] | None = None) -> int:
                 "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
                 "spark.sql.shuffle.partitions": args.partitions,
                 CHANGELOG_CHECKPOINTING: args.changelog_checkpointing,
+                **dict(kv.split("=", 1) for kv in args.spark_conf),
             },
         )
         whos = args.pipelines.split(",") + (["flink"] if _flink_wanted(args.flink) else [])
@@ -420,8 +427,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.only in ("default", "all"):
             results["default partitions: 20000 keys"] = default_partitions_run(spark, bootstrap, 20_000)
         if args.only in ("bounds", "all"):
-            results["bounds: worker affinity"] = affinity_run(spark, bootstrap)
-            results[f"bounds: one batch of {args.keys} keys"] = one_batch_run(spark, bootstrap, args.keys)
+            results["bounds: worker affinity"] = bounds.affinity_run(spark, bootstrap)
+            results[f"bounds: one batch of {args.keys} keys"] = bounds.one_batch_run(spark, bootstrap, args.keys)
     part = "" if args.only == "all" else f"-{args.only}"
     out = RESULTS.with_name(f"{RESULTS.stem}{part}{'-warm' if args.warm_s else ''}.json")
     out.write_text(json.dumps(results, indent=2) + "\n")
