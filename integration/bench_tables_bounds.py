@@ -7,7 +7,7 @@ integration/bench_tables_steady.py, and its pipelines `floor`, `floor-rows` and 
   every key's row (its writes are as normalize's). Its output is not normalize's (every update is an insert); its
   freshness is the least a read cache could give.
 - `floor-rows`: the floor on the operator's other form, the Row-based `transformWithState` (pyspark 4.1+): the same
-  groups and columns, Rows in and out instead of pandas frames (operator_floor_rows).
+  groups and columns, Rows in and out instead of pandas frames (operator_floor with `rows`).
 - Worker affinity (affinity_run): which Python worker runs each state group, micro-batch after micro-batch. A cache
   in a worker can only serve the groups that worker ran in the micro-batch before.
 - One big micro-batch (one_batch_run): `keys` keys read in one micro-batch into `noop`, the plain read, the floor and
@@ -30,10 +30,12 @@ from integration.benchmark import checkpoint_dir
 VALUES_OUT = "uk_key STRING, uk_row STRING, offset BIGINT"
 
 
-def operator_floor(changes):
+def operator_floor(changes, rows: bool = False):
     """normalized_changelog's operator without its state: the same state groups, the same columns crossing to
     Python and back (the key's text and the other columns' text), Spark's Python stateful operator on the RocksDB
-    store, but no state call: each record comes out as it went in."""
+    store, but no state call: each record comes out as it went in. `rows`: on the Row-based `transformWithState`
+    (pyspark 4.1+: Rows in and out, no pandas) instead of `transformWithStateInPandas`."""
+    from pyspark.sql import Row
     from pyspark.sql import functions as F
     from pyspark.sql.streaming.stateful_processor import StatefulProcessor
     from pyspark_upsert_kafka.tables.rows import as_text, from_text, state_group
@@ -49,45 +51,21 @@ def operator_floor(changes):
         def close(self) -> None:
             pass
 
-    values = [c for c in changes.columns if c not in ("id", "_change_type", "offset")]
-    prepared = changes.select(
-        state_group(["id"]).alias("uk_bucket"), as_text(["id"]).alias("uk_key"), as_text(values).alias("uk_row"),
-        "offset",
-    )  # fmt: skip
-    passed = prepared.groupBy("uk_bucket").transformWithStateInPandas(PassThrough(), VALUES_OUT, "Append", "None")
-    key, row = (
-        from_text(F.col("uk_key"), changes.select("id").schema),
-        from_text(F.col("uk_row"), changes.select(*values).schema),
-    )
-    return passed.select(key.alias("k"), row.alias("r")).select("k.id", "r.*")
-
-
-def operator_floor_rows(changes):
-    """operator_floor on the Row-based `transformWithState` (pyspark 4.1+): the same groups and columns, no pandas
-    on either side (Spark hands the processor Rows and takes Rows back)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
-    from pyspark_upsert_kafka.tables.rows import as_text, from_text, state_group
-
-    class PassThroughRows(StatefulProcessor):  # defined here, so that Spark's workers get it by value
-        def init(self, handle) -> None:
-            pass
-
+    class PassThroughRows(PassThrough):
         def handleInputRows(self, key, rows, timerValues):
-            from pyspark.sql import Row
-
             for row in rows:
                 yield Row(uk_key=row.uk_key, uk_row=row.uk_row, offset=row.offset)
 
-        def close(self) -> None:
-            pass
-
     values = [c for c in changes.columns if c not in ("id", "_change_type", "offset")]
     prepared = changes.select(
         state_group(["id"]).alias("uk_bucket"), as_text(["id"]).alias("uk_key"), as_text(values).alias("uk_row"),
         "offset",
     )  # fmt: skip
-    passed = prepared.groupBy("uk_bucket").transformWithState(PassThroughRows(), VALUES_OUT, "Append", "None")
+    grouped = prepared.groupBy("uk_bucket")
+    if rows:
+        passed = grouped.transformWithState(PassThroughRows(), VALUES_OUT, "Append", "None")
+    else:
+        passed = grouped.transformWithStateInPandas(PassThrough(), VALUES_OUT, "Append", "None")
     key, row = (
         from_text(F.col("uk_key"), changes.select("id").schema),
         from_text(F.col("uk_row"), changes.select(*values).schema),

@@ -148,7 +148,7 @@ def _pipeline(spark, who: str, bootstrap: str, source: str, sink: str, checkpoin
     if who == "floor":
         out = bounds.operator_floor(changes).selectExpr("id", "ts AS produced_ms")
     elif who == "floor-rows":
-        out = bounds.operator_floor_rows(changes).selectExpr("id", "ts AS produced_ms")
+        out = bounds.operator_floor(changes, rows=True).selectExpr("id", "ts AS produced_ms")
     elif who in ("normalize", "cache-bound"):
         out = table.where(AFTER_IMAGES).selectExpr("id", "ts AS produced_ms")
     elif who == "aggregate":
