@@ -382,7 +382,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warm-s", type=float, default=0, help="updates not measured at first (seconds)")
     parser.add_argument("--flink", choices=("auto", "yes", "no"), default="auto")
     parser.add_argument(
-        "--pipelines", default="plain,floor,normalize", help="of plain, floor, normalize, aggregate, join"
+        "--pipelines",
+        default="plain,floor,normalize",
+        help="of plain, floor, floor-rows, normalize, cache-bound, aggregate, join",
     )
     parser.add_argument("--cost-keys", default="20000,1000000")
     parser.add_argument("--partitions", default="2")
@@ -391,15 +393,18 @@ def main(argv: list[str] | None = None) -> int:
         "--changelog-checkpointing", choices=("true", "false"), default="true",
         help="RocksDB's, for every query of the run (the helpers' choice, where a session has none, is true)",
     )  # fmt: skip
-    parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE", help="more session settings")
+    parser.add_argument(
+        "--spark-conf", action="append", default=[], type=_setting, metavar="KEY=VALUE", help="more session settings"
+    )
     args = parser.parse_args(argv)
+    from pyspark_upsert_kafka.secrets import redact_options
     from pyspark_upsert_kafka.tables.rows import CHANGELOG_CHECKPOINTING, ROCKSDB
 
     run = {"when": time.strftime("%Y-%m-%d %H:%M"), "machine": platform.machine()}
     results: dict = {"run": run, "keys": args.keys, "seconds": args.seconds, "warm_s": args.warm_s,
                      "partitions": args.partitions,
                      "changelog_checkpointing": args.changelog_checkpointing,
-                     "spark_conf": args.spark_conf}  # fmt: skip
+                     "spark_conf": redact_options(dict(args.spark_conf))}  # fmt: skip
     with ExitStack() as stack:
         bootstrap, _ = _infrastructure(stack)
         spark = bench_session(
@@ -408,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
                 "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
                 "spark.sql.shuffle.partitions": args.partitions,
                 CHANGELOG_CHECKPOINTING: args.changelog_checkpointing,
-                **dict(kv.split("=", 1) for kv in args.spark_conf),
+                **dict(args.spark_conf),
             },
         )
         whos = args.pipelines.split(",") + (["flink"] if _flink_wanted(args.flink) else [])
@@ -433,6 +438,13 @@ def main(argv: list[str] | None = None) -> int:
     out = RESULTS.with_name(f"{RESULTS.stem}{part}{'-warm' if args.warm_s else ''}.json")
     out.write_text(json.dumps(results, indent=2) + "\n")
     return 0
+
+
+def _setting(text: str) -> tuple[str, str]:
+    key, is_set, value = text.partition("=")
+    if not key or not is_set:
+        raise argparse.ArgumentTypeError(f"'{text}': give KEY=VALUE")
+    return key, value
 
 
 def _flink_wanted(choice: str) -> bool:
