@@ -27,9 +27,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
@@ -57,6 +57,8 @@ from ..errors import RecordError, SchemaError
 from ..kernel.change_kind import ChangeKind, kind_spellings
 from . import group_accumulators as core
 from .map_entries import MapEntries
+from .operator_form import DOC as OPERATOR_FORM
+from .operator_form import Form
 from .rows import as_long, as_text, from_long, from_text, require_columns, require_state_settings, state_group
 
 HELPER = "aggregate_changelog"
@@ -80,15 +82,22 @@ class _Aggregate:
     result: DataType  # Spark's type of the result
 
 
-def aggregate_changelog(changelog: DataFrame, group_by: str | Sequence[str], **aggregates: str) -> DataFrame:
-    """The changelog of `SELECT <group_by>, <aggregates> ... GROUP BY <group_by>` over `changelog` (a full
+def aggregate_changelog(
+    changelog: DataFrame, group_by: str | Sequence[str], *, operator_form: str | None = None, **aggregates: str
+) -> DataFrame:
+    (
+        """The changelog of `SELECT <group_by>, <aggregates> ... GROUP BY <group_by>` over `changelog` (a full
     changelog: normalized_changelog's, or a change-envelope format's), e.g.
     `aggregate_changelog(orders, "category", num="COUNT(*)", total="SUM(price)", low="MIN(price)")`.
 
     Columns: the group's, then each aggregate, then `_change_type`. Result types are Spark's (COUNT BIGINT; SUM of
     integers BIGINT, of DOUBLE / FLOAT DOUBLE, of DECIMAL(p, s) DECIMAL(min(38, p + 10), s); AVG DOUBLE, of a DECIMAL
     DECIMAL(min(38, p + 4), min(38, s + 4)); MIN / MAX the column's). A SUM beyond BIGINT or its DECIMAL fails the query
-    rather than wrap. Needs the RocksDB state store provider (the error says how to set it)."""
+    rather than wrap. Needs the RocksDB state store provider (the error says how to set it).
+
+    """
+        + OPERATOR_FORM
+    )
     groups = require_columns(changelog, [group_by] if isinstance(group_by, str) else list(group_by), "group_by", HELPER)
     (change,) = require_columns(changelog, ["_change_type"], "change column", HELPER)
     if not aggregates:
@@ -115,12 +124,9 @@ def aggregate_changelog(changelog: DataFrame, group_by: str | Sequence[str], **a
         [StructField(_GROUP, StringType()), StructField(_KIND, StringType())]
         + [f for i, c in enumerate(core_specs) for f in _result_fields(c, i)]
     )
-    aggregated = prepared.groupBy(_BUCKET).transformWithStateInPandas(
-        statefulProcessor=_GroupAggregates(core_specs),
-        outputStructType=out,
-        outputMode="Append",
-        timeMode="None",
-    )
+    grouped = prepared.groupBy(_BUCKET)
+    form = Form.of(grouped, StructType([f for f in prepared.schema if f.name != _BUCKET]), operator_form, HELPER)
+    aggregated = form.run(grouped, _GroupAggregates(core_specs, form), out, "None")
     group_schema = changelog.select(*groups).schema
     return aggregated.select(
         from_text(F.col(_GROUP), group_schema).alias("uk_g"),
@@ -258,25 +264,23 @@ class _GroupAggregates(StatefulProcessor):
     """A state group's aggregate groups, each its own entry; a micro-batch's changes of each group in, one result change
     out."""
 
-    def __init__(self, specs: list[core.Spec]) -> None:
+    def __init__(self, specs: list[core.Spec], form: Form) -> None:
         self._specs = specs
+        self._form = form
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         fields = [StructField(f.name, _SPARK_TYPES[str(f.type)]) for f in core.entry_schema(self._specs)]
         # the name every earlier layout used (a ValueState per group or per bucket): Spark refuses their checkpoints
         self._groups = MapEntries(handle, "accumulators", "group", StructType(fields))
 
-    def handleInputRows(
-        self, key: tuple[object, ...], rows: Iterator[pd.DataFrame], timerValues: TimerValues
-    ) -> Iterator[pd.DataFrame]:
-        frames = list(rows)
-        frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    def handleInputRows(self, key: tuple[object, ...], rows: Iterator[Any], timerValues: TimerValues) -> Iterator[Any]:
+        given = self._form.table(rows)
         present = [s.carried is not None for s in self._specs]
         batch = core.Rows(
-            pa.array(frame[_GROUP].to_numpy(object), pa.string()),
-            frame[_SIGN].to_numpy(np.int64),
-            [frame[f"uk_v{i}"].to_numpy() if p else None for i, p in enumerate(present)],
-            [frame[f"uk_n{i}"].to_numpy(bool) if p else None for i, p in enumerate(present)],
+            given[_GROUP].combine_chunks(),
+            given[_SIGN].to_numpy().astype(np.int64),
+            [given[f"uk_v{i}"].to_numpy() if p else None for i, p in enumerate(present)],
+            [given[f"uk_n{i}"].to_numpy() if p else None for i, p in enumerate(present)],
         )
         touched = pc.unique(batch.groups).to_pylist()
         found = [(g, e) for g, e in zip(touched, self._groups.held(touched)) if e is not None]
@@ -295,7 +299,7 @@ class _GroupAggregates(StatefulProcessor):
         emptied = set(touched) - set(groups)
         self._groups.write(groups, entries, [g for g, _ in found if g in emptied])
         if len(changes.index):
-            yield pd.DataFrame(_columns(changes, self._specs))
+            yield from self._form.emit(_columns(changes, self._specs))
 
     def close(self) -> None:
         pass

@@ -8,10 +8,11 @@ in the state, give nothing. With a state TTL (Flink's `table.exec.state.ttl`) a 
 long without a change, and, as in Flink, an equal update is then passed on as -U/+U (so that the state of the
 operators after it does not expire early). Flink's rules: DeduplicateFunctionHelper.processLastRowOnChangelog.
 
-The state lives in Spark's state store through `transformWithStateInPandas` (every pyspark 4.x): it is
-checkpointed with each micro-batch, so a restarted query goes on exactly where it stopped. Rows cross into Python
-as Spark's own JSON text (tables/rows.py). Within a micro-batch, a key's records are applied in the order of
-`order_by` (the record's offset: a key lives in one partition), since Spark's shuffle keeps no order.
+The state lives in Spark's state store through its Python stateful operator (tables/operator_form.py: the Row-based
+`transformWithState` where pyspark has it, else `transformWithStateInPandas`): it is checkpointed with each
+micro-batch, so a restarted query goes on exactly where it stopped. Rows cross into Python as Spark's own JSON text
+(tables/rows.py). Within a micro-batch, a key's records are applied in the order of `order_by` (the record's offset: a
+key lives in one partition), since Spark's shuffle keeps no order.
 
 Each key's last row is its own entry of a MapState (its order values and the text of its columns but the key's, which
 the entry's key holds: the changes carry the key's text beside the row's), so a micro-batch reads and
@@ -25,9 +26,8 @@ the checkpoint's state layout: a checkpoint of another one is refused by Spark's
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import Any
 
-import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
@@ -40,6 +40,8 @@ from ..kernel.change_kind import ChangeKind, kind_spellings
 from ..options.kinds import Duration
 from . import last_rows
 from .map_entries import MapEntries
+from .operator_form import DOC as OPERATOR_FORM
+from .operator_form import Form
 from .rows import (
     as_long,
     as_text,
@@ -70,8 +72,10 @@ def normalized_changelog(
     state_ttl: str | None = None,
     change_column: str = "_change_type",
     version: str | None = None,
+    operator_form: str | None = None,
 ) -> DataFrame:
-    """The full changelog of the table `changes` describes: the same columns, `change_column` now `insert`,
+    (
+        """The full changelog of the table `changes` describes: the same columns, `change_column` now `insert`,
     `update_preimage`, `update_postimage` or `delete` (Spark's change data feed names; the upsert-kafka writer
     reads them), a delete carrying the key's last row.
 
@@ -86,7 +90,11 @@ def normalized_changelog(
     `state_ttl`, as long as a row), so an older version read after a delete resurrects nothing. A delete read from an
     upsert topic has no value columns: take the version from the record's timestamp or a header (`metadata.columns`),
     which a tombstone carries too; a record without a version fails the query. The records dropped are counted in
-    the query's progress (`observedMetrics`, under LATE_METRIC)."""
+    the query's progress (`observedMetrics`, under LATE_METRIC).
+
+    """
+        + OPERATOR_FORM
+    )
     keys = require_columns(changes, [key] if isinstance(key, str) else list(key), "key column", HELPER)
     order = require_columns(changes, [order_by] if isinstance(order_by, str) else list(order_by), "order_by", HELPER)
     (change,) = require_columns(changes, [change_column], "change column", HELPER)
@@ -123,12 +131,10 @@ def normalized_changelog(
     orders = [StructField(o, LongType()) for o in order] + [StructField(_VERSION, LongType())] * bool(versions)
     out = StructType([StructField(_KEY, StringType()), StructField(_ROW, StringType()), *orders,
                       StructField(_KIND, StringType())])  # fmt: skip
-    normalized = prepared.groupBy(_BUCKET).transformWithStateInPandas(
-        statefulProcessor=_LastRowPerKey(order, ttl_ms, version is not None),
-        outputStructType=out,
-        outputMode="Append",
-        timeMode="ProcessingTime" if ttl_ms else "None",
-    )
+    grouped = prepared.groupBy(_BUCKET)
+    form = Form.of(grouped, StructType([f for f in prepared.schema if f.name != _BUCKET]), operator_form, HELPER)
+    processor = _LastRowPerKey(order, ttl_ms, version is not None, form)
+    normalized = form.run(grouped, processor, out, "ProcessingTime" if ttl_ms else "None")
     parsed = [from_text(F.col(_KEY), changes.select(*keys).schema).alias("uk_k")]
     parsed += [from_text(F.col(_ROW), changes.select(*held).schema).alias("uk_r")] if held else []
     typed = {c: changes.schema[c].dataType for c in order}
@@ -187,7 +193,8 @@ class _LastRowPerKey(StatefulProcessor):
     """Flink's processLastRowOnChangelog per key, applied to a state group's records of a micro-batch as columns
     (tables/last_rows.py): the rows of the keys they touch read, the changed ones written back."""
 
-    def __init__(self, order: list[str], ttl_ms: int | None, versioned: bool) -> None:
+    def __init__(self, order: list[str], ttl_ms: int | None, versioned: bool, form: Form) -> None:
+        self._form = form
         self._order = order
         self._ttl_ms = ttl_ms
         self._versioned = versioned
@@ -202,29 +209,25 @@ class _LastRowPerKey(StatefulProcessor):
         # the name every earlier layout used (a ValueState, or grouped by another key): Spark refuses their checkpoints
         self._rows = MapEntries(handle, "last_row", last_rows.KEY, value, self._ttl_ms)
 
-    def handleInputRows(
-        self, key: tuple[object, ...], rows: Iterator[pd.DataFrame], timerValues: TimerValues
-    ) -> Iterator[pd.DataFrame]:
-        frames = list(rows)
-        frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    def handleInputRows(self, key: tuple[object, ...], rows: Iterator[Any], timerValues: TimerValues) -> Iterator[Any]:
+        given = self._form.table(rows)
         records = last_rows.Records(
-            pa.array(frame[_KEY].to_numpy(object), pa.string()),
-            pa.array(frame[_ROW].to_numpy(object), pa.string()),
-            frame[_RETRACTS].to_numpy(bool),
-            [frame[o].to_numpy(np.int64) for o in self._order],
-            frame[_VERSION].to_numpy(np.int64) if self._versioned else None,
+            given[_KEY].combine_chunks(),
+            given[_ROW].combine_chunks(),
+            given[_RETRACTS].to_numpy(),
+            [given[o].to_numpy() for o in self._order],
+            given[_VERSION].to_numpy() if self._versioned else None,
         )
         apply = last_rows.apply_versioned if self._versioned else last_rows.apply
         changes = apply(self._held(records.keys), records, self._order, self._ttl_ms is not None)
         self._write(changes.written, changes.removed)
         versions = {} if changes.versions is None else {_VERSION: changes.versions}
         if len(changes.kinds):
-            out = {_KEY: changes.keys.to_numpy(zero_copy_only=False), _ROW: changes.rows.to_numpy(zero_copy_only=False)}
-            out |= dict(zip(self._order, changes.orders)) | versions | {_KIND: changes.kinds}
-            yield pd.DataFrame(out)
+            out = {_KEY: changes.keys, _ROW: changes.rows} | dict(zip(self._order, changes.orders)) | versions
+            yield from self._form.emit(out | {_KIND: changes.kinds})
         if changes.late:
             zeros = {o: [0] for o in [*self._order, *versions]}
-            yield pd.DataFrame({_KEY: [None], _ROW: [str(changes.late)]} | zeros | {_KIND: [_LATE]})
+            yield from self._form.emit({_KEY: [None], _ROW: [str(changes.late)]} | zeros | {_KIND: [_LATE]})
 
     def _held(self, keys: pa.Array) -> pa.Table:
         """The state's rows of these keys (a key without one absent)."""

@@ -1,12 +1,14 @@
 """What the stateful helpers (normalize, aggregate, temporal_join) share: a row carried through Python as the text
 Spark's own `to_json` writes, and the state store they need.
 
-A row crosses into Spark's Python stateful operator (`transformWithStateInPandas`, the one on every pyspark 4.x) and
-back as pandas. That loses data: a null and a NaN are one value in a pandas float column (both come out as null), an
-integer column with nulls becomes float64 (past 2**53, another number). So the helpers hand Python each row as one
-STRING, written by Spark's `to_json` and read back by Spark's `from_json` with options that keep every value
-(microsecond timestamps with their offset, NaN and infinities, -0.0, decimals digit for digit, binary as base64): Python
-compares and stores the text, never a typed value. Equal rows give equal text, as Flink compares rows by their bytes.
+A row crosses into Spark's Python stateful operator and back as pandas in its form on every pyspark 4.x
+(`transformWithStateInPandas`; the Row form of 4.1+ hands Rows: tables/operator_form.py). Pandas loses data: a null
+and a NaN are one value in a pandas float column (both come out as null), an integer column with nulls becomes float64
+(past 2**53, another number). So the helpers hand Python each row as one STRING, written by Spark's `to_json` and read
+back by Spark's `from_json` with options that keep every value (microsecond timestamps with their offset, NaN and
+infinities, -0.0, decimals digit for digit, binary as base64): Python compares and stores the text, never a typed
+value. Equal rows give equal text, as Flink compares rows by their bytes. Both forms carry the same texts, so a
+helper's state is the same in either.
 """
 
 from __future__ import annotations

@@ -24,9 +24,8 @@ Rows cross Python as Spark's own JSON text (tables/rows.py).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import Any
 
-import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
@@ -43,6 +42,8 @@ from ..errors import RecordError, SchemaError
 from ..kernel.change_kind import ChangeKind, UpsertAction, spellings
 from . import as_of_versions as versions
 from .map_entries import MapEntries
+from .operator_form import DOC as OPERATOR_FORM
+from .operator_form import Form
 from .rows import as_text, from_text, require_columns, require_state_settings, require_text_safe, state_group
 
 HELPER = "temporal_join"
@@ -64,8 +65,10 @@ def temporal_join(
     how: str = "left",
     order_by: str | Sequence[str] = "offset",
     change_column: str = "_change_type",
+    operator_form: str | None = None,
 ) -> DataFrame:
-    """`stream` joined with the row `table` held for the same `on` columns at each stream row's `stream_time`:
+    (
+        """`stream` joined with the row `table` held for the same `on` columns at each stream row's `stream_time`:
     Flink's `stream [LEFT] JOIN table FOR SYSTEM_TIME AS OF stream.stream_time ON stream.k = table.k`.
 
     `table`: a changelog (this source's stream read of an upsert topic, or normalized_changelog's) whose `on` columns
@@ -76,7 +79,11 @@ def temporal_join(
 
     `stream_time=None`: the latest-value join: each stream row, as it arrives, gets the table's latest row for its
     key (a micro-batch's table changes apply before its stream rows); no watermark needed. Needs the RocksDB state
-    store provider (the error says how to set it)."""
+    store provider (the error says how to set it).
+
+    """
+        + OPERATOR_FORM
+    )
     keys = require_columns(stream, [on] if isinstance(on, str) else list(on), "join column (stream)", HELPER)
     table_keys = require_columns(table, keys, "join column (table)", HELPER)
     if not keys:
@@ -134,16 +141,11 @@ def temporal_join(
         *[F.col(o).cast(LongType()).alias(f"uk_order{i}") for i, o in enumerate(order)],
     )
     out = StructType([StructField(_LEFT, StringType()), StructField(_RIGHT, StringType())])
-    joined = (
-        left.unionByName(right)
-        .groupBy(_BUCKET)
-        .transformWithStateInPandas(
-            statefulProcessor=_AsOfJoin(len(order), how == "left", event_time),
-            outputStructType=out,
-            outputMode="Append",
-            timeMode="EventTime" if event_time else "None",
-        )
-    )
+    united = left.unionByName(right)
+    grouped = united.groupBy(_BUCKET)
+    form = Form.of(grouped, StructType([f for f in united.schema if f.name != _BUCKET]), operator_form, HELPER)
+    processor = _AsOfJoin(len(order), how == "left", event_time, form)
+    joined = form.run(grouped, processor, out, "EventTime" if event_time else "None")
     right_schema = table.select(*carried).schema
     return joined.select(
         from_text(F.col(_LEFT), stream.schema).alias("uk_l"), from_text(F.col(_RIGHT), right_schema).alias("uk_r")
@@ -200,7 +202,8 @@ class _AsOfJoin(StatefulProcessor):
     """Per state group: each key's versions its own entry, and the stream rows waiting for the watermark with the
     marks of versions it has not passed (event time); or each key's latest row (stream_time None)."""
 
-    def __init__(self, orders: int, outer: bool, event_time: bool) -> None:
+    def __init__(self, orders: int, outer: bool, event_time: bool, form: Form) -> None:
+        self._form = form
         self._orders = [f"uk_order{i}" for i in range(orders)]
         self._outer = outer
         self._event_time = event_time
@@ -213,36 +216,33 @@ class _AsOfJoin(StatefulProcessor):
         self._versions = MapEntries(handle, "versions", "key", entry)
         self._in_flight = handle.getValueState("in_flight", "state BINARY")
 
-    def handleInputRows(
-        self, key: tuple[object, ...], rows: Iterator[pd.DataFrame], timerValues: TimerValues
-    ) -> Iterator[pd.DataFrame]:
-        frames = list(rows)
-        frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-        side, action = frame[_SIDE].to_numpy(), frame[_ACTION].to_numpy()
-        changes, change = frame[(side == _TABLE) & (action != _SKIP)], None
-        if len(changes):
-            deleted = pa.array(changes[_ACTION].to_numpy() == _DELETE)
-            change_rows = pc.if_else(deleted, pa.nulls(len(changes), pa.string()), _texts(changes[_ROW]))
+    def handleInputRows(self, key: tuple[object, ...], rows: Iterator[Any], timerValues: TimerValues) -> Iterator[Any]:
+        given = self._form.table(rows)
+        side = given[_SIDE]
+        changes, change = given.filter(pc.and_(pc.equal(side, _TABLE), pc.not_equal(given[_ACTION], _SKIP))), None
+        if changes.num_rows:
+            deleted = pc.equal(changes[_ACTION], _DELETE)
             change = versions.Changes(
-                _texts(changes[_KEY]),
-                changes[_TIME].to_numpy(np.int64),
-                change_rows,
-                [changes[o].to_numpy(np.int64) for o in self._orders],
+                changes[_KEY].combine_chunks(),
+                changes[_TIME].to_numpy(),
+                pc.if_else(deleted, pa.scalar(None, pa.string()), changes[_ROW]).combine_chunks(),
+                [changes[o].to_numpy() for o in self._orders],
             )
-        arrived = frame[side == _STREAM]
+        arrived = given.filter(pc.equal(side, _STREAM))
         waiting = None
-        if len(arrived):
-            waiting = versions.Arrivals(_texts(arrived[_KEY]), arrived[_TIME].to_numpy(np.int64), _texts(arrived[_ROW]))
+        if arrived.num_rows:
+            keys, rows_ = arrived[_KEY].combine_chunks(), arrived[_ROW].combine_chunks()
+            waiting = versions.Arrivals(keys, arrived[_TIME].to_numpy(), rows_)
         yield from self._step(change, waiting, timerValues)
 
     def handleExpiredTimer(
         self, key: tuple[object, ...], timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
-    ) -> Iterator[pd.DataFrame]:
+    ) -> Iterator[Any]:
         yield from self._step(None, None, timerValues)
 
     def _step(
         self, changes: versions.Changes | None, arrived: versions.Arrivals | None, timerValues: TimerValues
-    ) -> Iterator[pd.DataFrame]:
+    ) -> Iterator[Any]:
         """Flink's processElement and emitResultAndCleanUpState on the keys this call touches: the waiting rows the
         watermark passed joined, the versions no waiting row can need dropped."""
         watermark = timerValues.getCurrentWatermarkInMs() * 1000 if self._event_time else None
@@ -268,21 +268,15 @@ class _AsOfJoin(StatefulProcessor):
                 "a new checkpoint"
             ) from None
 
-    def _joined(self, left: pa.Array, right: pa.Array) -> Iterator[pd.DataFrame]:
+    def _joined(self, left: pa.Array, right: pa.Array) -> Iterator[Any]:
         if not self._outer:
             matched = pc.is_valid(right)
             left, right = left.filter(matched), right.filter(matched)
         if len(left):
-            yield pd.DataFrame(
-                {_LEFT: left.to_numpy(zero_copy_only=False), _RIGHT: right.to_numpy(zero_copy_only=False)}
-            )
+            yield from self._form.emit({_LEFT: left, _RIGHT: right})
 
     def close(self) -> None:
         pass
-
-
-def _texts(column: pd.Series) -> pa.Array:
-    return pa.array(column.to_numpy(object), pa.string())
 
 
 def _timer_ms(micros: int) -> int:

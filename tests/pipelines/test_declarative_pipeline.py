@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from pyspark.sql import functions as F
 from pyspark_upsert_kafka import changelog_history
 
@@ -22,16 +21,8 @@ from integration.pipeline_demo import (
     send_orders,
     spark_pipelines,
 )
-from integration.spark_connect import ConnectServer
 
 MISUSE = Path(__file__).parent / "misuse" / "spark-pipeline.yml"
-
-
-@pytest.fixture(scope="module")
-def connect_server(tmp_path_factory):
-    """One Spark Connect server for this module's pipelines (tests/conftest.py counts it as a server fixture)."""
-    with ConnectServer(tmp_path_factory.mktemp("connect")) as server:
-        yield server
 
 
 def _rows(df) -> list[tuple]:

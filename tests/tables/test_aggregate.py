@@ -19,6 +19,7 @@ from pyspark_upsert_kafka.tables.normalize import normalized_changelog
 
 from tests.support.kafka_io import consume_messages, produce
 from tests.support.read_helpers import finish_available_now, finish_reading, run_available_now
+from tests.tables.forms import OPERATOR_FORMS
 
 GOLDEN = json.loads((Path(__file__).parents[1] / "formats/golden/flink/tables_aggregate.json").read_text())
 AGGREGATES = {
@@ -43,8 +44,9 @@ def _per_key(records: list[tuple]) -> dict:
     return by_key
 
 
+@pytest.mark.parametrize("operator_form", OPERATOR_FORMS)
 def test_flinks_orders_aggregated_here_give_the_records_flinks_upsert_sink_wrote(
-    spark, rocksdb, new_topic, options, bootstrap, tmp_path
+    spark, rocksdb, new_topic, options, bootstrap, tmp_path, operator_form
 ):
     orders, sales = new_topic(), new_topic()
     produce(bootstrap, orders, _records("orders"))
@@ -57,9 +59,9 @@ def test_flinks_orders_aggregated_here_give_the_records_flinks_upsert_sink_wrote
         .option("schema", "order_id STRING, category STRING, price DOUBLE")
         .load()
     )
-    table = normalized_changelog(changes, "order_id")
+    table = normalized_changelog(changes, "order_id", operator_form=operator_form)
     query = (
-        aggregate_changelog(table.drop("offset"), "category", **AGGREGATES)
+        aggregate_changelog(table.drop("offset"), "category", operator_form=operator_form, **AGGREGATES)
         .writeStream.format("upsert-kafka")
         .options(**options(sales, {"key.fields": "category"}))
         .option("checkpointLocation", str(tmp_path))
@@ -215,7 +217,9 @@ def test_a_checkpoint_of_an_earlier_state_layout_is_refused(spark, rocksdb, tmp_
         f"CAST(g AS {group_type}) AS g", "x", "_change_type"
     ).write.mode("append").parquet(str(source))
     with pytest.raises(StreamingQueryException, match="STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE"):
-        run_available_now(aggregate_changelog(changes, "g", hi="MAX(x)"), str(tmp_path / "cp"))
+        # in the form it was written in: its state refused
+        aggregated = aggregate_changelog(changes, "g", hi="MAX(x)", operator_form="pandas")
+        run_available_now(aggregated, str(tmp_path / "cp"))
 
 
 def test_aggregates_are_checked_before_a_query_starts(spark, rocksdb):

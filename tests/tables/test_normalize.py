@@ -1,8 +1,9 @@
 """normalized_changelog on a real broker: the records Flink wrote normalize as Flink's ChangelogNormalize does (a new
 key inserts, a known key updates with its before-image, a delete carries the last row, a duplicate or a delete of an
 unknown key gives nothing; with a state TTL, duplicates passed on), a key's state expires, values come out exactly,
-keys sharing a state bucket stay apart, a checkpoint of an earlier state layout is refused, and the errors say
-what to change. A restart from the checkpoint: tests/compat/test_tables_versions.py."""
+keys sharing a state bucket stay apart, a checkpoint of an earlier state layout is refused, a checkpoint goes on only
+in the operator form it started with, and the errors say what to change. A restart from the checkpoint:
+tests/compat/test_tables_versions.py."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import datetime as dt
 import decimal
 import json
 import math
+import re
 import time
 import zoneinfo
 from pathlib import Path
@@ -27,6 +29,7 @@ from pyspark_upsert_kafka.tables.temporal_join import temporal_join
 
 from tests.support.kafka_io import produce
 from tests.support.read_helpers import Collector, collect_until, finish_available_now, run_available_now
+from tests.tables.forms import OPERATOR_FORMS, OPERATOR_NAMES, ROW_FORM
 
 SCHEMA = "id INT, name STRING"
 UTC = dt.timezone.utc
@@ -193,17 +196,19 @@ def _flinks_changes(query: str) -> dict:
     return by_key
 
 
+@pytest.mark.parametrize("operator_form", OPERATOR_FORMS)
 @pytest.mark.parametrize(("query", "state_ttl"), [("stream", None), ("stream_state_ttl", "1 h")])
 def test_flinks_records_normalize_as_flinks_changelog_normalize_does(
-    spark, rocksdb, new_topic, options, bootstrap, tmp_path, query, state_ttl
+    spark, rocksdb, new_topic, options, bootstrap, tmp_path, query, state_ttl, operator_form
 ):
     """The records Flink 2.2.1's upsert-kafka sink wrote (an update, a duplicate, deletes of known and unknown keys, a
     re-insert, nulls), normalized here, give what Flink's ChangelogNormalize gave for `SELECT * FROM users` (a key's
-    changes in order; keys are independent), with and without 'table.exec.state.ttl'."""
+    changes in order; keys are independent), with and without 'table.exec.state.ttl', in every operator form."""
     topic = new_topic()
     records = GOLDEN["topics"]["users"]["records"]
     produce(bootstrap, topic, [(bytes.fromhex(r["key"]), r["value"] and bytes.fromhex(r["value"])) for r in records])
-    normalized = normalized_changelog(_changes(spark, options(topic), USERS), "id", state_ttl=state_ttl).drop("offset")
+    changes = _changes(spark, options(topic), USERS)
+    normalized = normalized_changelog(changes, "id", state_ttl=state_ttl, operator_form=operator_form).drop("offset")
     expected = _flinks_changes(query)
     if state_ttl is None:
         rows = run_available_now(normalized, str(tmp_path)).rows
@@ -221,9 +226,13 @@ EXACT = (
 )
 
 
-def test_values_come_out_exactly_as_they_went_in(spark, rocksdb, new_topic, options, bootstrap, tmp_path):
+@pytest.mark.parametrize("operator_form", OPERATOR_FORMS)
+def test_values_come_out_exactly_as_they_went_in(
+    spark, rocksdb, new_topic, options, bootstrap, tmp_path, operator_form
+):
     """The row crosses Python as Spark's JSON text: NaN stays NaN and null null (pandas makes one of them), -0.0 keeps
-    its sign, integers past 2**53 and 38-digit decimals every digit, timestamps their microseconds."""
+    its sign, integers past 2**53 and 38-digit decimals every digit, timestamps their microseconds, in every
+    operator form."""
     rows = [
         (1, math.nan, -0.0, 2**62 + 1, decimal.Decimal("12345678901234567890.123456789012345678"),
          dt.datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC), dt.datetime(9999, 12, 31, 23, 59, 59, 123456),
@@ -236,7 +245,7 @@ def test_values_come_out_exactly_as_they_went_in(spark, rocksdb, new_topic, opti
     topic = new_topic()
     given = spark.createDataFrame(rows, EXACT)
     given.write.format("upsert-kafka").options(**options(topic)).mode("append").save()
-    normalized = normalized_changelog(_changes(spark, options(topic), EXACT), "id")
+    normalized = normalized_changelog(_changes(spark, options(topic), EXACT), "id", operator_form=operator_form)
     sink = run_available_now(normalized.drop("offset"), str(tmp_path))
     got = spark.createDataFrame([r[:-1] for r in sink.rows], EXACT)
     assert {r[-1] for r in sink.rows} == {"insert"}
@@ -403,9 +412,55 @@ def test_a_checkpoint_of_an_earlier_state_layout_is_refused(
     produce(bootstrap, topic, [_record(1, "b")])
     versioned = layout.startswith("versioned")
     changes = _changes(spark, options(topic), metadata="offset, version=timestamp" if versioned else "offset")
-    with pytest.raises(StreamingQueryException, match=refusal):
-        normalized = normalized_changelog(changes, "id", version="version" if versioned else None)
+    with pytest.raises(StreamingQueryException, match=refusal):  # in the form it was written in: its state refused
+        version = "version" if versioned else None
+        normalized = normalized_changelog(changes, "id", version=version, operator_form="pandas")
         run_available_now(normalized, str(tmp_path))
+
+
+@pytest.mark.parametrize("started", ["rows", "pandas"] if ROW_FORM else ["pandas"])
+def test_a_checkpoint_goes_on_in_the_operator_form_it_started_with_and_the_other_is_refused(
+    spark, rocksdb, new_topic, options, bootstrap, tmp_path, started
+):
+    """Spark names the operator after its form in the checkpoint's state metadata: a query goes on in the form it
+    started with, its keys' rows found, and Spark refuses the other form when the query starts, naming the form the
+    checkpoint has (so no key is new again). Unset, the form is the Row form where pyspark has it."""
+    topic = new_topic()
+    produce(bootstrap, topic, [_record(1, "a")])
+
+    def normalized(form: str | None):
+        return normalized_changelog(_changes(spark, options(topic)), "id", operator_form=form).drop("offset")
+
+    default = "rows" if ROW_FORM else "pandas"
+    first = run_available_now(normalized(None if started == default else started), str(tmp_path)).rows
+    assert first == [(1, "a", "insert")]
+    produce(bootstrap, topic, [_record(1, "b")])
+    if ROW_FORM:
+        other = {"rows": "pandas", "pandas": "rows"}[started]
+        named = re.escape(f"in the metadata: [(OperatorId: 0 -> OperatorName: {OPERATOR_NAMES[started]})]")
+        refusal = f"(?s)STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA.*{named}"
+        with pytest.raises(StreamingQueryException, match=refusal):
+            run_available_now(normalized(other), str(tmp_path))
+    second = run_available_now(normalized(started), str(tmp_path)).rows
+    assert second == [(1, "a", "update_preimage"), (1, "b", "update_postimage")]
+
+
+def test_an_operator_form_this_pyspark_does_not_have_is_refused_before_a_query_starts(
+    spark, rocksdb, new_topic, options
+):
+    changes = _changes(spark, options(new_topic()))
+    with pytest.raises(
+        OptionError, match=r"operator_form is 'rows' or 'pandas' \(unset: 'rows' where pyspark has it\)"
+    ):
+        normalized_changelog(changes, "id", operator_form="arrow")
+    if ROW_FORM:
+        assert normalized_changelog(changes, "id", operator_form="rows").columns == changes.columns
+    else:
+        lacking = r"operator_form 'rows' runs on Spark's transformWithState, which pyspark 4\.0\.\d+ does not have"
+        with pytest.raises(
+            OptionError, match=lacking + r" \(4\.1 and later do\): leave operator_form unset, or give 'pandas'"
+        ):
+            normalized_changelog(changes, "id", operator_form="rows")
 
 
 @pytest.mark.parametrize(

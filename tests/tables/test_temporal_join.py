@@ -21,6 +21,7 @@ from pyspark_upsert_kafka.tables.temporal_join import temporal_join
 
 from tests.support.kafka_io import produce
 from tests.support.read_helpers import as_utc, collect_until, run_available_now
+from tests.tables.forms import OPERATOR_FORMS
 
 GOLDEN = json.loads((Path(__file__).parents[1] / "formats/golden/flink/tables_temporal_join.json").read_text())
 KEEP = {"retention.ms": "-1"}  # the records' timestamps are in 2024: kept past the default retention
@@ -106,18 +107,20 @@ def _per_key(rows: list[tuple]) -> dict:
     return by_key
 
 
+@pytest.mark.parametrize("operator_form", OPERATOR_FORMS)
 @pytest.mark.parametrize("how", ["left", "inner"])
 def test_flinks_orders_and_rates_join_as_flinks_temporal_join(
-    spark, rocksdb, new_topic, options, bootstrap, tmp_path, how
+    spark, rocksdb, new_topic, options, bootstrap, tmp_path, how, operator_form
 ):
     """Flink's plan reads currency_rates through ChangelogNormalize, and so does this one (normalized_changelog): each
     order gets the rate its currency had at the order's time, o_006 (GBP before its first rate) and o_007 (CHF: no
     rate) none. Flink's quirk is reproduced, not repaired: order o_005 (JPY at 10:32) gets no rate though JPY's 0.01
     held from 09:30 until its tombstone at 12:30, because ChangelogNormalize turns the tombstone into a delete carrying
     the deleted row, its update_time 09:30 included, and the join keeps one version per key and time: the delete
-    replaces the 09:30 version, so JPY counts as deleted from 09:30 on (o_009 at 12:45 gets none either)."""
+    replaces the 09:30 version, so JPY counts as deleted from 09:30 on (o_009 at 12:45 gets none either). In every
+    operator form."""
     orders, rates = _flink_topics(bootstrap, new_topic)
-    table = normalized_changelog(_rates(spark, options, rates), "currency")
+    table = normalized_changelog(_rates(spark, options, rates), "currency", operator_form=operator_form)
     joined = temporal_join(
         _orders(spark, options, orders),
         table,
@@ -125,6 +128,7 @@ def test_flinks_orders_and_rates_join_as_flinks_temporal_join(
         stream_time="order_time",
         table_time="update_time",
         how=how,
+        operator_form=operator_form,
     ).select(*COLUMNS)
     expected = _flinks_rows(f"{how}_join")
     assert _per_key(collect_until(joined, tmp_path, sum(map(len, expected.values())))) == expected
@@ -277,4 +281,6 @@ def test_a_checkpoint_of_an_earlier_state_layout_is_refused(spark, rocksdb, tmp_
     append()
     refused = r"STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE|STATE_STORE_INVALID_VARIABLE_TYPE_CHANGE"
     with pytest.raises(StreamingQueryException, match=refused):
-        run_available_now(temporal_join(stream, table, "currency", stream_time=None), str(tmp_path / "cp"))
+        # in the form it was written in: its state refused
+        joined = temporal_join(stream, table, "currency", stream_time=None, operator_form="pandas")
+        run_available_now(joined, str(tmp_path / "cp"))
