@@ -1,5 +1,5 @@
 """What Spark's Python stateful operator lets normalized_changelog reach at best, measured next to it (part `bounds` of
-integration/bench_tables_steady.py, and its pipelines `floor`, `floor-rows`, `cache-bound` and `normalize-pandas`):
+integration/bench_tables_steady.py, and its pipelines `floor`, `floor-rows`, `cache-bound` and `normalize-rows`):
 
 - `floor`: normalize's operator keeping nothing (operator_floor): the same state groups, the same columns crossing to
   Python and back, RocksDB, no state call. No state kept through this operator is fresher.
@@ -8,8 +8,8 @@ integration/bench_tables_steady.py, and its pipelines `floor`, `floor-rows`, `ca
   freshness is the least a read cache could give.
 - `floor-rows`: the floor on the operator's other form, the Row-based `transformWithState` (pyspark 4.1+): the same
   groups and columns, Rows in and out instead of pandas frames (operator_floor with `rows`).
-- `normalize-pandas`: normalized_changelog on `transformWithStateInPandas` (operator_form 'pandas') where the session
-  has the Row form too: the form pyspark 4.0 runs, and every pyspark did before the Row form.
+- `normalize-rows`: normalized_changelog on the Row-based `transformWithState` (operator_form 'rows', pyspark 4.1+)
+  instead of its default, `transformWithStateInPandas`.
 - Worker affinity (affinity_run): which Python worker runs each state group, micro-batch after micro-batch. A cache
   in a worker can only serve the groups that worker ran in the micro-batch before.
 - One big micro-batch (one_batch_run): `keys` keys read in one micro-batch into `noop`, the plain read, the floor and
@@ -165,7 +165,7 @@ def _busy_cpu_s() -> float:
     return (sum(ticks) - ticks[3] - ticks[4]) / 100
 
 
-ONE_BATCH_STEPS = ("read", "floor", "floor-rows", "normalize", "normalize-pandas")
+ONE_BATCH_STEPS = ("read", "floor", "floor-rows", "normalize", "normalize-rows")
 
 
 def one_batch_run(spark, bootstrap: str, keys: int, repeat: int = 3, partitions: str = "4") -> dict:
@@ -183,7 +183,7 @@ def one_batch_run(spark, bootstrap: str, keys: int, repeat: int = 3, partitions:
             "floor": lambda: operator_floor(changes),
             "floor-rows": lambda: operator_floor(changes, rows=True),
             "normalize": lambda: normalized_changelog(changes, "id"),
-            "normalize-pandas": lambda: normalized_changelog(changes, "id", operator_form="pandas"),
+            "normalize-rows": lambda: normalized_changelog(changes, "id", operator_form="rows"),
         }
         query = steps[step]()
         with checkpoint_dir("bench-one-batch-") as checkpoint:

@@ -145,13 +145,13 @@ def _pipeline(spark, who: str, bootstrap: str, source: str, sink: str, checkpoin
     if who == "cache-bound":
         with bounds.reads_skipped():
             table = normalized_changelog(changes, "id")
-    if who == "normalize-pandas":
-        table = normalized_changelog(changes, "id", operator_form="pandas")
+    if who == "normalize-rows":
+        table = normalized_changelog(changes, "id", operator_form="rows")
     if who == "floor":
         out = bounds.operator_floor(changes).selectExpr("id", "ts AS produced_ms")
     elif who == "floor-rows":
         out = bounds.operator_floor(changes, rows=True).selectExpr("id", "ts AS produced_ms")
-    elif who in ("normalize", "normalize-pandas", "cache-bound"):
+    elif who in ("normalize", "normalize-rows", "cache-bound"):
         out = table.where(AFTER_IMAGES).selectExpr("id", "ts AS produced_ms")
     elif who == "aggregate":
         grouped = aggregate_changelog(table, "id", n="COUNT(*)", total="SUM(quantity)", produced_ms="MAX(ts)")
@@ -386,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--pipelines",
         default="plain,floor,normalize",
-        help="of plain, floor, floor-rows, normalize, normalize-pandas, cache-bound, aggregate, join",
+        help="of plain, floor, floor-rows, normalize, normalize-rows, cache-bound, aggregate, join",
     )
     parser.add_argument("--cost-keys", default="20000,1000000")
     parser.add_argument("--partitions", default="2")

@@ -57,8 +57,7 @@ from ..errors import RecordError, SchemaError
 from ..kernel.change_kind import ChangeKind, kind_spellings
 from . import group_accumulators as core
 from .map_entries import MapEntries
-from .operator_form import DOC as OPERATOR_FORM
-from .operator_form import Form
+from .operator_form import Form, documented
 from .rows import as_long, as_text, from_long, from_text, require_columns, require_state_settings, state_group
 
 HELPER = "aggregate_changelog"
@@ -82,22 +81,18 @@ class _Aggregate:
     result: DataType  # Spark's type of the result
 
 
+@documented
 def aggregate_changelog(
-    changelog: DataFrame, group_by: str | Sequence[str], *, operator_form: str | None = None, **aggregates: str
+    changelog: DataFrame, group_by: str | Sequence[str], *, operator_form: str = "pandas", **aggregates: str
 ) -> DataFrame:
-    (
-        """The changelog of `SELECT <group_by>, <aggregates> ... GROUP BY <group_by>` over `changelog` (a full
+    """The changelog of `SELECT <group_by>, <aggregates> ... GROUP BY <group_by>` over `changelog` (a full
     changelog: normalized_changelog's, or a change-envelope format's), e.g.
     `aggregate_changelog(orders, "category", num="COUNT(*)", total="SUM(price)", low="MIN(price)")`.
 
     Columns: the group's, then each aggregate, then `_change_type`. Result types are Spark's (COUNT BIGINT; SUM of
     integers BIGINT, of DOUBLE / FLOAT DOUBLE, of DECIMAL(p, s) DECIMAL(min(38, p + 10), s); AVG DOUBLE, of a DECIMAL
     DECIMAL(min(38, p + 4), min(38, s + 4)); MIN / MAX the column's). A SUM beyond BIGINT or its DECIMAL fails the query
-    rather than wrap. Needs the RocksDB state store provider (the error says how to set it).
-
-    """
-        + OPERATOR_FORM
-    )
+    rather than wrap. Needs the RocksDB state store provider (the error says how to set it)."""
     groups = require_columns(changelog, [group_by] if isinstance(group_by, str) else list(group_by), "group_by", HELPER)
     (change,) = require_columns(changelog, ["_change_type"], "change column", HELPER)
     if not aggregates:
@@ -124,9 +119,8 @@ def aggregate_changelog(
         [StructField(_GROUP, StringType()), StructField(_KIND, StringType())]
         + [f for i, c in enumerate(core_specs) for f in _result_fields(c, i)]
     )
-    grouped = prepared.groupBy(_BUCKET)
-    form = Form.of(grouped, StructType([f for f in prepared.schema if f.name != _BUCKET]), operator_form, HELPER)
-    aggregated = form.run(grouped, _GroupAggregates(core_specs, form), out, "None")
+    form = Form.of(prepared, _BUCKET, operator_form, HELPER)
+    aggregated = form.run(prepared, _GroupAggregates(core_specs, form), out, "None")
     group_schema = changelog.select(*groups).schema
     return aggregated.select(
         from_text(F.col(_GROUP), group_schema).alias("uk_g"),

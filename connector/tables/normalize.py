@@ -8,8 +8,8 @@ in the state, give nothing. With a state TTL (Flink's `table.exec.state.ttl`) a 
 long without a change, and, as in Flink, an equal update is then passed on as -U/+U (so that the state of the
 operators after it does not expire early). Flink's rules: DeduplicateFunctionHelper.processLastRowOnChangelog.
 
-The state lives in Spark's state store through its Python stateful operator (tables/operator_form.py: the Row-based
-`transformWithState` where pyspark has it, else `transformWithStateInPandas`): it is checkpointed with each
+The state lives in Spark's state store through its Python stateful operator (tables/operator_form.py:
+`transformWithStateInPandas`, or the Row-based `transformWithState` when asked): it is checkpointed with each
 micro-batch, so a restarted query goes on exactly where it stopped. Rows cross into Python as Spark's own JSON text
 (tables/rows.py). Within a micro-batch, a key's records are applied in the order of `order_by` (the record's offset: a
 key lives in one partition), since Spark's shuffle keeps no order.
@@ -40,8 +40,7 @@ from ..kernel.change_kind import ChangeKind, kind_spellings
 from ..options.kinds import Duration
 from . import last_rows
 from .map_entries import MapEntries
-from .operator_form import DOC as OPERATOR_FORM
-from .operator_form import Form
+from .operator_form import Form, documented
 from .rows import (
     as_long,
     as_text,
@@ -64,6 +63,7 @@ _RETRACTING = list(kind_spellings(ChangeKind.DELETE, ChangeKind.UPDATE_BEFORE))
 _ACCUMULATING = list(kind_spellings(ChangeKind.INSERT, ChangeKind.UPDATE_AFTER, ChangeKind.UPSERT))
 
 
+@documented
 def normalized_changelog(
     changes: DataFrame,
     key: str | Sequence[str],
@@ -72,10 +72,9 @@ def normalized_changelog(
     state_ttl: str | None = None,
     change_column: str = "_change_type",
     version: str | None = None,
-    operator_form: str | None = None,
+    operator_form: str = "pandas",
 ) -> DataFrame:
-    (
-        """The full changelog of the table `changes` describes: the same columns, `change_column` now `insert`,
+    """The full changelog of the table `changes` describes: the same columns, `change_column` now `insert`,
     `update_preimage`, `update_postimage` or `delete` (Spark's change data feed names; the upsert-kafka writer
     reads them), a delete carrying the key's last row.
 
@@ -90,11 +89,7 @@ def normalized_changelog(
     `state_ttl`, as long as a row), so an older version read after a delete resurrects nothing. A delete read from an
     upsert topic has no value columns: take the version from the record's timestamp or a header (`metadata.columns`),
     which a tombstone carries too; a record without a version fails the query. The records dropped are counted in
-    the query's progress (`observedMetrics`, under LATE_METRIC).
-
-    """
-        + OPERATOR_FORM
-    )
+    the query's progress (`observedMetrics`, under LATE_METRIC)."""
     keys = require_columns(changes, [key] if isinstance(key, str) else list(key), "key column", HELPER)
     order = require_columns(changes, [order_by] if isinstance(order_by, str) else list(order_by), "order_by", HELPER)
     (change,) = require_columns(changes, [change_column], "change column", HELPER)
@@ -131,10 +126,9 @@ def normalized_changelog(
     orders = [StructField(o, LongType()) for o in order] + [StructField(_VERSION, LongType())] * bool(versions)
     out = StructType([StructField(_KEY, StringType()), StructField(_ROW, StringType()), *orders,
                       StructField(_KIND, StringType())])  # fmt: skip
-    grouped = prepared.groupBy(_BUCKET)
-    form = Form.of(grouped, StructType([f for f in prepared.schema if f.name != _BUCKET]), operator_form, HELPER)
+    form = Form.of(prepared, _BUCKET, operator_form, HELPER)
     processor = _LastRowPerKey(order, ttl_ms, version is not None, form)
-    normalized = form.run(grouped, processor, out, "ProcessingTime" if ttl_ms else "None")
+    normalized = form.run(prepared, processor, out, "ProcessingTime" if ttl_ms else "None")
     parsed = [from_text(F.col(_KEY), changes.select(*keys).schema).alias("uk_k")]
     parsed += [from_text(F.col(_ROW), changes.select(*held).schema).alias("uk_r")] if held else []
     typed = {c: changes.schema[c].dataType for c in order}

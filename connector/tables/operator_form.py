@@ -4,39 +4,52 @@ helper as one Arrow table, the helper's changes (columns) out in the form's own 
 Both forms run the same processor on the same state (the same variables, grouped by the same key), but Spark names
 the operator after its form in the checkpoint's state metadata and refuses a checkpoint of the other form
 (STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA): a query goes on in the form it started with, so a helper
-takes the form as `operator_form`. `transformWithStateInPandas` (every pyspark 4.x) hands Python pandas frames; the
-Row-based `transformWithState` (pyspark 4.1+) hands it Rows, without pandas: at a steady rate the operator's floor on
-it (a processor keeping nothing) measured 625 / 942 ms against 767 / 1,251 ms freshness (p50 / p99, 1 M keys, 5,000
-updates/s: integration/results). So the Row form where the session has it, unless the helper is told otherwise. It
-unpacks every cell in Python (PySpark's worker does): about 8 us a record, which a steady micro-batch of a few
-thousand records barely feels and one big micro-batch does.
+takes the form as `operator_form`. `transformWithStateInPandas` (every pyspark 4.x, the default) hands Python pandas
+frames; the Row-based `transformWithState` (pyspark 4.1+, 'rows') hands it Rows, without pandas. The default is
+pandas, by measurement (integration/results, "At stream cadence"): at a steady rate the Row form's floor (a
+processor keeping nothing) is fresher, but normalize on it is not, beyond this machine's spread from run to run (six
+runs interleaved: p50 medians 1,198 ms Rows, 1,228 ms pandas), and it unpacks every cell in Python (PySpark's worker
+does), so one big micro-batch (a query catching up) takes 1.3 to 1.55x as long (1 M keys: 48.5 s against 36.1 s,
+medians). And every checkpoint a helper wrote before the option is of the pandas form.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+import textwrap
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyspark
-from pyspark.sql import DataFrame, GroupedData, Row
+from pyspark.sql import DataFrame, Row
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 from pyspark.sql.types import BooleanType, DataType, DoubleType, IntegerType, LongType, StringType, StructType
 
 from ..errors import OptionError
 
 ROWS, PANDAS = "rows", "pandas"
-# A helper's operator_form keyword, said once for all of them (their docstrings and errors)
+_Helper = TypeVar("_Helper", bound=Callable[..., DataFrame])
+# A helper's operator_form keyword, said once for all of them (their docstrings: `documented`)
 DOC = (
-    "`operator_form`: Spark's Python stateful operator it runs on, 'rows' (`transformWithState`, pyspark 4.1+, the "
-    "default where the session has it) or 'pandas' (`transformWithStateInPandas`, pyspark 4.0's). A query goes on from "
-    "its checkpoint in the form it started with: one started on pyspark 4.0, or by a connector without this option, "
-    "takes 'pandas' (Spark refuses it otherwise, with STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA naming "
-    "transformWithStateInPandasExec)."
+    "`operator_form`: Spark's Python stateful operator it runs on, 'pandas' (`transformWithStateInPandas`, every "
+    "pyspark 4.x, the default) or 'rows' (the Row-based `transformWithState`, pyspark 4.1+: no pandas, each cell "
+    "unpacked in Python, so one big micro-batch takes longer). A query goes on from its checkpoint only in the form it "
+    "started with: Spark refuses the other as the query starts, with "
+    "STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA naming the checkpoint's operator "
+    "(transformWithStateInPandasExec or transformWithStateInPySparkExec)."
 )
+
+
+def documented(helper: _Helper) -> _Helper:
+    """The helper with DOC at the end of its docstring (a docstring is a literal: it cannot hold a name)."""
+    text = textwrap.fill(DOC, 116, initial_indent="    ", subsequent_indent="    ")
+    helper.__doc__ = f"{helper.__doc__}\n\n{text}"
+    return helper
+
+
 # the Arrow type of each Spark type a helper hands its processor (the key's and rows' texts, order values, flags)
 _ARROW: dict[DataType, pa.DataType] = {
     StringType(): pa.string(),
@@ -53,28 +66,25 @@ class Form:
     input's Arrow schema."""
 
     rows: bool
-    given: pa.Schema
+    by: str  # the column that groups the records: the state group
+    given: pa.Schema  # the records' other columns
 
     @staticmethod
-    def of(grouped: GroupedData, given: StructType, wanted: str | None, helper: str) -> Form:
-        """The form `wanted` (None: the Row form where `grouped` has it, pyspark 4.1+), and the processor's input: the
-        columns of `given`."""
-        has_rows = hasattr(grouped, "transformWithState")
-        if wanted not in (None, ROWS, PANDAS):
-            raise OptionError(
-                f"{helper}: operator_form is '{ROWS}' or '{PANDAS}' (unset: '{ROWS}' where pyspark has it), "
-                f"not {wanted!r}"
-            )
-        if wanted == ROWS and not has_rows:
+    def of(records: DataFrame, by: str, wanted: str, helper: str) -> Form:
+        """The form `wanted` for `records` grouped by `by`."""
+        if wanted not in (PANDAS, ROWS):
+            raise OptionError(f"{helper}: operator_form is '{PANDAS}' (the default) or '{ROWS}', not {wanted!r}")
+        if wanted == ROWS and not hasattr(records.groupBy(by), "transformWithState"):
             raise OptionError(
                 f"{helper}: operator_form '{ROWS}' runs on Spark's transformWithState, which pyspark "
-                f"{pyspark.__version__} does not have (4.1 and later do): leave operator_form unset, or give '{PANDAS}'"
+                f"{pyspark.__version__} does not have (4.1 and later do): leave operator_form unset ('{PANDAS}')"
             )
-        rows = wanted == ROWS or (wanted is None and has_rows)
-        return Form(rows, pa.schema([(f.name, _ARROW[f.dataType]) for f in given]))
+        given = pa.schema([(f.name, _ARROW[f.dataType]) for f in records.schema if f.name != by])
+        return Form(wanted == ROWS, by, given)
 
-    def run(self, grouped: GroupedData, processor: StatefulProcessor, out: StructType, time_mode: str) -> DataFrame:
-        """The grouped records through the processor (output mode Append)."""
+    def run(self, records: DataFrame, processor: StatefulProcessor, out: StructType, time_mode: str) -> DataFrame:
+        """The records, grouped, through the processor (output mode Append)."""
+        grouped = records.groupBy(self.by)
         if self.rows:
             return grouped.transformWithState(processor, out, "Append", time_mode)
         return grouped.transformWithStateInPandas(processor, out, "Append", time_mode)

@@ -42,8 +42,7 @@ from ..errors import RecordError, SchemaError
 from ..kernel.change_kind import ChangeKind, UpsertAction, spellings
 from . import as_of_versions as versions
 from .map_entries import MapEntries
-from .operator_form import DOC as OPERATOR_FORM
-from .operator_form import Form
+from .operator_form import Form, documented
 from .rows import as_text, from_text, require_columns, require_state_settings, require_text_safe, state_group
 
 HELPER = "temporal_join"
@@ -55,6 +54,7 @@ _VERSION, _DELETE, _SKIP = 0, 1, 2  # what a table change does to the key's vers
 _JOINS = ("left", "inner")
 
 
+@documented
 def temporal_join(
     stream: DataFrame,
     table: DataFrame,
@@ -65,10 +65,9 @@ def temporal_join(
     how: str = "left",
     order_by: str | Sequence[str] = "offset",
     change_column: str = "_change_type",
-    operator_form: str | None = None,
+    operator_form: str = "pandas",
 ) -> DataFrame:
-    (
-        """`stream` joined with the row `table` held for the same `on` columns at each stream row's `stream_time`:
+    """`stream` joined with the row `table` held for the same `on` columns at each stream row's `stream_time`:
     Flink's `stream [LEFT] JOIN table FOR SYSTEM_TIME AS OF stream.stream_time ON stream.k = table.k`.
 
     `table`: a changelog (this source's stream read of an upsert topic, or normalized_changelog's) whose `on` columns
@@ -79,11 +78,7 @@ def temporal_join(
 
     `stream_time=None`: the latest-value join: each stream row, as it arrives, gets the table's latest row for its
     key (a micro-batch's table changes apply before its stream rows); no watermark needed. Needs the RocksDB state
-    store provider (the error says how to set it).
-
-    """
-        + OPERATOR_FORM
-    )
+    store provider (the error says how to set it)."""
     keys = require_columns(stream, [on] if isinstance(on, str) else list(on), "join column (stream)", HELPER)
     table_keys = require_columns(table, keys, "join column (table)", HELPER)
     if not keys:
@@ -142,10 +137,9 @@ def temporal_join(
     )
     out = StructType([StructField(_LEFT, StringType()), StructField(_RIGHT, StringType())])
     united = left.unionByName(right)
-    grouped = united.groupBy(_BUCKET)
-    form = Form.of(grouped, StructType([f for f in united.schema if f.name != _BUCKET]), operator_form, HELPER)
+    form = Form.of(united, _BUCKET, operator_form, HELPER)
     processor = _AsOfJoin(len(order), how == "left", event_time, form)
-    joined = form.run(grouped, processor, out, "EventTime" if event_time else "None")
+    joined = form.run(united, processor, out, "EventTime" if event_time else "None")
     right_schema = table.select(*carried).schema
     return joined.select(
         from_text(F.col(_LEFT), stream.schema).alias("uk_l"), from_text(F.col(_RIGHT), right_schema).alias("uk_r")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pyspark.sql import GroupedData
 
 ROW_FORM = hasattr(GroupedData, "transformWithState")  # Spark's Row-based transformWithState: pyspark 4.1+
-# None: the default (the Row form where pyspark has it, else the pandas form); "pandas" on every pyspark
-OPERATOR_FORMS = [None, "pandas"]
+# "pandas", the default, on every pyspark; "rows" where pyspark has it
+OPERATOR_FORMS = ["pandas", "rows"] if ROW_FORM else ["pandas"]
 # the name Spark's state metadata gives each form's operator
 OPERATOR_NAMES = {"rows": "transformWithStateInPySparkExec", "pandas": "transformWithStateInPandasExec"}

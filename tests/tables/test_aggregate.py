@@ -217,8 +217,8 @@ def test_a_checkpoint_of_an_earlier_state_layout_is_refused(spark, rocksdb, tmp_
         f"CAST(g AS {group_type}) AS g", "x", "_change_type"
     ).write.mode("append").parquet(str(source))
     with pytest.raises(StreamingQueryException, match="STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE"):
-        # in the form it was written in: its state refused
-        aggregated = aggregate_changelog(changes, "g", hi="MAX(x)", operator_form="pandas")
+        # in the form it was written in (the default, pandas): its state refused
+        aggregated = aggregate_changelog(changes, "g", hi="MAX(x)")
         run_available_now(aggregated, str(tmp_path / "cp"))
 
 

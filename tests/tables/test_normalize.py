@@ -412,27 +412,28 @@ def test_a_checkpoint_of_an_earlier_state_layout_is_refused(
     produce(bootstrap, topic, [_record(1, "b")])
     versioned = layout.startswith("versioned")
     changes = _changes(spark, options(topic), metadata="offset, version=timestamp" if versioned else "offset")
-    with pytest.raises(StreamingQueryException, match=refusal):  # in the form it was written in: its state refused
+    # in the form it was written in (the default, pandas): its state refused
+    with pytest.raises(StreamingQueryException, match=refusal):
         version = "version" if versioned else None
-        normalized = normalized_changelog(changes, "id", version=version, operator_form="pandas")
+        normalized = normalized_changelog(changes, "id", version=version)
         run_available_now(normalized, str(tmp_path))
 
 
-@pytest.mark.parametrize("started", ["rows", "pandas"] if ROW_FORM else ["pandas"])
+@pytest.mark.parametrize("started", OPERATOR_FORMS)
 def test_a_checkpoint_goes_on_in_the_operator_form_it_started_with_and_the_other_is_refused(
     spark, rocksdb, new_topic, options, bootstrap, tmp_path, started
 ):
     """Spark names the operator after its form in the checkpoint's state metadata: a query goes on in the form it
     started with, its keys' rows found, and Spark refuses the other form when the query starts, naming the form the
-    checkpoint has (so no key is new again). Unset, the form is the Row form where pyspark has it."""
+    checkpoint has (so no key is new again). Unset, the form is pandas."""
     topic = new_topic()
     produce(bootstrap, topic, [_record(1, "a")])
 
     def normalized(form: str | None):
-        return normalized_changelog(_changes(spark, options(topic)), "id", operator_form=form).drop("offset")
+        chosen = {} if form is None else {"operator_form": form}
+        return normalized_changelog(_changes(spark, options(topic)), "id", **chosen).drop("offset")
 
-    default = "rows" if ROW_FORM else "pandas"
-    first = run_available_now(normalized(None if started == default else started), str(tmp_path)).rows
+    first = run_available_now(normalized(None if started == "pandas" else started), str(tmp_path)).rows
     assert first == [(1, "a", "insert")]
     produce(bootstrap, topic, [_record(1, "b")])
     if ROW_FORM:
@@ -449,16 +450,14 @@ def test_an_operator_form_this_pyspark_does_not_have_is_refused_before_a_query_s
     spark, rocksdb, new_topic, options
 ):
     changes = _changes(spark, options(new_topic()))
-    with pytest.raises(
-        OptionError, match=r"operator_form is 'rows' or 'pandas' \(unset: 'rows' where pyspark has it\)"
-    ):
+    with pytest.raises(OptionError, match=r"operator_form is 'pandas' \(the default\) or 'rows', not 'arrow'"):
         normalized_changelog(changes, "id", operator_form="arrow")
     if ROW_FORM:
         assert normalized_changelog(changes, "id", operator_form="rows").columns == changes.columns
     else:
         lacking = r"operator_form 'rows' runs on Spark's transformWithState, which pyspark 4\.0\.\d+ does not have"
         with pytest.raises(
-            OptionError, match=lacking + r" \(4\.1 and later do\): leave operator_form unset, or give 'pandas'"
+            OptionError, match=lacking + r" \(4\.1 and later do\): leave operator_form unset \('pandas'\)"
         ):
             normalized_changelog(changes, "id", operator_form="rows")
 

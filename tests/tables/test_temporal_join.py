@@ -281,6 +281,6 @@ def test_a_checkpoint_of_an_earlier_state_layout_is_refused(spark, rocksdb, tmp_
     append()
     refused = r"STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE|STATE_STORE_INVALID_VARIABLE_TYPE_CHANGE"
     with pytest.raises(StreamingQueryException, match=refused):
-        # in the form it was written in: its state refused
-        joined = temporal_join(stream, table, "currency", stream_time=None, operator_form="pandas")
+        # in the form it was written in (the default, pandas): its state refused
+        joined = temporal_join(stream, table, "currency", stream_time=None)
         run_available_now(joined, str(tmp_path / "cp"))
