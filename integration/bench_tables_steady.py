@@ -15,7 +15,9 @@ Pipelines: `plain` (the changelog as read: id, ts), `floor` (normalize's Python 
 least any state kept through it can cost), `normalize` (normalized_changelog on id, its inserts and after-images
 written), with `--pipelines` also `aggregate`, `join` (see _pipeline), `cache-bound` (normalize with its state
 reads skipped) and `floor-rows` (the floor on the Row-based `transformWithState`, pyspark 4.1+: no pandas; both in
-integration/bench_tables_bounds.py), and Flink's `upsert-kafka`
+integration/bench_tables_bounds.py), `jvm-latest` and `jvm-dedup` (Spark's JVM stateful operators in normalize's
+place: the latest row per key through foreachBatch, deduplication straight into the sink; see _pipeline), and
+Flink's `upsert-kafka`
 table through ChangelogNormalize (`table.exec.source.cdc-events-duplicate` = true) into an `upsert-kafka` table,
 parallelism 2, RocksDB.
 
@@ -134,7 +136,12 @@ def _pipeline(spark, who: str, bootstrap: str, source: str, sink: str, checkpoin
     """`who`'s pipeline from `source` to `sink`, each output row's `produced_ms` the produce time of the update it
     shows: plain, normalize, aggregate (a group per key behind normalize: the group's MAX(ts) is its latest
     update's), join (the latest-value join of a second read of the topic with the normalized table), floor,
-    floor-rows and cache-bound (integration/bench_tables_bounds.py)."""
+    floor-rows and cache-bound (integration/bench_tables_bounds.py); and Spark's JVM stateful operators in
+    normalize's place (their output is not normalize's): jvm-latest, the aggregation keeping the latest row per key,
+    in update mode, which reaches a Python sink only through foreachBatch; jvm-dedup, streaming deduplication on
+    (id, offset), a state read and write per update like normalize's, in append mode straight into the sink."""
+    from pyspark.sql import functions as F
+    from pyspark_upsert_kafka.foreach_batch import upsert_writer
     from pyspark_upsert_kafka.tables.aggregate import aggregate_changelog
     from pyspark_upsert_kafka.tables.normalize import normalized_changelog
     from pyspark_upsert_kafka.tables.temporal_join import temporal_join
@@ -159,11 +166,18 @@ def _pipeline(spark, who: str, bootstrap: str, source: str, sink: str, checkpoin
     elif who == "join":
         stream = _source(spark, bootstrap, source).selectExpr("id", "ts AS produced_ms")
         out = temporal_join(stream, table, "id", stream_time=None).select("id", "produced_ms")
+    elif who == "jvm-latest":
+        latest = changes.groupBy("id").agg(F.max_by(F.struct("ts"), "offset").alias("row"))
+        out = latest.selectExpr("id", "row.ts AS produced_ms")
+    elif who == "jvm-dedup":
+        out = changes.dropDuplicates(["id", "offset"]).selectExpr("id", "ts AS produced_ms")
     else:
         out = changes.selectExpr("id", "ts AS produced_ms")
-    writer = out.writeStream.format("upsert-kafka").options(
-        topic=sink, **{"properties.bootstrap.servers": bootstrap, "key.fields": "id"}
-    )
+    sink_options = {"topic": sink, "properties.bootstrap.servers": bootstrap, "key.fields": "id"}
+    if who == "jvm-latest":
+        writer = out.writeStream.outputMode("update").foreachBatch(upsert_writer(**sink_options))
+    else:
+        writer = out.writeStream.format("upsert-kafka").options(**sink_options)
     return writer.option("checkpointLocation", checkpoint).start()
 
 
@@ -386,7 +400,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--pipelines",
         default="plain,floor,normalize",
-        help="of plain, floor, floor-rows, normalize, normalize-rows, cache-bound, aggregate, join",
+        help="of plain, floor, floor-rows, normalize, normalize-rows, cache-bound, aggregate, join, jvm-latest, "
+        "jvm-dedup",
     )
     parser.add_argument("--cost-keys", default="20000,1000000")
     parser.add_argument("--partitions", default="2")

@@ -279,6 +279,18 @@ def tables_steady_table() -> str:
         + _table(cost_header, costs)
     )
     text += _freshness_part("freshness-warm", "The same pipelines after a warm-up", "`--warm-s`")
+    text += _freshness_part(
+        "jvm-latest",
+        "Spark's JVM stateful aggregation in normalize's place",
+        "`--only freshness --warm-s 10 --pipelines plain,jvm-latest,normalize`: the latest row per key in update "
+        "mode, written through foreachBatch, since Spark's Python sinks take no update mode",
+    )
+    text += _freshness_part(
+        "jvm-dedup",
+        "Spark's JVM streaming deduplication in normalize's place",
+        "`--only freshness --warm-s 10 --pipelines plain,jvm-dedup,floor-rows`: on (id, offset), a state read and "
+        "write per update like normalize's, in append mode straight into the upsert-kafka sink",
+    )
     helpers = sorted(int(n.split()[1]) for n in figures if n.startswith("helpers: "))
     if helpers:
         helper_header = ["keys", "normalize ms", "+ aggregate ms", "aggregate own us/record",
