@@ -17,9 +17,8 @@ written), with `--pipelines` also `aggregate`, `join` (see _pipeline), `cache-bo
 reads skipped) and `floor-rows` (the floor on the Row-based `transformWithState`, pyspark 4.1+: no pandas; both in
 integration/bench_tables_bounds.py), `jvm-latest` and `jvm-dedup` (Spark's JVM stateful operators in normalize's
 place: the latest row per key through foreachBatch, deduplication straight into the sink; see _pipeline), and
-Flink's `upsert-kafka`
-table through ChangelogNormalize (`table.exec.source.cdc-events-duplicate` = true) into an `upsert-kafka` table,
-parallelism 2, RocksDB.
+Flink's `upsert-kafka` table through ChangelogNormalize (`table.exec.source.cdc-events-duplicate` = true) into an
+`upsert-kafka` table, parallelism 2, RocksDB.
 
 Cost at a steady micro-batch size: per `--cost-keys` size, a topic of that many keys, read into the state in one
 micro-batch, then 40,000 updates in micro-batches of 2,000 records (`scan.max-records-per-batch`), into `noop`:
